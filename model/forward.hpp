@@ -1,0 +1,69 @@
+// The forward pass over a ragged batch: several sequences, each adding
+// n_tokens tokens (a prefill chunk or one decode token) at consecutive
+// positions, reading earlier K/V from the arena and writing its own.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/matmul.hpp"
+#include "kernels/thread_pool.hpp"
+#include "model/kv_arena.hpp"
+#include "model/model.hpp"
+
+namespace cortex {
+
+enum class logits_mode : uint8_t { none, last, all };
+
+// One sequence's share of a step. Pointers are borrowed for the call.
+struct batch_seq {
+  const int32_t* tokens = nullptr;      // (n_tokens,) ids < n_vocab
+  int32_t n_tokens = 0;                 // tokens to compute this step (>= 1)
+  int32_t pos0 = 0;                     // position of tokens[0]; K/V of [0, pos0) already in the arena
+  const int32_t* block_table = nullptr; // block ids covering positions [0, pos0 + n_tokens)
+  int32_t n_blocks = 0;                 // entries in block_table
+  logits_mode logits = logits_mode::last;
+};
+
+class forward_pass {
+ public:
+  // `pool` is the compute pool; the pass never allocates once its buffers
+  // have grown to the largest step seen.
+  forward_pass(const model& m, kernels::thread_pool& pool);
+
+  // Runs one step. Returns the number of logits rows written: for each
+  // sequence in order, its last token's row (logits_mode::last) or one row
+  // per token (all). REQUIRES: every block table covers its positions and
+  // tokens are < n_vocab (callers validate outside input first).
+  int run(const std::vector<batch_seq>& batch, kv_arena& kv);
+
+  // Row r of the last run's logits, (n_vocab,).
+  const float* logits(int row) const { return logits_.data() + static_cast<size_t>(row) * n_vocab_; }
+  float* logits_mut(int row) { return logits_.data() + static_cast<size_t>(row) * n_vocab_; }
+
+ private:
+  void ensure_capacity(int n_tokens, int n_rows);
+  void attention_layer(int layer, const std::vector<batch_seq>& batch, kv_arena& kv);
+
+  const model& m_;
+  kernels::thread_pool& pool_;
+  kernels::matmul_scratch mm_scratch_;
+  int n_vocab_;
+  int capacity_tokens_ = 0;
+  int capacity_rows_ = 0;
+  // Per-step activations; T = tokens in the step.
+  std::vector<float> x_;      // (T, n_embd) residual stream
+  std::vector<float> xn_;     // (T, n_embd) normed input
+  std::vector<float> q_;      // (T, n_head*hd)
+  std::vector<float> k_;      // (T, n_kv*hd)
+  std::vector<float> v_;      // (T, n_kv*hd)
+  std::vector<float> attn_;   // (T, n_head*hd)
+  std::vector<float> gate_;   // (T, n_ff)
+  std::vector<float> up_;     // (T, n_ff)
+  std::vector<float> tmp_;    // (T, n_embd)
+  std::vector<float> sel_;    // (rows, n_embd) normed rows that need logits
+  std::vector<float> logits_; // (rows, n_vocab)
+  std::vector<int32_t> seq_first_;  // (n_seqs,) index of each sequence's first token in the step
+};
+
+}  // namespace cortex

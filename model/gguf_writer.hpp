@@ -1,0 +1,49 @@
+// Builds GGUF v3 files: metadata of every value type and tensors whose
+// bytes are already in the target type. Used by `cortex make-model` and by
+// tests that need small or deliberately broken files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/ggml_type.hpp"
+#include "model/expected.hpp"
+#include "model/gguf.hpp"
+
+namespace cortex::gguf {
+
+class writer {
+ public:
+  explicit writer(uint64_t alignment = 32) : alignment_(alignment) {}
+
+  void set_string(const std::string& key, const std::string& v);
+  void set_u32(const std::string& key, uint32_t v);
+  void set_i32(const std::string& key, int32_t v);
+  void set_u64(const std::string& key, uint64_t v);
+  void set_f32(const std::string& key, float v);
+  void set_bool(const std::string& key, bool v);
+  void set_string_array(const std::string& key, const std::vector<std::string>& v);
+  void set_f32_array(const std::string& key, const std::vector<float>& v);
+  void set_i32_array(const std::string& key, const std::vector<int32_t>& v);
+
+  // ne: GGUF dims, ne[0] = row length. REQUIRES: data.size() == the bytes of
+  // that shape in `type`.
+  void add_tensor(const std::string& name, ggml_type type, std::vector<int64_t> ne, std::vector<uint8_t> data);
+
+  // The whole file image.
+  std::vector<uint8_t> build() const;
+  // Writes atomically (temp file + rename). Errors name the path.
+  status write(const std::string& path) const;
+
+ private:
+  struct kv { std::string key; std::vector<uint8_t> bytes; };  // bytes = type + value
+  struct tensor { std::string name; ggml_type type; std::vector<int64_t> ne; std::vector<uint8_t> data; };
+  std::vector<uint8_t> build_header() const;  // through the padding before tensor data
+  void put_kv(const std::string& key, value_type t, std::vector<uint8_t> payload);
+  uint64_t alignment_;
+  std::vector<kv> kvs_;
+  std::vector<tensor> tensors_;
+};
+
+}  // namespace cortex::gguf
