@@ -1,0 +1,32 @@
+// Scalar conversion between float rows and the GGUF tensor formats.
+//
+// These are the reference implementations: results are bit-identical to
+// llama.cpp's dequantize_row_* and quantize_row_*_ref, so files we write
+// quantize exactly as llama-quantize would (without an importance matrix)
+// and tests and faster kernels can compare against them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/ggml_type.hpp"
+
+namespace cortex {
+
+// src: one row of n elements stored as type t (row_size(t, n) bytes, no
+// alignment required); dst: n floats.
+// REQUIRES: dequantize_supported(t); n % type_traits(t).block_size == 0.
+void dequantize_row(ggml_type t, const void* src, float* dst, int64_t n);
+
+// True for f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K.
+bool dequantize_supported(ggml_type t);
+
+// src: n floats; dst: row_size(t, n) bytes. Returns the bytes written, or 0
+// (writing nothing) if t has no quantizer.
+// REQUIRES: n % type_traits(t).block_size == 0; src finite.
+size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n);
+
+// True for f32, f16, bf16, q4_0, q8_0, q4_K, q5_K, q6_K.
+bool quantize_supported(ggml_type t);
+
+}  // namespace cortex

@@ -1,0 +1,308 @@
+// Quantizers. Each follows llama.cpp's quantize_row_*_ref algorithm with the
+// same float operations in the same order, so a row quantizes to the same
+// bytes llama-quantize writes when it has no importance matrix.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/fp16.hpp"
+#include "kernels/quant.hpp"
+#include "kernels/quant_blocks.hpp"
+#include "kernels/quant_k_scales.hpp"
+
+namespace cortex {
+namespace {
+
+// Round half to even, as the reference's nearest_int. REQUIRES |v| < 2^22.
+inline int nearest_int(float v) { return static_cast<int>(std::lrint(v)); }
+
+void quantize_q8_0(const float* x, block_q8_0* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += qk8_0) {
+    float amax = 0.0f;
+    for (int j = 0; j < qk8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    for (int j = 0; j < qk8_0; ++j) y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+  }
+}
+
+// Scale d = v / -8 where v is the element of largest magnitude, so v maps to
+// quant 0 exactly and the opposite sign gets the extra level.
+void quantize_q4_0(const float* x, block_q4_0* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += qk4_0) {
+    float amax = 0.0f, vmax = 0.0f;
+    for (int j = 0; j < qk4_0; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        vmax = x[j];
+      }
+    }
+    const float d = vmax / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    for (int j = 0; j < qk4_0 / 2; ++j) {
+      // Truncation of v + 8.5 (v >= -8), as in the reference.
+      const int q0 = std::clamp(static_cast<int>(x[j] * id + 8.5f), 0, 15);
+      const int q1 = std::clamp(static_cast<int>(x[j + qk4_0 / 2] * id + 8.5f), 0, 15);
+      y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+// Weighted least-squares fit of x[i] ~ scale * L[i] - min_out with L in
+// [0, nmax] and min_out >= 0, trying nstep + 1 candidate grid scales
+// (llama.cpp's make_qkx2_quants). Returns scale; L gets the levels.
+float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* min_out, float rmin,
+                    float rdelta, int nstep) {
+  float lo = x[0], hi = x[0];
+  float sum_w = w[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (lo > 0) lo = 0;
+  if (hi == lo) {
+    std::fill(L, L + n, uint8_t{0});
+    *min_out = -lo;
+    return 0.0f;
+  }
+  float iscale = static_cast<float>(nmax) / (hi - lo);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    L[i] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax));
+    const float diff = scale * L[i] + lo - x[i];
+    best_error += w[i] * (diff * diff);
+  }
+  uint8_t trial[32];
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (hi - lo);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax);
+      trial[i] = static_cast<uint8_t>(l);
+      const float wl = w[i] * static_cast<float>(l);
+      sum_l += wl;
+      sum_l2 += wl * static_cast<float>(l);
+      sum_xl += wl * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (!(det > 0)) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (this_min > 0) {
+      this_min = 0;
+      this_scale = sum_xl / sum_l2;
+    }
+    float error = 0;
+    for (int i = 0; i < n; ++i) {
+      const float diff = this_scale * trial[i] + this_min - x[i];
+      error += w[i] * (diff * diff);
+    }
+    if (error < best_error) {
+      std::copy(trial, trial + n, L);
+      best_error = error;
+      scale = this_scale;
+      lo = this_min;
+    }
+  }
+  *min_out = -lo;
+  return scale;
+}
+
+// Shared by q4_K (nmax 15) and q5_K (nmax 31): fits 8 sub-blocks of 32, packs
+// their scales and mins to 6 bits against fp16 super-scales, and writes the
+// final levels (re-derived from the rounded scales) to L[256].
+void quantize_k_scales_mins(const float* x, int nmax, float rmin, int nstep, half_bits* d_out, half_bits* dmin_out,
+                            uint8_t* packed_scales, uint8_t* L) {
+  float scales[qk_k / 32], mins[qk_k / 32], weights[32];
+  float max_scale = 0, max_min = 0;
+  for (int s = 0; s < qk_k / 32; ++s) {
+    const float* xs = x + 32 * s;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
+    scales[s] = fit_scale_min(32, nmax, xs, weights, L + 32 * s, &mins[s], rmin, 0.1f, nstep);
+    max_scale = std::max(max_scale, scales[s]);
+    max_min = std::max(max_min, mins[s]);
+  }
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  uint8_t ls[qk_k / 32], lm[qk_k / 32];
+  for (int s = 0; s < qk_k / 32; ++s) {
+    // uint8_t wrap-around of a negative level matches the reference.
+    ls[s] = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[s])));
+    lm[s] = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[s])));
+  }
+  set_scale_min_k4(ls, lm, packed_scales);
+  *d_out = fp32_to_fp16(max_scale / 63.f);
+  *dmin_out = fp32_to_fp16(max_min / 63.f);
+  const float d_all = fp16_to_fp32(*d_out), dmin_all = fp16_to_fp32(*dmin_out);
+  for (int s = 0; s < qk_k / 32; ++s) {
+    uint8_t sc, m;
+    get_scale_min_k4(s, packed_scales, &sc, &m);
+    const float d = d_all * sc;
+    if (d == 0.0f) continue;
+    const float dm = dmin_all * m;
+    for (int l = 0; l < 32; ++l) {
+      L[32 * s + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[32 * s + l] + dm) / d), 0, nmax));
+    }
+  }
+}
+
+void quantize_q4_k(const float* x, block_q4_k* y, int64_t nb) {
+  uint8_t L[qk_k];
+  for (int64_t i = 0; i < nb; ++i, x += qk_k) {
+    quantize_k_scales_mins(x, 15, -1.0f, 20, &y[i].d, &y[i].dmin, y[i].scales, L);
+    for (int c = 0; c < qk_k / 64; ++c) {
+      for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
+    }
+  }
+}
+
+void quantize_q5_k(const float* x, block_q5_k* y, int64_t nb) {
+  uint8_t L[qk_k];
+  for (int64_t i = 0; i < nb; ++i, x += qk_k) {
+    quantize_k_scales_mins(x, 31, -0.5f, 15, &y[i].d, &y[i].dmin, y[i].scales, L);
+    std::memset(y[i].qh, 0, sizeof(y[i].qh));
+    for (int s = 0; s < qk_k / 32; ++s) {
+      for (int l = 0; l < 32; ++l) {
+        const int v = L[32 * s + l];
+        y[i].qh[l] = static_cast<uint8_t>(y[i].qh[l] | ((v >> 4) << s));
+      }
+    }
+    for (int c = 0; c < qk_k / 64; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        y[i].qs[32 * c + l] = static_cast<uint8_t>((L[64 * c + l] & 0x0f) | ((L[64 * c + 32 + l] & 0x0f) << 4));
+      }
+    }
+  }
+}
+
+// Symmetric fit x[i] ~ scale * (L[i] - nmax), L in [0, 2*nmax), weighted by
+// x^2, searching 18 perturbed scales (llama.cpp's make_qx_quants, rmse_type 1).
+float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
+  float amax = 0, vmax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  if (amax < 1e-15f) {
+    std::fill(L, L + n, int8_t{0});
+    return 0.0f;
+  }
+  auto level = [nmax](float iscale, float v) { return std::clamp(nearest_int(iscale * v), -nmax, nmax - 1); };
+  float iscale = static_cast<float>(-nmax) / vmax;
+  float sum_lx = 0, sum_l2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = level(iscale, x[i]);
+    L[i] = static_cast<int8_t>(l + nmax);
+    const float w = x[i] * x[i];
+    sum_lx += w * x[i] * static_cast<float>(l);
+    sum_l2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  float scale = sum_l2 != 0 ? sum_lx / sum_l2 : 0.0f;
+  float best = scale * sum_lx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / vmax;
+    sum_lx = sum_l2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = level(iscale, x[i]);
+      const float w = x[i] * x[i];
+      sum_lx += w * x[i] * static_cast<float>(l);
+      sum_l2 += w * static_cast<float>(l) * static_cast<float>(l);
+    }
+    if (sum_l2 > 0 && sum_lx * sum_lx > best * sum_l2) {
+      for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(level(iscale, x[i]) + nmax);
+      scale = sum_lx / sum_l2;
+      best = scale * sum_lx;
+    }
+  }
+  return scale;
+}
+
+void quantize_q6_k(const float* x, block_q6_k* y, int64_t nb) {
+  int8_t L[qk_k];
+  float scales[qk_k / 16];
+  for (int64_t i = 0; i < nb; ++i, x += qk_k) {
+    float max_scale = 0, max_abs_scale = 0;
+    for (int s = 0; s < qk_k / 16; ++s) {
+      scales[s] = fit_scale_symmetric(16, 32, x + 16 * s, L + 16 * s);
+      if (std::fabs(scales[s]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[s]);
+        max_scale = scales[s];
+      }
+    }
+    if (max_abs_scale < 1e-15f) {
+      std::memset(&y[i], 0, sizeof(y[i]));
+      continue;
+    }
+    const float iscale = -128.f / max_scale;
+    y[i].d = fp32_to_fp16(1 / iscale);
+    for (int s = 0; s < qk_k / 16; ++s) y[i].scales[s] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[s])));
+    const float d_all = fp16_to_fp32(y[i].d);
+    for (int s = 0; s < qk_k / 16; ++s) {
+      const float d = d_all * y[i].scales[s];
+      if (d == 0.0f) continue;
+      for (int l = 0; l < 16; ++l) {
+        L[16 * s + l] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * s + l] / d), -32, 31) + 32);
+      }
+    }
+    for (int h = 0; h < qk_k / 128; ++h) {
+      const int8_t* Lh = L + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        y[i].ql[64 * h + l] = static_cast<uint8_t>((Lh[l] & 0x0f) | ((Lh[64 + l] & 0x0f) << 4));
+        y[i].ql[64 * h + 32 + l] = static_cast<uint8_t>((Lh[32 + l] & 0x0f) | ((Lh[96 + l] & 0x0f) << 4));
+        y[i].qh[32 * h + l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[32 + l] >> 4) << 2) | ((Lh[64 + l] >> 4) << 4) |
+                                                   ((Lh[96 + l] >> 4) << 6));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool quantize_supported(ggml_type t) {
+  switch (t) {
+    case ggml_type::f32: case ggml_type::f16: case ggml_type::bf16: case ggml_type::q4_0: case ggml_type::q8_0:
+    case ggml_type::q4_k: case ggml_type::q5_k: case ggml_type::q6_k:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n) {
+  if (!quantize_supported(t)) return 0;
+  const int64_t nb = n / type_traits(t).block_size;
+  switch (t) {
+    case ggml_type::f32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
+    case ggml_type::f16: {
+      auto* y = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(src[i]);
+      break;
+    }
+    case ggml_type::bf16: {
+      auto* y = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(src[i]);
+      break;
+    }
+    case ggml_type::q4_0: quantize_q4_0(src, static_cast<block_q4_0*>(dst), nb); break;
+    case ggml_type::q8_0: quantize_q8_0(src, static_cast<block_q8_0*>(dst), nb); break;
+    case ggml_type::q4_k: quantize_q4_k(src, static_cast<block_q4_k*>(dst), nb); break;
+    case ggml_type::q5_k: quantize_q5_k(src, static_cast<block_q5_k*>(dst), nb); break;
+    case ggml_type::q6_k: quantize_q6_k(src, static_cast<block_q6_k*>(dst), nb); break;
+    default: return 0;
+  }
+  return row_size(t, n);
+}
+
+}  // namespace cortex
