@@ -1,0 +1,66 @@
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "apps/cortex/commands.hpp"
+#include "apps/cortex/common.hpp"
+#include "kernels/thread_pool.hpp"
+#include "model/single_sequence.hpp"
+#include "model/tokenizer.hpp"
+
+namespace cortex::cli {
+
+int cmd_perplexity(int argc, char** argv) {
+  args a("perplexity",
+         "Perplexity of a text as llama.cpp's perplexity tool computes it: the text is tokenized (with BOS),\n"
+         "cut into windows of N tokens whose first token is replaced by BOS, and the second half of each\n"
+         "window is scored. Prints 'PPL = <value>' on stdout, progress on stderr.",
+         {{"model", "PATH", "GGUF model file", ""},
+          {"file", "PATH", "text file ('-' = stdin)", ""},
+          {"ctx", "N", "window size in tokens", "128"},
+          {"threads", "N", "compute threads; 0 = one per core", "0"}});
+  if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
+  std::string text;
+  if (!a.has("file")) { std::fprintf(stderr, "cortex: --file PATH is required\n"); return 2; }
+  if (!read_text(a.get("file"), text)) { std::fprintf(stderr, "cortex: cannot read '%s'\n", a.get("file").c_str()); return 1; }
+  auto ctx = a.get_int("ctx");
+  if (!ctx || *ctx < 8) { std::fprintf(stderr, "cortex: --ctx must be an integer >= 8\n"); return 2; }
+  auto m = load_model(a);
+  if (!m) return 1;
+  const auto& tok = m->tokenizer();
+  const int n_ctx = static_cast<int>(*ctx);
+  auto ids = tok.encode(text, true);
+  const int n_chunks = static_cast<int>(ids.size()) / n_ctx;
+  if (n_chunks < 1) {
+    std::fprintf(stderr, "cortex: the text has %zu tokens; it needs at least %d for one window of --ctx %d\n", ids.size(), n_ctx, n_ctx);
+    return 2;
+  }
+  kernels::thread_pool pool(thread_count(a));
+  single_sequence seq(*m, pool, n_ctx);
+  const int n_vocab = m->hparams().n_vocab;
+  const int first = n_ctx / 2;
+  double nll = 0;
+  long count = 0;
+  const double t0 = now_seconds();
+  for (int c = 0; c < n_chunks; ++c) {
+    std::vector<int32_t> window(ids.begin() + static_cast<long>(c) * n_ctx, ids.begin() + static_cast<long>(c + 1) * n_ctx);
+    if (tok.add_bos()) window[0] = tok.bos_id();
+    seq.reset();
+    seq.feed(window, logits_mode::all);
+    for (int j = first; j < n_ctx - 1; ++j) {
+      const float* lg = seq.logits(j);
+      float mx = lg[0];
+      for (int v = 1; v < n_vocab; ++v) mx = std::max(mx, lg[v]);
+      double sum = 0;
+      for (int v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
+      const int32_t next = ids[static_cast<size_t>(c) * n_ctx + j + 1];
+      nll += -(static_cast<double>(lg[next]) - mx - std::log(sum));
+      ++count;
+    }
+    std::fprintf(stderr, "[%d/%d] running PPL %.4f (%.1f s)\n", c + 1, n_chunks, std::exp(nll / count), now_seconds() - t0);
+  }
+  std::printf("PPL = %.4f\n", std::exp(nll / count));
+  return 0;
+}
+
+}  // namespace cortex::cli

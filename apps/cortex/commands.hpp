@@ -1,0 +1,15 @@
+// The cortex subcommands. Each returns the process exit code: 0 success,
+// 1 runtime failure (bad model file, I/O), 2 usage error.
+#pragma once
+
+namespace cortex::cli {
+
+int cmd_generate(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_logits(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
+int cmd_info(int argc, char** argv);
+int cmd_make_model(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+
+}  // namespace cortex::cli

@@ -1,0 +1,25 @@
+// Helpers shared by the cortex subcommands.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/cortex/args.hpp"
+#include "model/model.hpp"
+
+namespace cortex::cli {
+
+// Parses; prints usage or the error. Returns -1 to continue, else the exit code.
+int parse_args(args& a, int argc, char** argv);
+// Loads --model (required), printing a clear error on failure.
+std::unique_ptr<model> load_model(args& a);
+// The --threads value (0 = one per core).
+int thread_count(args& a);
+// "1,2,3" -> ids; false on a malformed list.
+bool parse_id_list(const std::string& s, std::vector<int32_t>& out);
+// Whole file, or stdin for "-".
+bool read_text(const std::string& path, std::string& out);
+double now_seconds();
+
+}  // namespace cortex::cli

@@ -1,0 +1,47 @@
+// cortex: command-line tools for CortexStream (generation, tokenization,
+// logits and perplexity checks, model inspection and synthesis, benchmarks).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "apps/cortex/commands.hpp"
+
+namespace {
+
+struct command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+const command k_commands[] = {
+    {"generate", cortex::cli::cmd_generate, "generate text from a prompt (streams to stdout)"},
+    {"tokenize", cortex::cli::cmd_tokenize, "print the token ids of a text"},
+    {"logits", cortex::cli::cmd_logits, "print the top logits at every position of a token sequence (JSON)"},
+    {"perplexity", cortex::cli::cmd_perplexity, "perplexity of a text file, as llama.cpp computes it"},
+    {"info", cortex::cli::cmd_info, "show a model's metadata, tensor types and sizes"},
+    {"make-model", cortex::cli::cmd_make_model, "write a GGUF model with seeded random weights in a real shape"},
+    {"bench", cortex::cli::cmd_bench, "measure prefill and decode speed and memory bandwidth"},
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "usage: cortex <command> [options]\n\n"
+               "CortexStream command-line tools. 'cortex <command> --help' describes each command.\n\ncommands:\n");
+  for (auto& c : k_commands) std::fprintf(out, "  %-12s %s\n", c.name, c.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (auto& c : k_commands) {
+    if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 2, argv + 2);
+  }
+  std::fprintf(stderr, "cortex: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}

@@ -1,0 +1,213 @@
+#include "model/synthetic.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "kernels/quant.hpp"
+#include "model/gguf_writer.hpp"
+
+namespace cortex {
+
+const std::vector<synthetic_shape>& synthetic_shapes() {
+  static const std::vector<synthetic_shape> shapes = {
+      // name, arch, vocab, ctx, embd, layers, heads, kv heads, ffn, rope base, eps, tied
+      {"tinyllama-1.1b", model_arch::llama, 32000, 2048, 2048, 22, 32, 4, 5632, 10000.0f, 1e-5f, false},
+      {"llama-3.2-1b", model_arch::llama, 128256, 8192, 2048, 16, 32, 8, 8192, 500000.0f, 1e-5f, true},
+      {"qwen2.5-0.5b", model_arch::qwen2, 151936, 32768, 896, 24, 14, 2, 4864, 1000000.0f, 1e-6f, true},
+      {"tiny", model_arch::llama, 1024, 2048, 256, 4, 8, 2, 768, 10000.0f, 1e-5f, false},
+  };
+  return shapes;
+}
+
+const synthetic_shape* find_synthetic_shape(const std::string& name) {
+  for (auto& s : synthetic_shapes()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& synthetic_file_types() {
+  static const std::vector<std::string> types = {"f32", "f16", "q8_0", "q4_0", "q4_k_m"};
+  return types;
+}
+
+namespace {
+
+// splitmix64: a tiny seeded generator; weights are reproducible per (seed, tensor).
+struct rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Approximately normal (sum of 4 uniforms, variance-corrected).
+  float normal() {
+    uint64_t a = next(), b = next();
+    float u = (float)(a & 0xffffffffu) + (float)(a >> 32) + (float)(b & 0xffffffffu) + (float)(b >> 32);
+    return (u / 4294967296.0f - 2.0f) * 1.7320508f;
+  }
+};
+
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// A SentencePiece-style vocabulary: control tokens, 256 byte-fallback
+// tokens, the pieces needed to spell common English words ("▁" + every
+// prefix), then filler tokens up to n_vocab.
+void add_vocabulary(gguf::writer& w, int n_vocab) {
+  static const char* words[] = {
+      "the", "and", "was", "to", "a", "he", "she", "it", "of", "in", "that", "his", "her", "they", "with", "for",
+      "on", "you", "is", "said", "had", "but", "at", "one", "day", "little", "big", "happy", "time", "once",
+      "upon", "there", "were", "very", "play", "friend", "friends", "saw", "went", "not", "so", "be", "all",
+      "what", "we", "can", "like", "up", "out", "do", "this", "have", "from", "are", "by", "as", "an", "will",
+      "would", "could", "about", "into", "after", "over", "new", "more", "some", "when", "then", "them", "him",
+      "good", "cat", "dog", "girl", "boy", "tree", "sun", "house", "mom", "dad", "park", "ball", "red", "blue",
+      "name", "named", "loved", "wanted", "looked", "found", "home", "fun", "help", "make", "made", "see", "look",
+  };
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};
+  char buf[16];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    tokens.push_back(buf);
+    types.push_back(6);
+  }
+  const std::string sp = "\xe2\x96\x81";  // U+2581, SentencePiece's space
+  std::vector<std::string> pieces = {sp};
+  for (char c = 'a'; c <= 'z'; ++c) pieces.push_back(std::string(1, c));
+  for (char c = 'A'; c <= 'Z'; ++c) pieces.push_back(std::string(1, c));
+  for (char c = '0'; c <= '9'; ++c) pieces.push_back(std::string(1, c));
+  for (const char* p : {".", ",", "!", "?", "'", "\"", "-", ":", ";", "(", ")"}) pieces.push_back(p);
+  for (const char* word : words) {
+    std::string full = sp + word;
+    for (size_t n = sp.size() + 1; n <= full.size(); ++n) pieces.push_back(full.substr(0, n));
+    std::string bare = word;
+    for (size_t n = 2; n <= bare.size(); ++n) pieces.push_back(bare.substr(0, n));
+  }
+  std::vector<float> scores(tokens.size(), 0.0f);
+  for (auto& p : pieces) {
+    if (static_cast<int>(tokens.size()) >= n_vocab) break;
+    if (std::find(tokens.begin(), tokens.end(), p) != tokens.end()) continue;
+    tokens.push_back(p);
+    types.push_back(1);
+    scores.push_back(-static_cast<float>(tokens.size()));  // earlier pieces merge first
+  }
+  while (static_cast<int>(tokens.size()) < n_vocab) {
+    tokens.push_back("<extra_" + std::to_string(tokens.size()) + ">");
+    types.push_back(5);  // unused
+    scores.push_back(-1e9f);
+  }
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_f32_array("tokenizer.ggml.scores", scores);
+  w.set_i32_array("tokenizer.ggml.token_type", types);
+  w.set_u32("tokenizer.ggml.bos_token_id", 1);
+  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.set_bool("tokenizer.ggml.add_bos_token", true);
+}
+
+// llama-quantize's Q4_K_M rule: more bits for attn_v / ffn_down in the
+// first and last eighth of the layers and every third layer between.
+bool use_more_bits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+ggml_type matrix_type(const std::string& ftype, const std::string& role, int layer, int n_layer) {
+  if (ftype == "f32") return ggml_type::f32;
+  if (ftype == "f16") return ggml_type::f16;
+  if (ftype == "q8_0") return ggml_type::q8_0;
+  if (ftype == "q4_0") return role == "output" ? ggml_type::q6_k : ggml_type::q4_0;
+  // q4_k_m
+  if (role == "output") return ggml_type::q6_k;
+  if ((role == "attn_v" || role == "ffn_down") && use_more_bits(layer, n_layer)) return ggml_type::q6_k;
+  return ggml_type::q4_k;
+}
+
+}  // namespace
+
+status write_synthetic_model(const synthetic_shape& s, const std::string& ftype, uint64_t seed, const std::string& path,
+                             int n_threads, const std::function<void(int, int)>& progress) {
+  if (std::find(synthetic_file_types().begin(), synthetic_file_types().end(), ftype) == synthetic_file_types().end()) {
+    return fail("unknown file type '" + ftype + "' (choose f32, f16, q8_0, q4_0 or q4_k_m)");
+  }
+  const std::string arch = arch_name(s.arch);
+  gguf::writer w;
+  w.set_string("general.architecture", arch);
+  w.set_string("general.name", "synthetic " + s.name + " " + ftype + " (random weights)");
+  w.set_u32("general.file_type", 0);
+  w.set_u32(arch + ".vocab_size", static_cast<uint32_t>(s.n_vocab));
+  w.set_u32(arch + ".context_length", static_cast<uint32_t>(s.n_ctx));
+  w.set_u32(arch + ".embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.set_u32(arch + ".block_count", static_cast<uint32_t>(s.n_layer));
+  w.set_u32(arch + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.set_u32(arch + ".attention.head_count", static_cast<uint32_t>(s.n_head));
+  w.set_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  w.set_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
+  w.set_f32(arch + ".rope.freq_base", s.rope_freq_base);
+  w.set_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+  add_vocabulary(w, s.n_vocab);
+
+  struct spec { std::string name; std::string role; int layer; int64_t cols, rows; bool is_norm; };
+  std::vector<spec> specs;
+  const int64_t d = s.n_embd, hd = s.n_embd / s.n_head, dkv = hd * s.n_head_kv;
+  specs.push_back({"token_embd.weight", "token_embd", -1, d, s.n_vocab, false});
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    specs.push_back({p + "attn_norm.weight", "norm", l, d, 1, true});
+    specs.push_back({p + "attn_q.weight", "attn_q", l, d, d, false});
+    specs.push_back({p + "attn_k.weight", "attn_k", l, d, dkv, false});
+    specs.push_back({p + "attn_v.weight", "attn_v", l, d, dkv, false});
+    if (s.arch == model_arch::qwen2) {
+      specs.push_back({p + "attn_q.bias", "bias", l, d, 1, true});
+      specs.push_back({p + "attn_k.bias", "bias", l, dkv, 1, true});
+      specs.push_back({p + "attn_v.bias", "bias", l, dkv, 1, true});
+    }
+    specs.push_back({p + "attn_output.weight", "attn_output", l, d, d, false});
+    specs.push_back({p + "ffn_norm.weight", "norm", l, d, 1, true});
+    specs.push_back({p + "ffn_gate.weight", "ffn_gate", l, d, s.n_ff, false});
+    specs.push_back({p + "ffn_up.weight", "ffn_up", l, d, s.n_ff, false});
+    specs.push_back({p + "ffn_down.weight", "ffn_down", l, s.n_ff, d, false});
+  }
+  specs.push_back({"output_norm.weight", "norm", -1, d, 1, true});
+  if (!s.tied_embeddings) specs.push_back({"output.weight", "output", -1, d, s.n_vocab, false});
+
+  const int n_total = static_cast<int>(specs.size());
+  int done = 0;
+  for (auto& sp : specs) {
+    ggml_type t = sp.is_norm ? ggml_type::f32 : matrix_type(ftype, sp.role, sp.layer, s.n_layer);
+    if (t == ggml_type::q4_k && sp.cols % 256 != 0) t = ggml_type::q8_0;  // k-quants need rows of 256
+    if (t == ggml_type::q6_k && sp.cols % 256 != 0) t = ggml_type::q8_0;
+    const size_t rb = row_size(t, sp.cols);
+    std::vector<uint8_t> data(rb * static_cast<size_t>(sp.rows));
+    // Weights ~ N(0, 1/sqrt(cols)) keep activations at a stable scale; norms are
+    // near 1 and biases small, all seeded per tensor so threads do not matter.
+    const float stddev = sp.role == "bias" ? 0.02f : 1.0f / std::sqrt(static_cast<float>(sp.cols));
+    const uint64_t tensor_seed = seed ^ name_hash(sp.name);
+    const int nt = std::max(1, std::min<int>(n_threads, static_cast<int>(sp.rows)));
+    std::vector<std::thread> workers;
+    for (int ti = 0; ti < nt; ++ti) {
+      workers.emplace_back([&, ti] {
+        std::vector<float> row(static_cast<size_t>(sp.cols));
+        for (int64_t r = ti; r < sp.rows; r += nt) {
+          rng g{tensor_seed + static_cast<uint64_t>(r) * 0x2545f4914f6cdd1dull};
+          for (auto& x : row) x = sp.role == "norm" ? 1.0f + 0.1f * g.normal() : stddev * g.normal();
+          quantize_row(t, row.data(), data.data() + rb * static_cast<size_t>(r), sp.cols);
+        }
+      });
+    }
+    for (auto& th : workers) th.join();
+    std::vector<int64_t> ne = sp.rows == 1 && sp.is_norm ? std::vector<int64_t>{sp.cols} : std::vector<int64_t>{sp.cols, sp.rows};
+    w.add_tensor(sp.name, t, ne, std::move(data));
+    if (progress) progress(++done, n_total);
+  }
+  return w.write(path);
+}
+
+}  // namespace cortex
