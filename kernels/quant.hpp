@@ -13,16 +13,16 @@
 
 namespace cortex {
 
-// src: one row of n elements stored as type t (row_size(t, n) bytes, no
-// alignment required); dst: n floats.
+// src: one row of n elements stored as type t (row_size(t, n) bytes,
+// 2-byte aligned, as every GGUF row is); dst: n floats.
 // REQUIRES: dequantize_supported(t); n % type_traits(t).block_size == 0.
 void dequantize_row(ggml_type t, const void* src, float* dst, int64_t n);
 
 // True for f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K.
 bool dequantize_supported(ggml_type t);
 
-// src: n floats; dst: row_size(t, n) bytes. Returns the bytes written, or 0
-// (writing nothing) if t has no quantizer.
+// src: n floats; dst: row_size(t, n) bytes, 2-byte aligned. Returns
+// row_size(t, n), or 0 (writing nothing) if t has no quantizer.
 // REQUIRES: n % type_traits(t).block_size == 0; src finite.
 size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n);
 
