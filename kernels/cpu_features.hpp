@@ -1,0 +1,40 @@
+// Run-time CPU feature detection and the instruction-set choice for kernels.
+#pragma once
+
+namespace cortex::kernels {
+
+struct cpu_features {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool bmi2 = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512dq = false;
+  bool avx512_vnni = false;
+};
+
+// Instruction sets the kernels are built for, in increasing order.
+// avx2 needs avx2+fma+f16c+bmi2; avx512 needs f/bw/vl/dq + vnni (and avx2).
+enum class isa { scalar = 0, avx2 = 1, avx512 = 2 };
+
+// What this CPU and OS support (cpuid, plus xgetbv for saved register state).
+const cpu_features& detected_cpu_features();
+
+// Best isa the CPU supports.
+isa best_supported_isa();
+
+// The isa kernels dispatch on: best_supported_isa(), lowered by the
+// environment variable CORTEX_ISA=scalar|avx2|avx512 (never raised above
+// what the CPU has), or whatever set_isa_for_testing chose last.
+// Thread-safe; cheap (one relaxed atomic load).
+isa active_isa();
+
+// Forces the isa for tests and benchmarks, clamped to best_supported_isa().
+// Returns the isa actually set. Not meant to race with running kernels.
+isa set_isa_for_testing(isa requested);
+
+const char* isa_name(isa i);
+
+}  // namespace cortex::kernels

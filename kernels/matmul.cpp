@@ -1,0 +1,327 @@
+#include "kernels/matmul.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cpu_features.hpp"
+#include "kernels/fp16.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+constexpr size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// Round half to even, as llama.cpp's nearest_int and cvtps2dq do.
+// REQUIRES: |f| < 2^22.
+inline int nearest_int(float f) {
+  const float shifted = f + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &shifted, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+enum class x_format { f32, q8_32, q8_256 };
+
+x_format format_for(ggml_type t) {
+  switch (t) {
+    case ggml_type::q4_0:
+    case ggml_type::q8_0:
+    case ggml_type::q5_0: return x_format::q8_32;
+    case ggml_type::q4_k:
+    case ggml_type::q5_k:
+    case ggml_type::q6_k: return x_format::q8_256;
+    default: return x_format::f32;
+  }
+}
+
+int q8_32_offset(ggml_type t) {
+  switch (t) {
+    case ggml_type::q4_0: return q8_32_offset_q4_0;
+    case ggml_type::q5_0: return q8_32_offset_q5_0;
+    default: return q8_32_offset_q8_0;
+  }
+}
+
+struct x_layout {
+  size_t stride = 0, d_offset = 0, aux_offset = 0;
+};
+
+x_layout layout_for(x_format f, int64_t cols) {
+  x_layout l;
+  if (f == x_format::q8_32) {
+    const size_t nbp = round_up(static_cast<size_t>(cols / 32), 2);
+    l.d_offset = nbp * 32;
+    l.aux_offset = nbp * 64;
+    l.stride = round_up(nbp * 96, 64);
+  } else if (f == x_format::q8_256) {
+    const size_t nb = static_cast<size_t>(cols / 256);
+    l.d_offset = nb * 256;
+    l.aux_offset = round_up(l.d_offset + nb * 4, 32);
+    l.stride = round_up(l.aux_offset + nb * 32, 64);
+  }
+  return l;
+}
+
+// x (cols,) -> q8_32 layout at out (llama.cpp's quantize_row_q8_0 on x86:
+// d = amax / 127 stored as f16, q = round_even(x * 127 / amax)).
+void quantize_q8_32(const float* x, int64_t cols, int offset, const x_layout& l, uint8_t* out) {
+  const int64_t nb = cols / 32;
+  const int64_t nbp = static_cast<int64_t>(round_up(static_cast<size_t>(nb), 2));
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* dxv = reinterpret_cast<float*>(out + l.d_offset);
+  auto* cxv = reinterpret_cast<float*>(out + l.aux_offset);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* xb = x + b * 32;
+    float amax = 0.f;
+    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float d = amax / 127.f;
+    const float id = amax != 0.f ? 127.f / amax : 0.f;
+    const float d_stored = fp16_to_fp32(fp32_to_fp16(d));
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int q = nearest_int(xb[j] * id);
+      qs[b * 32 + j] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    for (int j = 0; j < 8; ++j) {
+      dxv[b * 8 + j] = d_stored;
+      cxv[b * 8 + j] = 0.f;
+    }
+    cxv[b * 8] = -static_cast<float>(offset) * static_cast<float>(sum) * d_stored;
+  }
+  for (int64_t b = nb; b < nbp; ++b) {
+    std::memset(qs + b * 32, 0, 32);
+    for (int j = 0; j < 8; ++j) dxv[b * 8 + j] = cxv[b * 8 + j] = 0.f;
+  }
+}
+
+// x (cols,) -> q8_256 layout at out (llama.cpp's quantize_row_q8_K).
+void quantize_q8_256(const float* x, int64_t cols, const x_layout& l, uint8_t* out) {
+  const int64_t nb = cols / 256;
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* d = reinterpret_cast<float*>(out + l.d_offset);
+  auto* bsums = reinterpret_cast<int16_t*>(out + l.aux_offset);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* xb = x + b * 256;
+    int8_t* q = qs + b * 256;
+    float amax = 0.f, max = 0.f;
+    for (int j = 0; j < 256; ++j) {
+      const float ax = std::fabs(xb[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = xb[j];
+      }
+    }
+    if (amax == 0.f) {
+      d[b] = 0.f;
+      std::memset(q, 0, 256);
+      for (int j = 0; j < 16; ++j) bsums[b * 16 + j] = 0;
+      continue;
+    }
+    const float iscale = -127.f / max;
+    for (int j = 0; j < 256; ++j) {
+      const int v = nearest_int(iscale * xb[j]);
+      q[j] = static_cast<int8_t>(v < 127 ? v : 127);
+    }
+    for (int g = 0; g < 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
+      bsums[b * 16 + g] = static_cast<int16_t>(sum);
+    }
+    d[b] = 1.f / iscale;
+  }
+}
+
+void quantize_token(const weight_view& w, const float* x, const x_layout& l, uint8_t* out) {
+  if (format_for(w.type) == x_format::q8_32) {
+    quantize_q8_32(x, w.cols, q8_32_offset(w.type), l, out);
+  } else {
+    quantize_q8_256(x, w.cols, l, out);
+  }
+}
+
+matmul_rows_fn pick(const matmul_kernel_set& s, ggml_type t) {
+  switch (t) {
+    case ggml_type::f32: return s.f32;
+    case ggml_type::f16: return s.f16;
+    case ggml_type::bf16: return s.bf16;
+    case ggml_type::q4_0: return s.q4_0;
+    case ggml_type::q8_0: return s.q8_0;
+    case ggml_type::q5_0: return s.q5_0;
+    case ggml_type::q4_k: return s.q4_k;
+    case ggml_type::q5_k: return s.q5_k;
+    case ggml_type::q6_k: return s.q6_k;
+    default: return nullptr;
+  }
+}
+
+void overlay(matmul_kernel_set& base, const matmul_kernel_set& top) {
+  auto set = [](matmul_rows_fn& b, matmul_rows_fn t) {
+    if (t != nullptr) b = t;
+  };
+  set(base.f32, top.f32);
+  set(base.f16, top.f16);
+  set(base.bf16, top.bf16);
+  set(base.q4_0, top.q4_0);
+  set(base.q8_0, top.q8_0);
+  set(base.q5_0, top.q5_0);
+  set(base.q4_k, top.q4_k);
+  set(base.q5_k, top.q5_k);
+  set(base.q6_k, top.q6_k);
+}
+
+struct kernel_tables {
+  matmul_kernel_set by_isa[3];
+  kernel_tables() {
+    get_matmul_kernels_scalar(&by_isa[0]);
+    by_isa[1] = by_isa[0];
+    by_isa[2] = by_isa[0];
+    // The isa translation units may use their instructions anywhere, even
+    // while filling a table: only call them on a CPU that has the isa.
+    const isa best = best_supported_isa();
+    if (best >= isa::avx2) {
+      matmul_kernel_set avx2;
+      get_matmul_kernels_avx2(&avx2);
+      overlay(by_isa[1], avx2);
+      by_isa[2] = by_isa[1];
+    }
+    if (best >= isa::avx512) {
+      matmul_kernel_set avx512;
+      get_matmul_kernels_avx512(&avx512);
+      get_matmul_kernels_avx512_k(&avx512);
+      overlay(by_isa[2], avx512);
+    }
+  }
+};
+
+const kernel_tables& tables() {
+  static const kernel_tables t;
+  return t;
+}
+
+struct quantize_job {
+  const weight_view* w;
+  const float* x;
+  const x_layout* l;
+  uint8_t* out;
+};
+
+struct rows_job {
+  matmul_rows_fn fn;
+  const weight_view* w;
+  quantized_x qx;
+  int n_tokens;
+  float* y;
+  int64_t rows_per_task;
+  int n_row_tasks;
+  int tokens_per_task;
+};
+
+void run_rows_task(void* ctx, int task, int /*thread*/) {
+  const auto& j = *static_cast<const rows_job*>(ctx);
+  const int row_task = task % j.n_row_tasks;
+  const int token_task = task / j.n_row_tasks;
+  const int64_t r0 = row_task * j.rows_per_task;
+  const int64_t r1 = r0 + j.rows_per_task < j.w->rows ? r0 + j.rows_per_task : j.w->rows;
+  const int t0 = token_task * j.tokens_per_task;
+  const int t1 = t0 + j.tokens_per_task < j.n_tokens ? t0 + j.tokens_per_task : j.n_tokens;
+  quantized_x qx = j.qx;
+  qx.data += static_cast<size_t>(t0) * qx.stride;
+  j.fn(*j.w, qx, t1 - t0, j.y + static_cast<int64_t>(t0) * j.w->rows, r0, r1);
+}
+
+}  // namespace
+
+matmul_scratch::~matmul_scratch() { std::free(data_); }
+
+uint8_t* matmul_scratch::reserve(size_t n) {
+  if (n > capacity_) {
+    std::free(data_);
+    capacity_ = round_up(n, 4096);
+    data_ = static_cast<uint8_t*>(std::aligned_alloc(64, capacity_));
+  }
+  return data_;
+}
+
+bool matmul_supports(ggml_type type) { return pick(tables().by_isa[0], type) != nullptr; }
+
+size_t matmul_row_bytes(ggml_type type, int64_t cols) {
+  const size_t n = static_cast<size_t>(cols);
+  switch (type) {
+    case ggml_type::f32: return n * 4;
+    case ggml_type::f16:
+    case ggml_type::bf16: return n * 2;
+    case ggml_type::q4_0: return n / 32 * sizeof(block_q4_0);
+    case ggml_type::q8_0: return n / 32 * sizeof(block_q8_0);
+    case ggml_type::q5_0: return n / 32 * sizeof(block_q5_0);
+    case ggml_type::q4_k: return n / 256 * sizeof(block_q4_k);
+    case ggml_type::q5_k: return n / 256 * sizeof(block_q5_k);
+    case ggml_type::q6_k: return n / 256 * sizeof(block_q6_k);
+    default: return 0;
+  }
+}
+
+void matmul(const weight_view& w, const float* x, int n_tokens, float* y, thread_pool& pool,
+            matmul_scratch& scratch) {
+  const matmul_rows_fn fn = pick(tables().by_isa[static_cast<int>(active_isa())], w.type);
+  const x_format f = format_for(w.type);
+  rows_job job{fn, &w, {}, n_tokens, y, 0, 0, 0};
+  size_t x_bytes_per_token = static_cast<size_t>(w.cols) * 4;
+  if (f == x_format::f32) {
+    job.qx = {reinterpret_cast<const uint8_t*>(x), x_bytes_per_token, 0, 0};
+  } else {
+    const x_layout l = layout_for(f, w.cols);
+    uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
+    quantize_job qj{&w, x, &l, buf};
+    auto quantize_one = [](void* ctx, int t, int) {
+      const auto& q = *static_cast<const quantize_job*>(ctx);
+      quantize_token(*q.w, q.x + static_cast<int64_t>(t) * q.w->cols, *q.l, q.out + static_cast<size_t>(t) * q.l->stride);
+    };
+    if (n_tokens == 1) {
+      quantize_one(&qj, 0, 0);
+    } else {
+      pool.parallel_for(n_tokens, quantize_one, &qj);
+    }
+    job.qx = {buf, l.stride, l.d_offset, l.aux_offset};
+    x_bytes_per_token = l.stride;
+  }
+
+  // Rows in contiguous chunks, several per thread so a preempted thread's
+  // share is picked up by the others; chunks are multiples of 4 rows (tiles).
+  // Tokens in blocks whose activations fit comfortably in L2 (~256 KiB).
+  const int n_threads = pool.size();
+  int tokens_per_task = n_tokens;
+  if (n_tokens > 1) {
+    const size_t fit = (size_t{256} << 10) / x_bytes_per_token;
+    const int block = fit < 12 ? 12 : static_cast<int>(fit / 12 * 12);
+    tokens_per_task = n_tokens < block ? n_tokens : block;
+  }
+  const int n_token_tasks = (n_tokens + tokens_per_task - 1) / tokens_per_task;
+  const int64_t target_row_tasks = n_threads == 1 ? 1 : static_cast<int64_t>(n_threads) * 4;
+  int64_t rows_per_task = (w.rows + target_row_tasks - 1) / target_row_tasks;
+  rows_per_task = static_cast<int64_t>(round_up(static_cast<size_t>(rows_per_task < 16 ? 16 : rows_per_task), 4));
+  job.rows_per_task = rows_per_task;
+  job.n_row_tasks = static_cast<int>((w.rows + rows_per_task - 1) / rows_per_task);
+  job.tokens_per_task = tokens_per_task;
+  pool.parallel_for(job.n_row_tasks * n_token_tasks, run_rows_task, &job);
+}
+
+void matmul_reference(const weight_view& w, const float* x, int n_tokens, float* y) {
+  const matmul_rows_fn fn = pick(tables().by_isa[0], w.type);
+  const x_format f = format_for(w.type);
+  if (f == x_format::f32) {
+    fn(w, {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(w.cols) * 4, 0, 0}, n_tokens, y, 0, w.rows);
+    return;
+  }
+  const x_layout l = layout_for(f, w.cols);
+  matmul_scratch scratch;
+  uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
+  for (int t = 0; t < n_tokens; ++t) {
+    quantize_token(w, x + static_cast<int64_t>(t) * w.cols, l, buf + static_cast<size_t>(t) * l.stride);
+  }
+  fn(w, {buf, l.stride, l.d_offset, l.aux_offset}, n_tokens, y, 0, w.rows);
+}
+
+}  // namespace cortex::kernels

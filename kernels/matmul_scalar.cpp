@@ -1,0 +1,203 @@
+// Scalar matmul kernels: the reference the SIMD kernels are tested against.
+// Integer parts are exact; floats accumulate in block order.
+#include <cstring>
+
+#include "kernels/fp16.hpp"
+#include "kernels/matmul_kernels.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+const uint8_t* weight_row(const weight_view& w, int64_t r) {
+  return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_bytes;
+}
+
+// 6-bit scale and min of sub-block j (0..7) of a q4_k / q5_k super-block.
+void k4_scale_min(const uint8_t* s, int j, int* scale, int* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
+    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+template <class Load>
+void float_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1,
+                Load load) {
+  for (int t = 0; t < n_tokens; ++t) {
+    const float* xt = reinterpret_cast<const float*>(x.data + static_cast<size_t>(t) * x.stride);
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* row = weight_row(w, r);
+      float sum = 0.f;
+      for (int64_t k = 0; k < w.cols; ++k) sum += load(row, k) * xt[k];
+      y[t * w.rows + r] = sum;
+    }
+  }
+}
+
+void rows_f32(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  float_rows(w, x, n, y, r0, r1, [](const uint8_t* row, int64_t k) {
+    float v;
+    std::memcpy(&v, row + k * 4, 4);
+    return v;
+  });
+}
+
+void rows_f16(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  float_rows(w, x, n, y, r0, r1, [](const uint8_t* row, int64_t k) {
+    uint16_t h;
+    std::memcpy(&h, row + k * 2, 2);
+    return fp16_to_fp32(h);
+  });
+}
+
+void rows_bf16(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  float_rows(w, x, n, y, r0, r1, [](const uint8_t* row, int64_t k) {
+    uint16_t h;
+    std::memcpy(&h, row + k * 2, 2);
+    return bf16_to_fp32(h);
+  });
+}
+
+// q8_32 weights: Decode(block, j) gives the signed weight code of element j.
+template <class Block, class Decode>
+void q8_32_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1,
+                Decode decode) {
+  const int64_t nb = w.cols / 32;
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+    const auto* qs = reinterpret_cast<const int8_t*>(xt);
+    const auto* dxv = reinterpret_cast<const float*>(xt + x.d_offset);
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks = reinterpret_cast<const Block*>(weight_row(w, r));
+      float sum = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        int isum = 0;
+        for (int j = 0; j < 32; ++j) isum += decode(blocks[b], j) * qs[b * 32 + j];
+        sum += static_cast<float>(isum) * (fp16_to_fp32(blocks[b].d) * dxv[b * 8]);
+      }
+      y[t * w.rows + r] = sum;
+    }
+  }
+}
+
+void rows_q4_0(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  q8_32_rows<block_q4_0>(w, x, n, y, r0, r1, [](const block_q4_0& b, int j) {
+    return (j < 16 ? (b.qs[j] & 0xf) : (b.qs[j - 16] >> 4)) - 8;
+  });
+}
+
+void rows_q5_0(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  q8_32_rows<block_q5_0>(w, x, n, y, r0, r1, [](const block_q5_0& b, int j) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const int lo = j < 16 ? (b.qs[j] & 0xf) : (b.qs[j - 16] >> 4);
+    return (lo | static_cast<int>(((qh >> j) & 1) << 4)) - 16;
+  });
+}
+
+void rows_q8_0(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  q8_32_rows<block_q8_0>(w, x, n, y, r0, r1, [](const block_q8_0& b, int j) { return static_cast<int>(b.qs[j]); });
+}
+
+// q4_k / q5_k: Decode(block, e) gives the unsigned code (0..15 / 0..31) of element e.
+template <class Block, class Decode>
+void k4_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1,
+             Decode decode) {
+  const int64_t nb = w.cols / 256;
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+    const auto* qs = reinterpret_cast<const int8_t*>(xt);
+    const auto* dx = reinterpret_cast<const float*>(xt + x.d_offset);
+    const auto* bsums = reinterpret_cast<const int16_t*>(xt + x.aux_offset);
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks = reinterpret_cast<const Block*>(weight_row(w, r));
+      float sum = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const Block& blk = blocks[b];
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 8; ++j) {
+          int sc, m;
+          k4_scale_min(blk.scales, j, &sc, &m);
+          int dot = 0;
+          for (int e = 32 * j; e < 32 * j + 32; ++e) dot += decode(blk, e) * qs[b * 256 + e];
+          isum += sc * dot;
+          msum += m * (bsums[b * 16 + 2 * j] + bsums[b * 16 + 2 * j + 1]);
+        }
+        sum += dx[b] * fp16_to_fp32(blk.d) * static_cast<float>(isum) -
+               dx[b] * fp16_to_fp32(blk.dmin) * static_cast<float>(msum);
+      }
+      y[t * w.rows + r] = sum;
+    }
+  }
+}
+
+void rows_q4_k(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  k4_rows<block_q4_k>(w, x, n, y, r0, r1, [](const block_q4_k& b, int e) {
+    const int chunk = e / 64, l = e % 64;
+    const uint8_t q = b.qs[chunk * 32 + (l & 31)];
+    return l < 32 ? (q & 0xf) : (q >> 4);
+  });
+}
+
+void rows_q5_k(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  k4_rows<block_q5_k>(w, x, n, y, r0, r1, [](const block_q5_k& b, int e) {
+    const int chunk = e / 64, l = e % 64;
+    const uint8_t q = b.qs[chunk * 32 + (l & 31)];
+    const int lo = l < 32 ? (q & 0xf) : (q >> 4);
+    const int bit = (b.qh[l & 31] >> (2 * chunk + (l < 32 ? 0 : 1))) & 1;
+    return lo | (bit << 4);
+  });
+}
+
+// Signed code (-32..31) of element e of a q6_k super-block.
+int q6_k_code(const block_q6_k& b, int e) {
+  const int half = e / 128, l = e % 128;
+  const int quarter = l / 32, i = l % 32;
+  const uint8_t ql = b.ql[half * 64 + (quarter & 1) * 32 + i];
+  const int lo = quarter < 2 ? (ql & 0xf) : (ql >> 4);
+  const int hi = (b.qh[half * 32 + i] >> (2 * quarter)) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
+void rows_q6_k(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = w.cols / 256;
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+    const auto* qs = reinterpret_cast<const int8_t*>(xt);
+    const auto* dx = reinterpret_cast<const float*>(xt + x.d_offset);
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks = reinterpret_cast<const block_q6_k*>(weight_row(w, r));
+      float sum = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) {
+          int dot = 0;
+          for (int e = 16 * j; e < 16 * j + 16; ++e) dot += q6_k_code(blocks[b], e) * qs[b * 256 + e];
+          isum += blocks[b].scales[j] * dot;
+        }
+        sum += dx[b] * fp16_to_fp32(blocks[b].d) * static_cast<float>(isum);
+      }
+      y[t * w.rows + r] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+void get_matmul_kernels_scalar(matmul_kernel_set* set) {
+  set->f32 = rows_f32;
+  set->f16 = rows_f16;
+  set->bf16 = rows_bf16;
+  set->q4_0 = rows_q4_0;
+  set->q8_0 = rows_q8_0;
+  set->q5_0 = rows_q5_0;
+  set->q4_k = rows_q4_k;
+  set->q5_k = rows_q5_k;
+  set->q6_k = rows_q6_k;
+}
+
+}  // namespace cortex::kernels

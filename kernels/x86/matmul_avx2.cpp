@@ -1,0 +1,206 @@
+// AVX2 matmul kernels: f32/f16/bf16 and the q8_32 quant types (q4_0, q5_0,
+// q8_0). Everything here is internal; only get_matmul_kernels_avx2 is
+// exported (this file is compiled with -mavx2 -mfma -mf16c).
+#include <immintrin.h>
+
+#include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/matmul_tile_loop.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// ---- float weights --------------------------------------------------------
+
+struct load_f32 {
+  static __m256 load8(const uint8_t* row, int64_t k) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  }
+  static float load1(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
+};
+
+struct load_f16 {
+  static __m256 load8(const uint8_t* row, int64_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k * 2)));
+  }
+  static float load1(const uint8_t* row, int64_t k) {
+    return _cvtsh_ss(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+
+struct load_bf16 {
+  static __m256 load8(const uint8_t* row, int64_t k) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k * 2)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+  static float load1(const uint8_t* row, int64_t k) {
+    const uint32_t bits = static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(row)[k]) << 16;
+    return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(bits))));
+  }
+};
+
+template <class Load>
+struct float_tile {
+  const weight_view& w;
+  const quantized_x& x;
+  float* y;
+
+  // y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols)
+  template <int nr, int nt>
+  void run(int64_t r, int t) const {
+    const uint8_t* rows[nr];
+    const float* xs[nt];
+    for (int i = 0; i < nr; ++i) rows[i] = weight_row(w, r + i);
+    for (int j = 0; j < nt; ++j) xs[j] = reinterpret_cast<const float*>(x.data + static_cast<size_t>(t + j) * x.stride);
+    __m256 acc[nr][nt];
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) acc[i][j] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= w.cols; k += 8) {
+      __m256 wv[nr];
+      for (int i = 0; i < nr; ++i) wv[i] = Load::load8(rows[i], k);
+      for (int j = 0; j < nt; ++j) {
+        const __m256 xv = _mm256_loadu_ps(xs[j] + k);
+        for (int i = 0; i < nr; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+    for (int i = 0; i < nr; ++i) {
+      for (int j = 0; j < nt; ++j) {
+        float s = hsum(acc[i][j]);
+        for (int64_t kk = k; kk < w.cols; ++kk) s += Load::load1(rows[i], kk) * xs[j][kk];
+        y[(t + j) * w.rows + r + i] = s;
+      }
+    }
+  }
+};
+
+template <class Load>
+void float_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const float_tile<Load> tile{w, x, y};
+  if (n_tokens == 1) {
+    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<2, 4>(r0, r1, n_tokens, tile);
+  }
+}
+
+// ---- q8_32 weights (blocks of 32 with one f16 scale) ----------------------
+
+// Each unpack gives the 32 codes of block b as bytes, element j in byte j:
+// unsigned codes (zero point removed through cxv) or, for q8_0, signed.
+struct unpack_q4_0 {
+  using block = block_q4_0;
+  static constexpr bool is_signed = false;
+  static __m256i codes(const block& b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+  }
+};
+
+struct unpack_q5_0 {
+  using block = block_q5_0;
+  static constexpr bool is_signed = false;
+  static __m256i codes(const block& b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    const __m256i lo = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+    int32_t qh;
+    __builtin_memcpy(&qh, b.qh, 4);
+    // Spread bit j of qh to byte j, as 0x10.
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(qh), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                 0x0101010101010101, 0x0000000000000000));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_or_si256(lo, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+  }
+};
+
+struct unpack_q8_0 {
+  using block = block_q8_0;
+  static constexpr bool is_signed = true;
+  static __m256i codes(const block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+};
+
+template <class Unpack>
+struct q8_32_tile {
+  using block = typename Unpack::block;
+  const weight_view& w;
+  const quantized_x& x;
+  float* y;
+
+  template <int nr, int nt>
+  void run(int64_t r, int t) const {
+    const int64_t nb = w.cols / 32;
+    const block* rows[nr];
+    const uint8_t* xs[nt];
+    for (int i = 0; i < nr; ++i) rows[i] = reinterpret_cast<const block*>(weight_row(w, r + i));
+    for (int j = 0; j < nt; ++j) xs[j] = x.data + static_cast<size_t>(t + j) * x.stride;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[nr][nt];
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i wq[nr];
+      __m256 wd[nr];
+      for (int i = 0; i < nr; ++i) {
+        wq[i] = Unpack::codes(rows[i][b]);
+        wd[i] = _mm256_set1_ps(_cvtsh_ss(rows[i][b].d));
+      }
+      for (int j = 0; j < nt; ++j) {
+        const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs[j] + b * 32));
+        const __m256 xd = _mm256_load_ps(reinterpret_cast<const float*>(xs[j] + x.d_offset) + b * 8);
+        for (int i = 0; i < nr; ++i) {
+          __m256i p;
+          if constexpr (Unpack::is_signed) {
+            p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq[i], wq[i]), _mm256_sign_epi8(xq, wq[i]));
+          } else {
+            p = _mm256_maddubs_epi16(wq[i], xq);
+          }
+          const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+          __m256 s;
+          if constexpr (Unpack::is_signed) {
+            s = _mm256_mul_ps(f, xd);
+          } else {
+            const __m256 xc = _mm256_load_ps(reinterpret_cast<const float*>(xs[j] + x.aux_offset) + b * 8);
+            s = _mm256_fmadd_ps(f, xd, xc);
+          }
+          acc[i][j] = _mm256_fmadd_ps(s, wd[i], acc[i][j]);
+        }
+      }
+    }
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = hsum(acc[i][j]);
+  }
+};
+
+template <class Unpack>
+void q8_32_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const q8_32_tile<Unpack> tile{w, x, y};
+  if (n_tokens == 1) {
+    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<2, 3>(r0, r1, n_tokens, tile);
+  }
+}
+
+}  // namespace
+
+void get_matmul_kernels_avx2(matmul_kernel_set* set) {
+  set->f32 = float_rows<load_f32>;
+  set->f16 = float_rows<load_f16>;
+  set->bf16 = float_rows<load_bf16>;
+  set->q4_0 = q8_32_rows<unpack_q4_0>;
+  set->q5_0 = q8_32_rows<unpack_q5_0>;
+  set->q8_0 = q8_32_rows<unpack_q8_0>;
+}
+
+}  // namespace cortex::kernels

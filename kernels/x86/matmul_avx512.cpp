@@ -1,0 +1,241 @@
+// AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels: f32/f16/bf16 and the q8_32
+// quant types (q4_0, q5_0, q8_0). Only get_matmul_kernels_avx512 is exported.
+//
+// Quant kernels take two blocks (64 codes) per zmm. Weight codes are made
+// unsigned (q8_0: +128) so vpdpbusd(codes u8, x s8) applies; the zero point
+// comes back through the activation's cxv term: per block
+//   (sum(code * xq) * dx - offset * sum(xq) * dx) * dw.
+// GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/matmul_tile_loop.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+// ---- float weights --------------------------------------------------------
+
+struct load_f32 {
+  static __m512 load16(const uint8_t* row, int64_t k) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  }
+  static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + k);
+  }
+};
+
+struct load_f16 {
+  static __m512 load16(const uint8_t* row, int64_t k) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k * 2)));
+  }
+  static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + k * 2));
+  }
+};
+
+struct load_bf16 {
+  static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static __m512 load16(const uint8_t* row, int64_t k) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k * 2)));
+  }
+  static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, row + k * 2));
+  }
+};
+
+template <class Load>
+struct float_tile {
+  const weight_view& w;
+  const quantized_x& x;
+  float* y;
+
+  // y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols)
+  template <int nr, int nt>
+  void run(int64_t r, int t) const {
+    const uint8_t* rows[nr];
+    const float* xs[nt];
+    for (int i = 0; i < nr; ++i) rows[i] = weight_row(w, r + i);
+    for (int j = 0; j < nt; ++j) xs[j] = reinterpret_cast<const float*>(x.data + static_cast<size_t>(t + j) * x.stride);
+    __m512 acc[nr][nt];
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= w.cols; k += 16) {
+      __m512 wv[nr];
+      for (int i = 0; i < nr; ++i) wv[i] = Load::load16(rows[i], k);
+      for (int j = 0; j < nt; ++j) {
+        const __m512 xv = _mm512_loadu_ps(xs[j] + k);
+        for (int i = 0; i < nr; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+    if (k < w.cols) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (w.cols - k)) - 1);
+      __m512 wv[nr];
+      for (int i = 0; i < nr; ++i) wv[i] = Load::load_tail(rows[i], k, m);
+      for (int j = 0; j < nt; ++j) {
+        const __m512 xv = _mm512_maskz_loadu_ps(m, xs[j] + k);
+        for (int i = 0; i < nr; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+      }
+    }
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+  }
+};
+
+template <class Load>
+void float_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const float_tile<Load> tile{w, x, y};
+  if (n_tokens == 1) {
+    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<4, 4>(r0, r1, n_tokens, tile);
+  }
+}
+
+// ---- q8_32 weights --------------------------------------------------------
+
+__m512i broadcast_halves(__m128i a, __m128i b) {
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_broadcastsi128_si256(a)), _mm256_broadcastsi128_si256(b), 1);
+}
+
+// Nibbles of [a, a, b, b] (16 bytes each) -> [a lo, a hi, b lo, b hi].
+__m512i split_nibbles(__m512i v) {
+  return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0f));
+}
+
+// Each unpack gives unsigned codes of blocks b, b+1 (pair) or of block b in
+// the low half and zeros above (single), element j of block b in byte j.
+struct unpack_q4_0 {
+  using block = block_q4_0;
+  static __m512i pair(const block* b) {
+    return split_nibbles(broadcast_halves(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs))));
+  }
+  static __m512i single(const block* b) {
+    return split_nibbles(_mm512_zextsi256_si512(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)))));
+  }
+};
+
+struct unpack_q5_0 {
+  using block = block_q5_0;
+  static uint64_t high_bits(const block& b) {
+    uint32_t qh;
+    __builtin_memcpy(&qh, b.qh, 4);
+    return qh;
+  }
+  static __m512i pair(const block* b) {
+    const __m512i lo = split_nibbles(broadcast_halves(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)),
+                                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs))));
+    const __mmask64 hi = high_bits(b[0]) | (high_bits(b[1]) << 32);
+    return _mm512_or_si512(lo, _mm512_maskz_mov_epi8(hi, _mm512_set1_epi8(0x10)));
+  }
+  static __m512i single(const block* b) {
+    const __m512i lo = split_nibbles(_mm512_zextsi256_si512(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)))));
+    return _mm512_or_si512(lo, _mm512_maskz_mov_epi8(high_bits(b[0]), _mm512_set1_epi8(0x10)));
+  }
+};
+
+struct unpack_q8_0 {
+  using block = block_q8_0;
+  static __m512i pair(const block* b) {
+    const __m512i v = _mm512_inserti64x4(
+        _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)), 1);
+    return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static __m512i single(const block* b) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+    return _mm512_zextsi256_si512(_mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))));
+  }
+};
+
+template <class Block>
+__m512 pair_scales(const Block* b) {
+  return _mm512_insertf32x8(_mm512_zextps256_ps512(_mm256_set1_ps(_cvtsh_ss(b[0].d))),
+                            _mm256_set1_ps(_cvtsh_ss(b[1].d)), 1);
+}
+
+template <class Unpack>
+struct q8_32_tile {
+  using block = typename Unpack::block;
+  const weight_view& w;
+  const quantized_x& x;
+  float* y;
+
+  template <int nr, int nt>
+  static void step(const __m512i (&wq)[nr], const __m512 (&wd)[nr], const uint8_t* const (&xs)[nt],
+                   size_t xq_off, size_t d_off, size_t c_off, __m512 (&acc)[nr][nt]) {
+    for (int j = 0; j < nt; ++j) {
+      const __m512i xq = _mm512_load_si512(xs[j] + xq_off);
+      const __m512 xd = _mm512_load_ps(reinterpret_cast<const float*>(xs[j] + d_off));
+      const __m512 xc = _mm512_load_ps(reinterpret_cast<const float*>(xs[j] + c_off));
+      for (int i = 0; i < nr; ++i) {
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[i], xq);
+        const __m512 s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), xd, xc);
+        acc[i][j] = _mm512_fmadd_ps(s, wd[i], acc[i][j]);
+      }
+    }
+  }
+
+  template <int nr, int nt>
+  void run(int64_t r, int t) const {
+    const int64_t nb = w.cols / 32;
+    const block* rows[nr];
+    const uint8_t* xs[nt];
+    for (int i = 0; i < nr; ++i) rows[i] = reinterpret_cast<const block*>(weight_row(w, r + i));
+    for (int j = 0; j < nt; ++j) xs[j] = x.data + static_cast<size_t>(t + j) * x.stride;
+    __m512 acc[nr][nt];
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      __m512i wq[nr];
+      __m512 wd[nr];
+      for (int i = 0; i < nr; ++i) {
+        wq[i] = Unpack::pair(rows[i] + b);
+        wd[i] = pair_scales(rows[i] + b);
+      }
+      step<nr, nt>(wq, wd, xs, b * 32, x.d_offset + b * 32, x.aux_offset + b * 32, acc);
+    }
+    if (b < nb) {  // odd block count: the padding block of x is zero
+      __m512i wq[nr];
+      __m512 wd[nr];
+      for (int i = 0; i < nr; ++i) {
+        wq[i] = Unpack::single(rows[i] + b);
+        wd[i] = _mm512_set1_ps(_cvtsh_ss(rows[i][b].d));
+      }
+      step<nr, nt>(wq, wd, xs, b * 32, x.d_offset + b * 32, x.aux_offset + b * 32, acc);
+    }
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+  }
+};
+
+template <class Unpack>
+void q8_32_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const q8_32_tile<Unpack> tile{w, x, y};
+  if (n_tokens == 1) {
+    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<4, 3>(r0, r1, n_tokens, tile);
+  }
+}
+
+}  // namespace
+
+void get_matmul_kernels_avx512(matmul_kernel_set* set) {
+  set->f32 = float_rows<load_f32>;
+  set->f16 = float_rows<load_f16>;
+  set->bf16 = float_rows<load_bf16>;
+  set->q4_0 = q8_32_rows<unpack_q4_0>;
+  set->q5_0 = q8_32_rows<unpack_q5_0>;
+  set->q8_0 = q8_32_rows<unpack_q8_0>;
+}
+
+}  // namespace cortex::kernels
