@@ -1,13 +1,191 @@
-// AVX-512 VNNI matmul kernels for the k-quants (q4_k, q5_k, q6_k).
+// AVX-512 VNNI matmul kernels for the k-quants (q4_k, q5_k, q6_k) against
+// q8_k activations. Only get_matmul_kernels_avx512_k is exported.
+//
+// A super-block (256) is four chunks of 64 codes, one zmm each. Codes are
+// unsigned (q6_k's -32 comes back through bsums), so per chunk
+//   dot = vpdpbusd(codes u8, x s8)          16 lanes, |lane| < 2^15
+//   isum = vpdpwssd(isum, dot, scale)        scale in the low 16 bits of a lane
+// and per super-block y += d * dx * isum (- dmin * dx * sum(min * bsum)).
 // GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/matmul_tile_loop.hpp"
 
 namespace cortex::kernels {
 
-void get_matmul_kernels_avx512_k(matmul_kernel_set* set) { (void)set; }
+namespace {
+
+// Lane i of chunk c's scale vector holds scale[(16 * c + i) / per_scale / 4...]:
+// q4_k/q5_k: one scale per 32 codes -> lanes 0-7 scale 2c, lanes 8-15 scale 2c+1.
+// q6_k: one scale per 16 codes -> lane i uses scale 4c + i / 4.
+__m512i chunk_index_k4(int c) {
+  return _mm512_set_epi32(2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1,
+                          2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c);
+}
+
+__m512i chunk_index_q6(int c) {
+  const int b = 4 * c;
+  return _mm512_set_epi32(b + 3, b + 3, b + 3, b + 3, b + 2, b + 2, b + 2, b + 2, b + 1, b + 1, b + 1, b + 1, b, b, b, b);
+}
+
+// q4_k / q5_k (High = q5_k): 6-bit scales and mins, codes 0..15 (0..31).
+template <class Block, bool High>
+struct k4_policy {
+  using block = Block;
+
+  struct row_state {
+    __m512i scales;   // lane j < 8: scale j (zero-extended)
+    __m256i mins;     // int16 lane 2j, 2j+1: min j
+    __m512i high;     // q5_k: qh in both halves
+    float d, dmin;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    const uint8_t* q = b.scales;
+    alignas(16) uint8_t sc[16] = {}, mn[16] = {};
+    for (int j = 0; j < 4; ++j) {
+      sc[j] = q[j] & 63;
+      mn[j] = q[j + 4] & 63;
+      sc[j + 4] = static_cast<uint8_t>((q[j + 8] & 0xf) | ((q[j] >> 6) << 4));
+      mn[j + 4] = static_cast<uint8_t>((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
+    }
+    s.scales = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+    const __m128i m = _mm_load_si128(reinterpret_cast<const __m128i*>(mn));
+    s.mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+    if constexpr (High) s.high = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh)));
+    s.d = _cvtsh_ss(b.d);
+    s.dmin = _cvtsh_ss(b.dmin);
+  }
+
+  static __m512i codes(const block& b, const row_state& s, int c) {
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c)));
+    __m512i q = _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0f));
+    if constexpr (High) {
+      const __mmask64 bit = _mm512_test_epi8_mask(
+          s.high, _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * c))),
+                                     _mm256_set1_epi8(static_cast<char>(2 << (2 * c))), 1));
+      q = _mm512_mask_add_epi8(q, bit, q, _mm512_set1_epi8(16));
+    }
+    return q;
+  }
+
+  static __m512i scale(const row_state& s, int c) { return _mm512_permutexvar_epi32(chunk_index_k4(c), s.scales); }
+
+  // acc += dx * (d * isum - dmin * sum_j min_j * (bsum_2j + bsum_2j+1))
+  static __m512 finish(const row_state& s, __m512i isum, __m256i bsums, float dx, __m512 acc) {
+    const __m256i mins = _mm256_madd_epi16(s.mins, bsums);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(s.d * dx), acc);
+    return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(mins)), _mm512_set1_ps(s.dmin * dx), acc);
+  }
+};
+
+// q6_k: int8 scale per 16 codes, codes 0..63 with zero point 32.
+struct q6_policy {
+  using block = block_q6_k;
+
+  struct row_state {
+    __m512i scales;      // lane j: scale j, low 16 bits (sign in bit 15)
+    __m256i scales_m32;  // int16 lane j: -32 * scale j
+    float d;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    s.scales = _mm512_cvtepu16_epi32(sc16);
+    s.scales_m32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+    s.d = _cvtsh_ss(b.d);
+  }
+
+  static __m512i codes(const block& b, const row_state&, int c) {
+    const int half = c >> 1;
+    const __m512i l = _mm512_loadu_si512(b.ql + 64 * half);
+    const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * half)));
+    const __m512i lo_mask = _mm512_set1_epi8(0x0f), hi_mask = _mm512_set1_epi8(0x30);
+    if ((c & 1) == 0) {
+      const __m512i hb = _mm512_sllv_epi64(h, _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4));
+      return _mm512_or_si512(_mm512_and_si512(l, lo_mask), _mm512_and_si512(hb, hi_mask));
+    }
+    const __m512i hb = _mm512_srlv_epi64(h, _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0));
+    return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi64(l, 4), lo_mask), _mm512_and_si512(hb, hi_mask));
+  }
+
+  static __m512i scale(const row_state& s, int c) { return _mm512_permutexvar_epi32(chunk_index_q6(c), s.scales); }
+
+  // acc += dx * d * (isum - 32 * sum_j scale_j * bsum_j)
+  static __m512 finish(const row_state& s, __m512i isum, __m256i bsums, float dx, __m512 acc) {
+    const __m256i zero_point = _mm256_madd_epi16(s.scales_m32, bsums);
+    const __m512i total = _mm512_add_epi32(isum, _mm512_zextsi256_si512(zero_point));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_set1_ps(s.d * dx), acc);
+  }
+};
+
+template <class Policy>
+struct k_tile {
+  using block = typename Policy::block;
+  const weight_view& w;
+  const quantized_x& x;
+  float* y;
+
+  template <int nr, int nt>
+  void run(int64_t r, int t) const {
+    const int64_t nb = w.cols / 256;
+    const block* rows[nr];
+    const uint8_t* xs[nt];
+    for (int i = 0; i < nr; ++i) rows[i] = reinterpret_cast<const block*>(weight_row(w, r + i));
+    for (int j = 0; j < nt; ++j) xs[j] = x.data + static_cast<size_t>(t + j) * x.stride;
+    __m512 acc[nr][nt];
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      typename Policy::row_state rs[nr];
+      for (int i = 0; i < nr; ++i) Policy::prepare(rows[i][b], rs[i]);
+      __m512i isum[nr][nt];
+      for (int i = 0; i < nr; ++i)
+        for (int j = 0; j < nt; ++j) isum[i][j] = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        __m512i wq[nr], sc[nr];
+        for (int i = 0; i < nr; ++i) {
+          wq[i] = Policy::codes(rows[i][b], rs[i], c);
+          sc[i] = Policy::scale(rs[i], c);
+        }
+        for (int j = 0; j < nt; ++j) {
+          const __m512i xq = _mm512_load_si512(xs[j] + b * 256 + c * 64);
+          for (int i = 0; i < nr; ++i) {
+            const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[i], xq);
+            isum[i][j] = _mm512_dpwssd_epi32(isum[i][j], dot, sc[i]);
+          }
+        }
+      }
+      for (int j = 0; j < nt; ++j) {
+        const __m256i bsums = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs[j] + x.aux_offset) + b);
+        const float dx = reinterpret_cast<const float*>(xs[j] + x.d_offset)[b];
+        for (int i = 0; i < nr; ++i) acc[i][j] = Policy::finish(rs[i], isum[i][j], bsums, dx, acc[i][j]);
+      }
+    }
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+  }
+};
+
+template <class Policy>
+void k_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const k_tile<Policy> tile{w, x, y};
+  if (n_tokens == 1) {
+    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<2, 4>(r0, r1, n_tokens, tile);
+  }
+}
+
+}  // namespace
+
+void get_matmul_kernels_avx512_k(matmul_kernel_set* set) {
+  set->q4_k = k_rows<k4_policy<block_q4_k, false>>;
+  set->q5_k = k_rows<k4_policy<block_q5_k, true>>;
+  set->q6_k = k_rows<q6_policy>;
+}
 
 }  // namespace cortex::kernels
