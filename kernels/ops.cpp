@@ -1,0 +1,75 @@
+// Element-wise kernels. RMSNorm, RoPE and the residual add are plain scalar
+// code (memory-bound or cheap next to the matmuls); softmax and SwiGLU need
+// exp and go through the per-ISA tables of x86/vec_entries.hpp.
+#include "kernels/ops.hpp"
+
+#include <cmath>
+
+#include "kernels/x86/vec_entries.hpp"
+
+namespace cortex::kernels {
+
+void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
+  // Squares in float, sum in double (ggml_float), four partial sums so the
+  // loop pipelines; the split changes the double sum by ~1e-16 relative.
+  double part[4] = {0.0, 0.0, 0.0, 0.0};
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int j = 0; j < 4; ++j) part[j] += static_cast<double>(x[i + j] * x[i + j]);
+  }
+  for (; i < n; ++i) part[0] += static_cast<double>(x[i] * x[i]);
+  const double sum = (part[0] + part[1]) + (part[2] + part[3]);
+  const float mean = static_cast<float>(sum / n);
+  const float scale = 1.0f / sqrtf(mean + eps);
+  for (i = 0; i < n; ++i) out[i] = (x[i] * scale) * w[i];
+}
+
+void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox) {
+  constexpr int max_pairs = 256;
+  const int n_pairs = n_rot / 2;
+  float cos_t[max_pairs];
+  float sin_t[max_pairs];
+  const float theta_scale = powf(freq_base, -2.0f / static_cast<float>(n_rot));
+  float theta = static_cast<float>(pos);
+  for (int i = 0; i < n_pairs; ++i) {
+    cos_t[i] = cosf(theta);
+    sin_t[i] = sinf(theta);
+    theta *= theta_scale;
+  }
+  // Pair i is (first + i*step_pair, first + i*step_pair + offset).
+  const int offset = neox ? n_pairs : 1;
+  const int step = neox ? 1 : 2;
+  for (int h = 0; h < n_heads; ++h) {
+    float* xh = x + static_cast<size_t>(h) * head_dim;
+    for (int i = 0; i < n_pairs; ++i) {
+      float* a = xh + i * step;
+      const float x0 = a[0];
+      const float x1 = a[offset];
+      a[0] = x0 * cos_t[i] - x1 * sin_t[i];
+      a[offset] = x0 * sin_t[i] + x1 * cos_t[i];
+    }
+  }
+}
+
+void softmax(float* x, int n) {
+  const auto& v = detail::active_vec_entries();
+  const float m = v.max(x, n);
+  const double sum = v.exp_shift_sum(x, x, n, m);
+  v.scale(x, static_cast<float>(1.0 / sum), x, n);
+}
+
+float log_sum_exp(const float* x, int n) {
+  const auto& v = detail::active_vec_entries();
+  const float m = v.max(x, n);
+  return m + static_cast<float>(std::log(v.exp_shift_sum(x, nullptr, n, m)));
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int n) {
+  detail::active_vec_entries().silu_mul(gate, up, out, n);
+}
+
+void add_inplace(float* dst, const float* src, int n) {
+  for (int i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+}  // namespace cortex::kernels

@@ -1,0 +1,42 @@
+// Element-wise and per-row operations of the forward pass: RMSNorm, RoPE,
+// softmax, SwiGLU and the residual add. Pure functions over pointers and
+// sizes; no allocation, thread-safe (they touch only their arguments).
+//
+// Numerics follow llama.cpp's CPU backend (ggml-cpu ops.cpp / vec.h) so that
+// F32 models reproduce its logits to ~1e-5: RMSNorm sums squares in double,
+// RoPE builds theta by repeated float multiplication, softmax sums in double.
+#pragma once
+
+namespace cortex::kernels {
+
+// x (n,), w (n,) -> out (n,): out[i] = (x[i] * scale) * w[i] with
+// scale = 1 / sqrtf(float(sum_double(x[i]*x[i]) / n) + eps), as ggml's
+// rms_norm followed by mul. out may alias x. REQUIRES: n > 0.
+void rmsnorm(const float* x, const float* w, float* out, int n, float eps);
+
+// RoPE in place on one token. x (n_heads, head_dim); in each head the first
+// n_rot dims are rotated, the rest are left untouched. Pair i (0 <= i <
+// n_rot/2) is rotated by theta_i = pos * freq_base^(-2i/n_rot), computed as
+// llama.cpp does: theta_scale = powf(freq_base, -2.0f/n_rot), theta_0 = pos,
+// theta_{i+1} = theta_i * theta_scale, cosf/sinf in float.
+//   neox == false: pair i is (2i, 2i+1)        (GGUF 'llama', rope mode 0)
+//   neox == true:  pair i is (i, i + n_rot/2)  (GGUF 'qwen2', mode NEOX)
+// REQUIRES: n_rot even, 0 < n_rot <= head_dim, n_rot <= 512, pos >= 0.
+void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox);
+
+// x (n,) in place: x[i] = exp(x[i] - max) / sum. Entries equal to -inf get
+// probability 0. REQUIRES: n > 0 and at least one finite entry.
+void softmax(float* x, int n);
+
+// log(sum_i exp(x[i])) of x (n,), computed stably (max-shifted, double sum).
+// -inf entries contribute 0. REQUIRES: n > 0 and at least one finite entry.
+float log_sum_exp(const float* x, int n);
+
+// gate (n,), up (n,) -> out (n,): out[i] = gate[i] * sigmoid(gate[i]) * up[i]
+// (SwiGLU). out may alias gate or up.
+void silu_mul(const float* gate, const float* up, float* out, int n);
+
+// dst (n,) += src (n,).
+void add_inplace(float* dst, const float* src, int n);
+
+}  // namespace cortex::kernels

@@ -1,0 +1,37 @@
+// The vectorised kernels (vec_body.hpp) compiled for AVX2 + FMA: 8 floats a
+// vec. Reached only through active_vec_entries() when the CPU has AVX2.
+#include <immintrin.h>
+
+#include "kernels/x86/vec_body.hpp"
+
+namespace cortex::kernels::detail {
+namespace {
+
+struct avx2_traits {
+  using vec = __m256;
+  using ivec = int32_t __attribute__((vector_size(32)));
+  static constexpr int width = 8;
+  static vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
+  static vec set1(float f) { return _mm256_set1_ps(f); }
+  static vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static vec vmax(vec a, vec b) { return _mm256_max_ps(a, b); }
+  static vec vmin(vec a, vec b) { return _mm256_min_ps(a, b); }
+  static __m128 fold(vec v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
+  static float hsum(vec v) {
+    __m128 s = fold(v);
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
+  static float hmax(vec v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  }
+};
+
+}  // namespace
+
+const vec_entries vec_entries_avx2 = make_vec_entries<avx2_traits>();
+
+}  // namespace cortex::kernels::detail

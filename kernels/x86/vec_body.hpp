@@ -1,0 +1,303 @@
+// Internal: ISA-generic bodies of the vectorised kernels (exp, softmax pieces,
+// SwiGLU, paged attention), written once over a traits type V and compiled
+// once per ISA by vec_kernels.cpp, x86/vec_avx2.cpp and x86/vec_avx512.cpp.
+//
+// Everything here has internal linkage (anonymous namespace) on purpose: the
+// same template compiled with -mavx512f in one TU and for baseline x86-64 in
+// another must never be merged by the linker. Include this file only from
+// those TUs, after defining V, and use no std templates inside.
+//
+// V provides (all static, all inline):
+//   vec, ivec     GCC vector types of `width` floats / int32 (vector ops work)
+//   width         floats per vec
+//   load(p), store(p, v), set1(f), fmadd(a, b, c) = a*b+c,
+//   vmax(a, b), vmin(a, b), hsum(v), hmax(v)
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention.hpp"
+#include "kernels/x86/vec_entries.hpp"
+
+namespace cortex::kernels::detail {
+namespace {
+
+// exp(x) to ~2 ulp: Cody-Waite range reduction, degree-5 polynomial (Cephes
+// expf coefficients), exponent built by integer shift. x >= 88 saturates to
+// exp(88); x < -87.33 (including -inf) gives exactly 0; NaN gives 0.
+template <class V>
+inline typename V::vec exp_v(typename V::vec x) {
+  using vec = typename V::vec;
+  using ivec = typename V::ivec;
+  const vec magic = V::set1(12582912.0f);  // 1.5 * 2^23: adding it rounds to integer
+  const vec xc = V::vmin(V::vmax(x, V::set1(-87.0f)), V::set1(88.0f));
+  const vec t = V::fmadd(xc, V::set1(1.44269504088896341f), magic);
+  const vec n = t - magic;
+  vec r = V::fmadd(n, V::set1(-0.693359375f), xc);
+  r = V::fmadd(n, V::set1(2.12194440e-4f), r);
+  vec p = V::set1(1.9875691500e-4f);
+  p = V::fmadd(p, r, V::set1(1.3981999507e-3f));
+  p = V::fmadd(p, r, V::set1(8.3334519073e-3f));
+  p = V::fmadd(p, r, V::set1(4.1665795894e-2f));
+  p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
+  p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
+  p = V::fmadd(p, r * r, r + V::set1(1.0f));
+  const ivec ni = reinterpret_cast<ivec>(t) - static_cast<int32_t>(0x4B400000);
+  const vec pow2n = reinterpret_cast<vec>((ni + 127) << 23);
+  const ivec keep = x >= V::set1(-87.33654f);
+  return reinterpret_cast<vec>(reinterpret_cast<ivec>(p * pow2n) & keep);
+}
+
+template <class V>
+float dot_v(const float* a, const float* b, int n) {
+  using vec = typename V::vec;
+  constexpr int w = V::width;
+  vec s0 = V::set1(0.0f), s1 = V::set1(0.0f);
+  int i = 0;
+  for (; i + 2 * w <= n; i += 2 * w) {
+    s0 = V::fmadd(V::load(a + i), V::load(b + i), s0);
+    s1 = V::fmadd(V::load(a + i + w), V::load(b + i + w), s1);
+  }
+  for (; i + w <= n; i += w) s0 = V::fmadd(V::load(a + i), V::load(b + i), s0);
+  float s = V::hsum(s0 + s1);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// y (n,) += sum_j a[j] * x_j (n,) for j < m, x_j = x + j * stride. y stays in
+// registers across the m updates (4 vecs at a time), instead of m round trips
+// through memory.
+template <class V>
+void axpy_many_v(float* y, const float* a, const float* x, size_t stride, int m, int n) {
+  using vec = typename V::vec;
+  constexpr int w = V::width;
+  int i = 0;
+  for (; i + 4 * w <= n; i += 4 * w) {
+    vec y0 = V::load(y + i), y1 = V::load(y + i + w);
+    vec y2 = V::load(y + i + 2 * w), y3 = V::load(y + i + 3 * w);
+    for (int j = 0; j < m; ++j) {
+      const vec aj = V::set1(a[j]);
+      const float* xj = x + j * stride + i;
+      y0 = V::fmadd(aj, V::load(xj), y0);
+      y1 = V::fmadd(aj, V::load(xj + w), y1);
+      y2 = V::fmadd(aj, V::load(xj + 2 * w), y2);
+      y3 = V::fmadd(aj, V::load(xj + 3 * w), y3);
+    }
+    V::store(y + i, y0);
+    V::store(y + i + w, y1);
+    V::store(y + i + 2 * w, y2);
+    V::store(y + i + 3 * w, y3);
+  }
+  for (; i + w <= n; i += w) {
+    vec y0 = V::load(y + i);
+    for (int j = 0; j < m; ++j) y0 = V::fmadd(V::set1(a[j]), V::load(x + j * stride + i), y0);
+    V::store(y + i, y0);
+  }
+  for (; i < n; ++i) {
+    float acc = y[i];
+    for (int j = 0; j < m; ++j) acc += a[j] * x[j * stride + i];
+    y[i] = acc;
+  }
+}
+
+template <class V>
+void scale_v(const float* x, float a, float* out, int n) {
+  constexpr int w = V::width;
+  const typename V::vec va = V::set1(a);
+  int i = 0;
+  for (; i + w <= n; i += w) V::store(out + i, V::load(x + i) * va);
+  for (; i < n; ++i) out[i] = x[i] * a;
+}
+
+template <class V>
+float max_v(const float* x, int n) {
+  constexpr int w = V::width;
+  float m = x[0];
+  int i = 0;
+  if (n >= w) {
+    typename V::vec vm = V::load(x);
+    for (i = w; i + w <= n; i += w) vm = V::vmax(vm, V::load(x + i));
+    m = V::hmax(vm);
+  }
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// Per-vector partial sums in float, accumulated in double (as ggml's
+// ggml_vec_soft_max_f32 does).
+template <class V>
+double exp_shift_sum_v(const float* x, float* out, int n, float shift) {
+  using vec = typename V::vec;
+  constexpr int w = V::width;
+  const vec vs = V::set1(shift);
+  double sum = 0.0;
+  int i = 0;
+  for (; i + w <= n; i += w) {
+    const vec e = exp_v<V>(V::load(x + i) - vs);
+    if (out) V::store(out + i, e);
+    sum += static_cast<double>(V::hsum(e));
+  }
+  if (i < n) {
+    float tail[V::width];
+    for (int j = 0; j < w; ++j) tail[j] = i + j < n ? x[i + j] - shift : -INFINITY;
+    V::store(tail, exp_v<V>(V::load(tail)));
+    for (int j = 0; i + j < n; ++j) {
+      if (out) out[i + j] = tail[j];
+      sum += static_cast<double>(tail[j]);
+    }
+  }
+  return sum;
+}
+
+template <class V>
+void silu_mul_v(const float* gate, const float* up, float* out, int n) {
+  using vec = typename V::vec;
+  constexpr int w = V::width;
+  const vec one = V::set1(1.0f);
+  int i = 0;
+  for (; i + w <= n; i += w) {
+    const vec g = V::load(gate + i);
+    const vec u = V::load(up + i);
+    V::store(out + i, g / (one + exp_v<V>(V::set1(0.0f) - g)) * u);
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+// ---- paged attention ----------------------------------------------------
+
+constexpr int attn_max_head_dim = 256;
+constexpr int attn_tile_rows = 32;  // (query, head) rows processed together
+constexpr int attn_chunk = 32;      // positions scored at once (<= one block)
+
+// State of one tile: up to attn_tile_rows rows, each a (query, head) pair,
+// with its online-softmax running max m, sum l and the unnormalised output
+// acc (head_dim,). Rows of the same KV head are adjacent, so a K/V chunk is
+// read from memory once and then from L1 for the other rows.
+struct attn_tile {
+  const float* q[attn_tile_rows];
+  float* out[attn_tile_rows];
+  int kv_head[attn_tile_rows];
+  int limit[attn_tile_rows];  // last position the row attends to
+  float m[attn_tile_rows];
+  float l[attn_tile_rows];
+  alignas(64) float acc[attn_tile_rows][attn_max_head_dim];
+  alignas(64) float s[attn_chunk];
+};
+
+// Folds positions [p, p + n) (n <= attn_chunk, all in one block; k, v point
+// at position p's head and advance by stride) into row r of the tile.
+template <class V>
+void attn_row_update(attn_tile& t, int r, const float* k, const float* v, size_t stride, int n,
+                     int head_dim, float scale) {
+  float* s = t.s;
+  for (int j = 0; j < n; ++j) s[j] = dot_v<V>(t.q[r], k + j * stride, head_dim) * scale;
+  const float chunk_max = max_v<V>(s, n);
+  const float m_old = t.m[r];
+  const float m_new = chunk_max > m_old ? chunk_max : m_old;
+  const float sum = static_cast<float>(exp_shift_sum_v<V>(s, s, n, m_new));
+  float* acc = t.acc[r];
+  if (m_new != m_old) {
+    // m_old == -inf on the first chunk: acc and l are still zero.
+    const float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+    scale_v<V>(acc, alpha, acc, head_dim);
+    t.l[r] *= alpha;
+  }
+  t.l[r] += sum;
+  axpy_many_v<V>(acc, s, v, stride, n, head_dim);
+  t.m[r] = m_new;
+}
+
+template <class V>
+void attn_tile_run(attn_tile& t, int n_rows, const float* k_arena,
+                   const float* v_arena, const int32_t* block_table, const kv_layout& layout,
+                   float scale) {
+  const int head_dim = layout.head_dim;
+  const int bs = layout.block_size;
+  const size_t stride = static_cast<size_t>(layout.n_kv_heads) * head_dim;
+  int last = 0;
+  for (int r = 0; r < n_rows; ++r) {
+    t.m[r] = -INFINITY;
+    t.l[r] = 0.0f;
+    for (int d = 0; d < head_dim; ++d) t.acc[r][d] = 0.0f;
+    last = t.limit[r] > last ? t.limit[r] : last;
+  }
+  for (int p = 0; p <= last;) {
+    const int slot = p % bs;
+    int n = bs - slot;
+    n = n < attn_chunk ? n : attn_chunk;
+    n = n < last + 1 - p ? n : last + 1 - p;
+    const size_t base = (static_cast<size_t>(block_table[p / bs]) * bs + slot) * stride;
+    for (int r = 0; r < n_rows; ++r) {
+      if (p > t.limit[r]) continue;
+      const int n_row = n < t.limit[r] + 1 - p ? n : t.limit[r] + 1 - p;
+      const size_t off = base + static_cast<size_t>(t.kv_head[r]) * head_dim;
+      attn_row_update<V>(t, r, k_arena + off, v_arena + off, stride, n_row, head_dim, scale);
+    }
+    p += n;
+  }
+  for (int r = 0; r < n_rows; ++r) scale_v<V>(t.acc[r], 1.0f / t.l[r], t.out[r], head_dim);
+}
+
+// Runs rows (i, h) for i in [0, n_q), h in [h_lo, h_hi), query-major, in
+// tiles of attn_tile_rows.
+template <class V>
+void attn_rows_run(attn_tile& tile, const float* q, int n_q, int pos0, int n_heads, int h_lo,
+                   int h_hi, const float* k_arena, const float* v_arena,
+                   const int32_t* block_table, const kv_layout& layout, float scale, float* out) {
+  const int head_dim = layout.head_dim;
+  const int group = n_heads / layout.n_kv_heads;
+  const int n_h = h_hi - h_lo;
+  const int n_rows_total = n_q * n_h;
+  for (int row0 = 0; row0 < n_rows_total; row0 += attn_tile_rows) {
+    const int left = n_rows_total - row0;
+    const int n_rows = left < attn_tile_rows ? left : attn_tile_rows;
+    for (int r = 0; r < n_rows; ++r) {
+      const int i = (row0 + r) / n_h;
+      const int h = h_lo + (row0 + r) % n_h;
+      const size_t at = (static_cast<size_t>(i) * n_heads + h) * head_dim;
+      tile.q[r] = q + at;
+      tile.out[r] = out + at;
+      tile.kv_head[r] = h / group;
+      tile.limit[r] = pos0 + i;
+    }
+    attn_tile_run<V>(tile, n_rows, k_arena, v_arena, block_table, layout, scale);
+  }
+}
+
+template <class V>
+void attention_paged_v(const float* q, int n_q, int pos0, int n_heads, int head_begin,
+                       int head_end, const float* k_arena, const float* v_arena,
+                       const int32_t* block_table, const kv_layout& layout, float scale,
+                       float* out) {
+  attn_tile tile;
+  const int group = n_heads / layout.n_kv_heads;
+  if (n_q * group < attn_tile_rows) {
+    // Few queries (decode): one tile spans several KV heads, so each K/V
+    // slot (all KV heads of a position, contiguous) is read as one run
+    // instead of one head_dim stride per KV head.
+    attn_rows_run<V>(tile, q, n_q, pos0, n_heads, head_begin, head_end, k_arena, v_arena,
+                     block_table, layout, scale, out);
+    return;
+  }
+  // Many queries (prefill): tiles within one KV head, so each K/V chunk is
+  // reused by attn_tile_rows rows.
+  for (int g = 0; g < layout.n_kv_heads; ++g) {
+    const int h_lo = g * group > head_begin ? g * group : head_begin;
+    const int h_hi = (g + 1) * group < head_end ? (g + 1) * group : head_end;
+    if (h_lo < h_hi) {
+      attn_rows_run<V>(tile, q, n_q, pos0, n_heads, h_lo, h_hi, k_arena, v_arena, block_table,
+                       layout, scale, out);
+    }
+  }
+}
+
+template <class V>
+constexpr vec_entries make_vec_entries() {
+  return vec_entries{&attention_paged_v<V>, &exp_shift_sum_v<V>, &max_v<V>, &scale_v<V>,
+                     &silu_mul_v<V>};
+}
+
+}  // namespace
+}  // namespace cortex::kernels::detail

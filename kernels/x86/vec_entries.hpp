@@ -1,0 +1,38 @@
+// Internal: the vectorised kernels of ops.cpp and attention.cpp, one table per
+// instruction set. Each table is built in its own translation unit from the
+// same generic body (vec_body.hpp), compiled for that ISA:
+//   vec_kernels.cpp (baseline SSE2), x86/vec_avx2.cpp, x86/vec_avx512.cpp.
+// Callers go through active_vec_entries(), which follows active_isa().
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/attention.hpp"
+
+namespace cortex::kernels::detail {
+
+struct vec_entries {
+  // See attention_paged in attention.hpp.
+  void (*attention_paged)(const float* q, int n_q, int pos0, int n_heads, int head_begin,
+                          int head_end, const float* k_arena, const float* v_arena,
+                          const int32_t* block_table, const kv_layout& layout, float scale,
+                          float* out);
+  // x (n,) -> out (n,): out[i] = exp(x[i] - shift); returns the sum of the
+  // outputs accumulated in double. out may be nullptr (sum only) or alias x.
+  double (*exp_shift_sum)(const float* x, float* out, int n, float shift);
+  // max of x (n,); REQUIRES n > 0.
+  float (*max)(const float* x, int n);
+  // out (n,) = x (n,) * a; out may alias x.
+  void (*scale)(const float* x, float a, float* out, int n);
+  // See silu_mul in ops.hpp.
+  void (*silu_mul)(const float* gate, const float* up, float* out, int n);
+};
+
+extern const vec_entries vec_entries_sse2;
+extern const vec_entries vec_entries_avx2;
+extern const vec_entries vec_entries_avx512;
+
+// The table for the ISA chosen at run time (cpu_features.hpp).
+const vec_entries& active_vec_entries();
+
+}  // namespace cortex::kernels::detail

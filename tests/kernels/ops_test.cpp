@@ -1,0 +1,226 @@
+// Element-wise kernels against independently written double-precision
+// formulas, on every ISA path this CPU can run.
+#include "kernels/ops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu_features.hpp"
+#include "kernels/x86/vec_entries.hpp"
+#include "tests/kernels/isa_paths.hpp"
+
+namespace cortex::kernels {
+namespace {
+
+std::vector<float> random_vector(int n, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(rmsnorm, matches_double_reference_and_allows_aliasing) {
+  for (int n : {1, 7, 64, 4096}) {
+    auto x = random_vector(n, 11 + n);
+    auto w = random_vector(n, 23 + n, 0.5f, 1.5f);
+    const float eps = 1e-5f;
+    double ss = 0.0;
+    for (float v : x) ss += static_cast<double>(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / n + eps);
+    std::vector<float> out(n);
+    rmsnorm(x.data(), w.data(), out.data(), n, eps);
+    for (int i = 0; i < n; ++i) {
+      const double ref = x[i] * inv * w[i];
+      ASSERT_NEAR(out[i], ref, 2e-6 * std::fabs(ref) + 1e-7) << "n=" << n << " i=" << i;
+    }
+    rmsnorm(x.data(), w.data(), x.data(), n, eps);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(x[i], out[i]);
+  }
+}
+
+TEST(rmsnorm, eps_dominates_a_tiny_input) {
+  std::vector<float> x(16, 1e-4f), w(16, 1.0f), out(16);
+  rmsnorm(x.data(), w.data(), out.data(), 16, 1e-2f);
+  // mean(x^2) = 1e-8 << eps: out = x / sqrt(1e-2 + 1e-8) ~= 1e-3.
+  for (float v : out) EXPECT_NEAR(v, 1e-4 / std::sqrt(1e-2 + 1e-8), 1e-9);
+}
+
+// Independent RoPE: theta_i = pos * base^(-2i/n_rot) in double.
+void rope_reference(std::vector<double>& x, int n_heads, int head_dim, int n_rot, int pos,
+                    double base, bool neox) {
+  for (int h = 0; h < n_heads; ++h) {
+    for (int i = 0; i < n_rot / 2; ++i) {
+      const double theta = pos * std::pow(base, -2.0 * i / n_rot);
+      const int a = h * head_dim + (neox ? i : 2 * i);
+      const int b = a + (neox ? n_rot / 2 : 1);
+      const double x0 = x[a], x1 = x[b];
+      x[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      x[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  }
+}
+
+TEST(rope, matches_double_formula_in_both_layouts) {
+  const int n_heads = 3;
+  for (bool neox : {false, true}) {
+    for (int head_dim : {8, 64, 128}) {
+      for (int pos : {0, 1, 37, 500}) {
+        for (float base : {10000.0f, 1e6f}) {
+          auto x = random_vector(n_heads * head_dim, 7 + pos + head_dim);
+          std::vector<double> ref(x.begin(), x.end());
+          rope_reference(ref, n_heads, head_dim, head_dim, pos, base, neox);
+          rope(x.data(), n_heads, head_dim, head_dim, pos, base, neox);
+          // float theta built by repeated multiplication drifts by about
+          // pos * i ulps; |x| <= 2 so the output error is bounded by that.
+          const double tol = 1e-6 + 2.0 * pos * (head_dim / 2) * 1.2e-7;
+          for (size_t i = 0; i < x.size(); ++i) {
+            ASSERT_NEAR(x[i], ref[i], tol) << "neox=" << neox << " hd=" << head_dim
+                                           << " pos=" << pos << " i=" << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(rope, pairs_adjacent_dims_normally_and_half_apart_in_neox) {
+  const int head_dim = 8;
+  const float base = 10000.0f;
+  auto unit = [&](int k) {
+    std::vector<float> x(head_dim, 0.0f);
+    x[k] = 1.0f;
+    return x;
+  };
+  // e_0 at pos 1: pair 0 has theta = 1 rad in both layouts.
+  auto a = unit(0);
+  rope(a.data(), 1, head_dim, head_dim, 1, base, false);
+  auto b = unit(0);
+  rope(b.data(), 1, head_dim, head_dim, 1, base, true);
+  for (int i = 0; i < head_dim; ++i) {
+    EXPECT_NEAR(a[i], i == 0 ? std::cos(1.0) : i == 1 ? std::sin(1.0) : 0.0, 1e-6) << i;
+    EXPECT_NEAR(b[i], i == 0 ? std::cos(1.0) : i == 4 ? std::sin(1.0) : 0.0, 1e-6) << i;
+  }
+  // e_2 at pos 3: normal rotates pair (2,3) = pair 1; neox rotates (2,6) = pair 2.
+  const double t1 = 3 * std::pow(base, -2.0 / head_dim);
+  const double t2 = 3 * std::pow(base, -4.0 / head_dim);
+  auto c = unit(2);
+  rope(c.data(), 1, head_dim, head_dim, 3, base, false);
+  auto d = unit(2);
+  rope(d.data(), 1, head_dim, head_dim, 3, base, true);
+  for (int i = 0; i < head_dim; ++i) {
+    EXPECT_NEAR(c[i], i == 2 ? std::cos(t1) : i == 3 ? std::sin(t1) : 0.0, 1e-6) << i;
+    EXPECT_NEAR(d[i], i == 2 ? std::cos(t2) : i == 6 ? std::sin(t2) : 0.0, 1e-6) << i;
+  }
+}
+
+TEST(rope, partial_rotation_leaves_the_rest_untouched) {
+  const int n_heads = 4, head_dim = 16, n_rot = 8, pos = 21;
+  for (bool neox : {false, true}) {
+    const auto orig = random_vector(n_heads * head_dim, 99);
+    auto x = orig;
+    rope(x.data(), n_heads, head_dim, n_rot, pos, 10000.0f, neox);
+    std::vector<double> ref(orig.begin(), orig.end());
+    // Reference rotates only the first n_rot dims: theta uses n_rot, not head_dim.
+    for (int h = 0; h < n_heads; ++h) {
+      std::vector<double> head(ref.begin() + h * head_dim, ref.begin() + h * head_dim + n_rot);
+      rope_reference(head, 1, n_rot, n_rot, pos, 10000.0, neox);
+      for (int i = 0; i < n_rot; ++i) ref[h * head_dim + i] = head[i];
+    }
+    for (int h = 0; h < n_heads; ++h) {
+      for (int i = 0; i < head_dim; ++i) {
+        const int at = h * head_dim + i;
+        if (i >= n_rot) {
+          ASSERT_EQ(x[at], orig[at]) << "h=" << h << " i=" << i;
+        } else {
+          ASSERT_NEAR(x[at], ref[at], 1e-5) << "h=" << h << " i=" << i;
+          ASSERT_NE(x[at], orig[at]) << "h=" << h << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+class vec_ops : public ::testing::TestWithParam<isa> {
+ protected:
+  void SetUp() override { set_isa_for_testing(GetParam()); }
+  void TearDown() override { restore_default_isa(); }
+};
+
+TEST_P(vec_ops, softmax_sums_to_one_and_matches_reference) {
+  for (int n : {1, 3, 17, 100, 1000, 32000}) {
+    auto x = random_vector(n, 5 + n, -20.0f, 20.0f);
+    if (n > 3) x[2] = -INFINITY;  // a banned entry
+    if (n > 5) x[4] = 1000.0f;    // a huge entry must not overflow
+    double m = -INFINITY;
+    for (float v : x) m = v > m ? v : m;
+    double sum = 0.0;
+    for (float v : x) sum += std::exp(static_cast<double>(v) - m);
+    std::vector<float> y = x;
+    softmax(y.data(), n);
+    double total = 0.0;
+    for (int i = 0; i < n; ++i) {
+      const double ref = std::exp(static_cast<double>(x[i]) - m) / sum;
+      ASSERT_NEAR(y[i], ref, 1e-6 * ref + 1e-30) << "n=" << n << " i=" << i;
+      total += y[i];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5) << "n=" << n;
+    if (n > 3) {
+      EXPECT_EQ(y[2], 0.0f);
+    }
+    EXPECT_NEAR(log_sum_exp(x.data(), n), m + std::log(sum), 1e-5 * std::fabs(m + std::log(sum)));
+  }
+}
+
+TEST_P(vec_ops, exp_is_accurate_over_the_softmax_range) {
+  const auto& v = detail::active_vec_entries();
+  std::vector<float> x(2001), out(2001);
+  for (int i = 0; i < 2001; ++i) x[i] = -87.0f + 87.0f * i / 2000.0f + (i % 7) * 1e-3f;
+  const double sum = v.exp_shift_sum(x.data(), out.data(), 2001, 0.0f);
+  double ref_sum = 0.0;
+  for (int i = 0; i < 2001; ++i) {
+    const double ref = std::exp(static_cast<double>(x[i]));
+    ref_sum += ref;
+    ASSERT_NEAR(out[i], ref, 3e-7 * ref) << "x=" << x[i];
+  }
+  EXPECT_NEAR(sum, ref_sum, 1e-6 * ref_sum);
+  const float lows[3] = {-88.0f, -1000.0f, -INFINITY};
+  float low_out[3];
+  v.exp_shift_sum(lows, low_out, 3, 0.0f);
+  for (float e : low_out) EXPECT_EQ(e, 0.0f);
+}
+
+TEST_P(vec_ops, silu_mul_matches_reference) {
+  for (int n : {1, 5, 33, 1000}) {
+    auto g = random_vector(n, 77 + n, -12.0f, 12.0f);
+    auto u = random_vector(n, 78 + n);
+    if (n > 2) g[1] = -100.0f;
+    if (n > 2) g[2] = 100.0f;
+    std::vector<float> out(n);
+    silu_mul(g.data(), u.data(), out.data(), n);
+    for (int i = 0; i < n; ++i) {
+      const double gd = g[i];
+      const double ref = gd / (1.0 + std::exp(-gd)) * u[i];
+      ASSERT_NEAR(out[i], ref, 1e-6 * std::fabs(ref) + 1e-7) << "n=" << n << " g=" << g[i];
+    }
+    silu_mul(g.data(), u.data(), g.data(), n);  // in place over gate
+    for (int i = 0; i < n; ++i) ASSERT_EQ(g[i], out[i]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(isas, vec_ops, ::testing::ValuesIn(runnable_isas()),
+                         [](const auto& info) { return isa_name(info.param); });
+
+TEST(add_inplace, adds) {
+  auto a = random_vector(37, 1);
+  const auto b = random_vector(37, 2);
+  const auto a0 = a;
+  add_inplace(a.data(), b.data(), 37);
+  for (int i = 0; i < 37; ++i) EXPECT_EQ(a[i], a0[i] + b[i]);
+}
+
+}  // namespace
+}  // namespace cortex::kernels
