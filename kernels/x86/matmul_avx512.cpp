@@ -10,6 +10,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cstddef>
+
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
 
@@ -155,10 +157,25 @@ struct unpack_q8_0 {
   }
 };
 
+// Scale vector of blocks b, b+1: lanes 0-7 d of b, lanes 8-15 d of b+1.
+// One masked load (never past block b+1) and one word permute.
+template <class Block>
+struct pair_scale_index {
+  static constexpr int stride = sizeof(Block) / 2;  // block size in 16-bit words
+  alignas(64) uint16_t words[32];
+  constexpr pair_scale_index() : words{} {
+    for (int i = 8; i < 16; ++i) words[i] = stride;
+  }
+};
+
 template <class Block>
 __m512 pair_scales(const Block* b) {
-  return _mm512_insertf32x8(_mm512_zextps256_ps512(_mm256_set1_ps(_cvtsh_ss(b[0].d))),
-                            _mm256_set1_ps(_cvtsh_ss(b[1].d)), 1);
+  static_assert(sizeof(Block) % 2 == 0 && offsetof(Block, d) == 0, "f16 d first, word-aligned blocks");
+  static constexpr pair_scale_index<Block> index{};
+  constexpr int stride = pair_scale_index<Block>::stride;
+  const __m512i v = _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << (stride + 1)) - 1), b);
+  const __m512i d = _mm512_permutexvar_epi16(_mm512_load_si512(index.words), v);
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(d));
 }
 
 template <class Unpack>

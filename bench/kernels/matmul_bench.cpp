@@ -1,0 +1,156 @@
+// Matmul and memory-bandwidth benchmarks.
+//   memory_read/threads:T       streaming read of 256 MiB: the decode roofline
+//   matmul/<type>/<rows>x<cols>/tokens:N/<isa>/threads:T
+// Counters: bytes_per_second = weight bytes read per second (meaningful at
+// tokens:1, where matmul is memory-bound), ops_per_second = 2*rows*cols*N.
+// Decode benchmarks cycle through enough copies of the matrix (>= 256 MiB)
+// that weights come from DRAM, as in a real forward pass.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.hpp"
+#include "kernels/fp16.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace cortex::kernels {
+namespace {
+
+constexpr size_t stream_bytes = size_t{256} << 20;
+
+thread_pool& pool_of(int n_threads) {
+  static thread_pool one(1), two(2);
+  return n_threads == 1 ? one : two;
+}
+
+struct aligned_buffer {
+  uint8_t* data;
+  explicit aligned_buffer(size_t n) : data(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))) {}
+  ~aligned_buffer() { std::free(data); }
+};
+
+void memory_read(benchmark::State& state) {
+  const int n_threads = static_cast<int>(state.range(0));
+  thread_pool& pool = pool_of(n_threads);
+  aligned_buffer buf(stream_bytes);
+  std::memset(buf.data, 1, stream_bytes);
+  const int n_tasks = 64;
+  std::vector<uint64_t> sums(static_cast<size_t>(n_tasks) * 8);
+  for (auto _ : state) {
+    pool.parallel_for(n_tasks, [&](int task, int) {
+      const size_t chunk = stream_bytes / n_tasks / 8;
+      const uint64_t* p = reinterpret_cast<const uint64_t*>(buf.data) + task * chunk;
+      uint64_t a = 0, b = 0, c = 0, d = 0;
+      for (size_t i = 0; i < chunk; i += 4) {
+        a += p[i];
+        b += p[i + 1];
+        c += p[i + 2];
+        d += p[i + 3];
+      }
+      sums[task * 8] = a + b + c + d;
+    });
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(stream_bytes));
+}
+
+void fill_weights(ggml_type t, uint8_t* data, size_t bytes, std::mt19937& rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(byte(rng));
+  // Sane f16 scales (random bytes could be inf/nan, which can be slow).
+  size_t block = 0, d_at = 0;
+  switch (t) {
+    case ggml_type::q4_0: block = sizeof(block_q4_0); break;
+    case ggml_type::q8_0: block = sizeof(block_q8_0); break;
+    case ggml_type::q4_k: block = sizeof(block_q4_k); break;
+    case ggml_type::q6_k: block = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
+    default: break;
+  }
+  const uint16_t h = fp32_to_fp16(0.01f);
+  if (block != 0) {
+    for (size_t off = 0; off + block <= bytes; off += block) std::memcpy(data + off + d_at, &h, 2);
+  } else if (t == ggml_type::f16) {
+    for (size_t off = 0; off + 2 <= bytes; off += 2) std::memcpy(data + off, &h, 2);
+  }
+}
+
+void matmul_case(benchmark::State& state, ggml_type type, int64_t rows, int64_t cols, int n_tokens, isa which,
+                 int n_threads) {
+  if (set_isa_for_testing(which) != which) {
+    state.SkipWithError("isa not supported by this CPU");
+    return;
+  }
+  const size_t row_bytes = matmul_row_bytes(type, cols);
+  const size_t matrix_bytes = row_bytes * static_cast<size_t>(rows);
+  const size_t n_copies = n_tokens == 1 ? (stream_bytes + matrix_bytes - 1) / matrix_bytes : 1;
+  aligned_buffer weights(matrix_bytes * n_copies);
+  std::mt19937 rng(42);
+  fill_weights(type, weights.data, matrix_bytes, rng);
+  for (size_t c = 1; c < n_copies; ++c) std::memcpy(weights.data + c * matrix_bytes, weights.data, matrix_bytes);
+  std::vector<float> x(static_cast<size_t>(n_tokens * cols)), y(static_cast<size_t>(n_tokens * rows));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (auto& v : x) v = normal(rng);
+  thread_pool& pool = pool_of(n_threads);
+  matmul_scratch scratch;
+  size_t copy = 0;
+  for (auto _ : state) {
+    const weight_view w{type, rows, cols, weights.data + copy * matrix_bytes, row_bytes};
+    matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
+    benchmark::DoNotOptimize(y.data());
+    copy = copy + 1 == n_copies ? 0 : copy + 1;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(matrix_bytes));
+  state.counters["ops_per_second"] =
+      benchmark::Counter(2.0 * static_cast<double>(rows) * static_cast<double>(cols) * n_tokens,
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  set_isa_for_testing(best_supported_isa());
+}
+
+const char* type_name(ggml_type t) {
+  switch (t) {
+    case ggml_type::q4_0: return "q4_0";
+    case ggml_type::q8_0: return "q8_0";
+    case ggml_type::q4_k: return "q4_k";
+    case ggml_type::q6_k: return "q6_k";
+    case ggml_type::f16: return "f16";
+    default: return "other";
+  }
+}
+
+int register_all() {
+  benchmark::RegisterBenchmark("memory_read", memory_read)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+  const ggml_type types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q6_k, ggml_type::f16};
+  const int64_t shapes[][2] = {{5632, 2048}, {2048, 2048}};
+  const isa isas[] = {isa::scalar, isa::avx2, isa::avx512};
+  for (ggml_type t : types) {
+    for (const auto& s : shapes) {
+      for (int n_tokens : {1, 16, 128}) {
+        for (isa i : isas) {
+          if (i == isa::scalar && n_tokens > 1) continue;  // seconds per call
+          for (int n_threads : {1, 2}) {
+            if (n_tokens > 1 && n_threads == 1) continue;
+            const std::string name = std::string("matmul/") + type_name(t) + "/" + std::to_string(s[0]) + "x" +
+                                     std::to_string(s[1]) + "/tokens:" + std::to_string(n_tokens) + "/" + isa_name(i) +
+                                     "/threads:" + std::to_string(n_threads);
+            benchmark::RegisterBenchmark(name.c_str(), matmul_case, t, s[0], s[1], n_tokens, i, n_threads)
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+}  // namespace cortex::kernels
