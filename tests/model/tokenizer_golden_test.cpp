@@ -13,6 +13,7 @@
 
 #include "model/gguf.hpp"
 #include "model/tokenizer.hpp"
+#include "tests/model/detokenizer_stream.hpp"
 
 namespace cortex {
 namespace {
@@ -36,7 +37,7 @@ std::string show(const std::vector<int32_t>& ids) {
   return s;
 }
 
-class tokenizer_golden : public ::testing::TestWithParam<std::string> {
+class TokenizerGolden : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto f = gguf::file::open(k_dir + "/vocab/ggml-vocab-" + GetParam() + ".gguf");
@@ -57,7 +58,7 @@ class tokenizer_golden : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<tokenizer> tok_;
 };
 
-TEST_P(tokenizer_golden, PublicCasesEncode) {
+TEST_P(TokenizerGolden, PublicCasesEncode) {
   const auto cases = public_cases();
   ASSERT_GT(cases.size(), 0u);
   size_t passed = 0;
@@ -76,7 +77,7 @@ TEST_P(tokenizer_golden, PublicCasesEncode) {
   EXPECT_EQ(passed, cases.size());
 }
 
-TEST_P(tokenizer_golden, PublicCasesDecode) {
+TEST_P(TokenizerGolden, PublicCasesDecode) {
   const auto cases = public_cases();
   ASSERT_GT(cases.size(), 0u);
   size_t passed = 0;
@@ -94,9 +95,31 @@ TEST_P(tokenizer_golden, PublicCasesDecode) {
   EXPECT_EQ(passed, cases.size());
 }
 
+// Streaming the golden ids gives the golden text, in valid UTF-8 chunks
+// (byte-fallback and byte-level tokens split characters), also as one stream.
+TEST_P(TokenizerGolden, PublicCasesIncremental) {
+  const auto cases = public_cases();
+  ASSERT_GT(cases.size(), 0u);
+  size_t passed = 0;
+  std::vector<int32_t> all_ids;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto ids = cases[i]["ids"].get<std::vector<int32_t>>();
+    all_ids.insert(all_ids.end(), ids.begin(), ids.end());
+    const std::string want = from_hex(cases[i]["detok_hex"]);
+    if (stream(*tok_, ids) == want) {
+      ++passed;
+    } else {
+      ADD_FAILURE() << GetParam() << " case " << i;
+    }
+  }
+  std::printf("[ %s ] public incremental: %zu / %zu\n", GetParam().c_str(), passed, cases.size());
+  EXPECT_EQ(passed, cases.size());
+  EXPECT_EQ(stream(*tok_, all_ids), tok_->decode(all_ids));
+}
+
 // test-tokenizer-0's reader: texts separated by "\n__ggml_vocab_test__\n"
 // (a trailing separator ends the list), one line of ids per text.
-TEST_P(tokenizer_golden, LlamaCppVectors) {
+TEST_P(TokenizerGolden, LlamaCppVectors) {
   const std::string base = k_dir + "/llama.cpp-vectors/ggml-vocab-" + GetParam() + ".gguf";
   const std::string raw = read_file(base + ".inp");
   ASSERT_FALSE(raw.empty());
@@ -134,7 +157,7 @@ TEST_P(tokenizer_golden, LlamaCppVectors) {
   EXPECT_EQ(passed, texts.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(all_vocabs, tokenizer_golden,
+INSTANTIATE_TEST_SUITE_P(AllVocabs, TokenizerGolden,
                          ::testing::Values("llama-spm", "phi-3", "gpt-2", "starcoder", "falcon", "deepseek-llm"),
                          [](const auto& info) {
                            std::string n = info.param;
