@@ -1,0 +1,106 @@
+// What a generation request carries and what it produces, as plain structs
+// (no CAF here: the wire codec and plain-C++ logic use them too; the CAF
+// inspect overloads are in messages/type_ids.hpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "messages/errors.hpp"
+
+namespace cortex {
+
+// Sampling and stopping parameters (protocol.md `params`), with its defaults.
+struct request_params {
+  uint32_t max_tokens = 256;  // capped to the context by intake
+  float temperature = 1.0f;   // 0 = greedy
+  int32_t top_k = 0;          // 0 = off
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int32_t penalty_last_n = 64;
+  bool has_seed = false;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;        // at most 16, each at most 256 bytes
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  uint32_t min_tokens = 0;
+  std::vector<int32_t> logit_bias_ids;  // parallel to logit_bias_values, in [-100, 100]
+  std::vector<float> logit_bias_values;
+};
+
+struct generation_request {
+  std::string client_id;        // the submitter's id (wire `id`), for logs and replies
+  std::string prompt;           // exactly one of prompt / tokens
+  std::vector<int32_t> tokens;
+  bool use_tokens = false;
+  int8_t add_bos = -1;          // -1: the model's default
+  bool stream = true;           // false: only accepted and finished (with all text)
+  int32_t priority = 0;         // higher is served first
+  uint64_t deadline_ms = 0;     // from receipt; 0 = none
+  bool want_text = true;
+  bool want_token_ids = false;
+  uint32_t n_logprobs = 0;      // 0..20 top entries, 0 = off
+  std::map<std::string, std::string> tags;
+  request_params params;
+};
+
+struct request_accepted {
+  uint64_t rid = 0;             // server-side id
+  std::string client_id;
+  uint32_t prompt_tokens = 0;
+  uint32_t cached_tokens = 0;   // filled when known (prefix cache), else 0
+  uint32_t queue_pos = 0;
+  std::map<std::string, std::string> tags;
+};
+
+struct token_logprob {
+  int32_t id = 0;
+  float lp = 0;
+  std::vector<int32_t> top_ids;
+  std::vector<float> top_lps;
+};
+
+// The tokens of one engine step for one request.
+struct request_chunk {
+  uint64_t rid = 0;
+  std::string client_id;
+  std::string text;               // whole UTF-8 characters; stop-string prefixes held back
+  std::vector<int32_t> token_ids; // when asked; never held back
+  std::vector<token_logprob> logprobs;
+};
+
+enum class finish_reason : uint8_t { stop, length, cancelled, deadline, shutdown, client_gone, error };
+const char* finish_reason_name(finish_reason r);
+
+struct request_timings {
+  double queue_ms = 0, prefill_ms = 0, ttft_ms = 0, decode_ms = 0, total_ms = 0, tokens_per_s = 0;
+};
+
+// The one terminal event of a request.
+struct request_finished {
+  uint64_t rid = 0;
+  std::string client_id;
+  finish_reason reason = finish_reason::stop;
+  std::string stop_kind;   // eos | token | string, when reason == stop
+  std::string stop_value;
+  std::string text;        // remaining held-back text; all text when not streaming
+  std::vector<int32_t> token_ids;  // remaining ids (non-streaming: all), when asked
+  uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  request_timings timings;
+  uint32_t preemptions = 0;
+  error_report error;      // when reason == error
+  std::map<std::string, std::string> tags;
+};
+
+// A submit that was rejected before it started (no accepted, no finished).
+struct request_rejected {
+  std::string client_id;
+  error_report error;
+};
+
+}  // namespace cortex
