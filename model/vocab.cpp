@@ -40,18 +40,19 @@ bool is_eot_text(std::string_view t) {
          t == "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
 }
 
-// Reads an optional special-token id. A missing key keeps `id` (a default
-// outside the vocabulary becomes -1); a present key must be in range.
+// Reads an optional special-token id. A default outside the vocabulary
+// becomes -1; a stored id outside it (files use 0xFFFFFFFF for "none") is
+// ignored and the default kept, as the reference does. A present key of a
+// non-integer type is an error.
 status read_special_id(const gguf::file& f, std::string_view key, int32_t n_tokens, int32_t& id) {
   if (id >= n_tokens) id = -1;
   if (!f.find(key)) return status::ok();
   const auto v = f.get_uint(key);
-  if (!v) return fail(std::string(key) + " is not an unsigned integer");
-  if (*v >= static_cast<uint64_t>(n_tokens)) {
-    return fail(std::string(key) + " = " + std::to_string(*v) + " is outside the vocabulary of " +
-                std::to_string(n_tokens) + " tokens");
+  if (!v) {
+    if (f.get_int(key)) return status::ok();  // negative: "none"
+    return fail(std::string(key) + " is not an integer");
   }
-  id = static_cast<int32_t>(*v);
+  if (*v < static_cast<uint64_t>(n_tokens)) id = static_cast<int32_t>(*v);
   return status::ok();
 }
 
