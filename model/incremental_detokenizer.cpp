@@ -69,11 +69,12 @@ long utf8_char_at(const std::string& s, size_t pos, bool at_end) {
 
 }  // namespace
 
-incremental_detokenizer::incremental_detokenizer(const tokenizer& t) : tok_(t) {}
+incremental_detokenizer::incremental_detokenizer(const tokenizer& t, bool continues_text)
+    : tok_(t), continues_text_(continues_text) {}
 
 std::string incremental_detokenizer::push(int32_t id) {
   std::string_view piece = tok_.rendered_piece(id);
-  if (first_ && tok_.vocabulary().add_space_prefix && !piece.empty() && piece.front() == ' ') {
+  if (first_ && !continues_text_ && tok_.vocabulary().add_space_prefix && !piece.empty() && piece.front() == ' ') {
     piece.remove_prefix(1);
   }
   first_ = false;

@@ -67,9 +67,14 @@ class tokenizer {
 // when that decode is valid UTF-8; invalid sequences come out as U+FFFD.
 // Every returned chunk is valid UTF-8. Holds a reference to the tokenizer,
 // which must outlive it. Not thread-safe (one per stream).
+//
+// continues_text = true is for tokens that follow earlier text (generated
+// tokens after a prompt): the first token keeps its leading space, so the
+// output equals the concatenated token_to_piece bytes (after space
+// cleaning), which is what llama.cpp prints while generating.
 class incremental_detokenizer {
  public:
-  explicit incremental_detokenizer(const tokenizer& t);
+  explicit incremental_detokenizer(const tokenizer& t, bool continues_text = false);
   // Returns newly completed text (possibly empty).
   std::string push(int32_t id);
   // Remaining text at the end; the detokenizer is then reset for reuse.
@@ -79,6 +84,7 @@ class incremental_detokenizer {
   std::string take_valid(bool at_end);
 
   const tokenizer& tok_;
+  bool continues_text_;
   bool first_ = true;
   std::string raw_;      // rendered pieces not yet space-cleaned
   std::string pending_;  // cleaned bytes not yet returned (incomplete UTF-8)

@@ -100,6 +100,20 @@ TEST(Tokenizer, IncrementalHoldsBackSplitCharacters) {
   EXPECT_EQ(d.flush(), "\xef\xbf\xbd");
 }
 
+TEST(Tokenizer, IncrementalContinuationKeepsLeadingSpace) {
+  auto l = load("llama-spm");
+  ASSERT_TRUE(l.tok);
+  const auto ids = l.tok->encode("Hello world", false);
+  std::string pieces;
+  for (int32_t id : ids) pieces += l.tok->token_to_piece(id);
+  ASSERT_EQ(pieces, " Hello world");
+  incremental_detokenizer d(*l.tok, /*continues_text=*/true);
+  std::string out;
+  for (int32_t id : ids) out += d.push(id);
+  EXPECT_EQ(out + d.flush(), " Hello world");
+  EXPECT_EQ(stream(*l.tok, ids), "Hello world");
+}
+
 TEST(Tokenizer, IncrementalSpaceCleaningRandomStreams) {
   // gpt-2 cleans " ," " 's" ...; streaming must agree with whole-text decode.
   auto l = load("gpt-2");
@@ -183,11 +197,13 @@ TEST(Tokenizer, LoadErrorsNameTheKey) {
               w.set_f32_array("tokenizer.ggml.scores", {0, 0});
             }).find("tokenizer.ggml.scores"),
             std::string::npos);
+  // add_bos_token needs a BOS token; gpt2's default BOS (11) is outside these 6 tokens.
   EXPECT_NE(load_error([&](gguf::writer& w) {
-              w.set_string("tokenizer.ggml.model", "llama");
+              w.set_string("tokenizer.ggml.model", "gpt2");
               w.set_string_array("tokenizer.ggml.tokens", toks);
-              w.set_u32("tokenizer.ggml.bos_token_id", 99);
-            }).find("tokenizer.ggml.bos_token_id"),
+              w.set_string_array("tokenizer.ggml.merges", {"a b"});
+              w.set_bool("tokenizer.ggml.add_bos_token", true);
+            }).find("add_bos_token"),
             std::string::npos);
   EXPECT_NE(load_error([&](gguf::writer& w) {
               w.set_string("tokenizer.ggml.model", "gpt2");
@@ -201,10 +217,13 @@ TEST(Tokenizer, LoadErrorsNameTheKey) {
               w.set_string_array("tokenizer.ggml.merges", {"a b"});
             }).find("martian"),
             std::string::npos);
-  // A consistent minimal SPM vocabulary loads and merges "a"+"b".
+  // A minimal SPM vocabulary loads; a stored id outside the vocabulary
+  // (0xFFFFFFFF means "none" in real files) keeps the default.
   EXPECT_EQ(load_error([&](gguf::writer& w) {
               w.set_string("tokenizer.ggml.model", "llama");
               w.set_string_array("tokenizer.ggml.tokens", toks);
+              w.set_u32("tokenizer.ggml.padding_token_id", 0xFFFFFFFFu);
+              w.set_u32("tokenizer.ggml.bos_token_id", 99);
             }),
             "");
 }
