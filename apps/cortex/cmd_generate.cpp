@@ -100,7 +100,7 @@ int cmd_generate(int argc, char** argv) {
   kernels::thread_pool pool(thread_count(a));
   single_sequence seq(*m, pool, n_ctx);
   sampler smp(sp);
-  incremental_detokenizer detok(tok);
+  incremental_detokenizer detok(tok, /*continues_text=*/true);
   std::vector<int32_t> history = ids;
 
   const double t0 = now_seconds();
