@@ -1,0 +1,51 @@
+// The typed actor interfaces of CortexStream. Actors include this header,
+// never each other.
+#pragma once
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "messages/type_ids.hpp"
+
+namespace cortex {
+
+// Receives one request's events: accepted, then chunks, then exactly one
+// finished; or only rejected. The gateway is one; any embedding actor can be.
+using request_sink_actor = caf::typed_actor<caf::reacts_to<request_accepted>, caf::reacts_to<request_chunk>,
+                                            caf::reacts_to<request_finished>, caf::reacts_to<request_rejected>>;
+
+// One per request: turns engine updates into events for its sink.
+using session_actor = caf::typed_actor<
+    caf::reacts_to<session_update>,
+    // An end decided outside the session (cancel, shutdown, executor failure).
+    caf::reacts_to<finish_atom, finish_reason, error_report>>;
+
+// Runs steps on the model. Detached: its own thread, never a CAF worker.
+using executor_actor = caf::typed_actor<caf::reacts_to<sequence_open>, caf::replies_to<step_plan>::with<step_result>,
+                                        // Test hook: the next n steps fail as if the model had thrown.
+                                        caf::reacts_to<fail_atom, uint32_t>>;
+
+// The step loop over the KV cache.
+using scheduler_actor = caf::typed_actor<
+    caf::reacts_to<admit_atom, sequence_admission, session_actor>,
+    // Ends a sequence (cancel, client gone, shutdown): its session gets finish.
+    caf::reacts_to<cancel_atom, uint64_t, finish_reason>,
+    // The session ended the sequence itself (stop string, deadline): free it.
+    caf::reacts_to<finish_atom, uint64_t>,
+    // Ends every sequence with `shutdown`.
+    caf::reacts_to<shutdown_atom>,
+    caf::replies_to<stats_atom>::with<engine_stats>>;
+
+// The runtime's front door (the embedded API): submit, cancel, stats.
+// Events of a submit go to the given sink; `accepted` carries the rid that
+// cancel takes.
+using intake_actor = caf::typed_actor<
+    caf::reacts_to<submit_atom, generation_request, request_sink_actor>,
+    caf::reacts_to<cancel_atom, uint64_t, finish_reason>,
+    // A session left the waiting queue (or ended before starting): frees its admission slot.
+    caf::reacts_to<dequeued_atom, uint64_t, uint32_t>,
+    // New submits are refused with `draining`; running ones end with `shutdown`.
+    caf::reacts_to<shutdown_atom>,
+    caf::replies_to<stats_atom>::with<engine_stats>>;
+
+}  // namespace cortex

@@ -1,0 +1,93 @@
+// Messages inside the engine (intake -> scheduler -> executor -> sessions).
+// Plain structs; the CAF registration is in messages/type_ids.hpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "messages/request.hpp"
+
+namespace cortex {
+
+// intake -> scheduler: an admitted request, validated and tokenized.
+struct sequence_admission {
+  uint64_t rid = 0;
+  std::vector<int32_t> prompt;  // token ids, each < n_vocab
+  request_params params;        // validated; max_tokens capped to the context
+  uint64_t seed = 0;            // resolved (random when the request had none)
+  int32_t priority = 0;
+  uint32_t n_logprobs = 0;
+};
+
+// scheduler -> executor, before a sequence's first step: its sampler.
+struct sequence_open {
+  uint64_t rid = 0;
+  request_params params;
+  uint64_t seed = 0;
+  uint32_t n_logprobs = 0;
+  std::vector<int32_t> prompt;  // history for the penalties
+};
+
+// One sequence's share of a step.
+struct step_entry {
+  uint64_t rid = 0;
+  std::vector<int32_t> tokens;       // (n,) ids to compute this step
+  int32_t pos0 = 0;                  // position of tokens[0]
+  std::vector<int32_t> block_table;  // covers [0, pos0 + n)
+  bool sample = false;               // the step completes its known tokens: sample one
+};
+
+// scheduler -> executor: one engine step.
+struct step_plan {
+  uint64_t step_id = 0;
+  std::vector<step_entry> entries;
+  std::vector<uint64_t> closed;  // sequences whose samplers can be dropped (before the step)
+};
+
+struct sampled_output {
+  uint64_t rid = 0;
+  int32_t token = 0;
+  token_logprob logprob;  // filled when n_logprobs > 0 (id and lp always)
+};
+
+// executor -> scheduler: the step's sampled tokens, or a failure that ends
+// exactly the sequences of this step.
+struct step_result {
+  uint64_t step_id = 0;
+  std::vector<sampled_output> outputs;
+  bool failed = false;
+  std::string error;
+  double compute_ms = 0;
+};
+
+// scheduler -> session: what a step produced for this request.
+struct session_update {
+  uint64_t rid = 0;
+  bool started = false;             // first time the sequence was scheduled
+  uint32_t cached_tokens = 0;       // prompt tokens served from the prefix cache (with started)
+  bool prefill_done = false;        // the prompt is fully computed
+  std::vector<sampled_output> tokens;
+  uint32_t preemptions = 0;
+};
+
+// Engine-wide statistics (protocol.md `stats`, engine part).
+struct engine_stats {
+  uint32_t running = 0;
+  uint32_t waiting = 0;
+  uint32_t kv_blocks_used = 0;
+  uint32_t kv_blocks_total = 0;
+  uint32_t kv_blocks_cached = 0;
+  double prefix_cache_hit_rate = 0;
+  uint64_t tokens_generated = 0;
+  uint64_t tokens_prefilled = 0;
+  uint64_t steps = 0;
+  uint64_t preemptions = 0;
+  uint64_t failed_steps = 0;
+  double step_batch_tokens_mean = 0;
+  double step_seqs_mean = 0;
+  uint32_t step_seqs_max = 0;
+  std::vector<uint64_t> finished_by_reason;  // indexed by finish_reason
+};
+
+}  // namespace cortex

@@ -1,0 +1,144 @@
+// The single CAF type-ID block of CortexStream: every atom and message type,
+// their inspect overloads, and the project's error enum as caf::error.
+// Register with cfg.add_message_types<caf::id_block::cortex>() (done by
+// cortex::register_types in messages/actors.hpp's users via runtime).
+#pragma once
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/type_id.hpp>
+
+#include "messages/engine.hpp"
+#include "messages/errors.hpp"
+#include "messages/request.hpp"
+
+namespace cortex {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, error_report& x) {
+  return f(caf::meta::type_name("error_report"), x.code, x.message, x.retry_after_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_params& x) {
+  return f(caf::meta::type_name("request_params"), x.max_tokens, x.temperature, x.top_k, x.top_p, x.min_p,
+           x.repetition_penalty, x.presence_penalty, x.frequency_penalty, x.penalty_last_n, x.has_seed, x.seed, x.stop,
+           x.stop_token_ids, x.ignore_eos, x.min_tokens, x.logit_bias_ids, x.logit_bias_values);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
+  return f(caf::meta::type_name("generation_request"), x.client_id, x.prompt, x.tokens, x.use_tokens, x.add_bos,
+           x.stream, x.priority, x.deadline_ms, x.want_text, x.want_token_ids, x.n_logprobs, x.tags, x.params);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_accepted& x) {
+  return f(caf::meta::type_name("request_accepted"), x.rid, x.client_id, x.prompt_tokens, x.cached_tokens, x.queue_pos,
+           x.tags);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_logprob& x) {
+  return f(caf::meta::type_name("token_logprob"), x.id, x.lp, x.top_ids, x.top_lps);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_chunk& x) {
+  return f(caf::meta::type_name("request_chunk"), x.rid, x.client_id, x.text, x.token_ids, x.logprobs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
+  return f(caf::meta::type_name("request_timings"), x.queue_ms, x.prefill_ms, x.ttft_ms, x.decode_ms, x.total_ms,
+           x.tokens_per_s);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_finished& x) {
+  return f(caf::meta::type_name("request_finished"), x.rid, x.client_id, x.reason, x.stop_kind, x.stop_value, x.text,
+           x.token_ids, x.prompt_tokens, x.cached_tokens, x.completion_tokens, x.timings, x.preemptions, x.error, x.tags);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_rejected& x) {
+  return f(caf::meta::type_name("request_rejected"), x.client_id, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sequence_admission& x) {
+  return f(caf::meta::type_name("sequence_admission"), x.rid, x.prompt, x.params, x.seed, x.priority, x.n_logprobs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sequence_open& x) {
+  return f(caf::meta::type_name("sequence_open"), x.rid, x.params, x.seed, x.n_logprobs, x.prompt);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_entry& x) {
+  return f(caf::meta::type_name("step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_plan& x) {
+  return f(caf::meta::type_name("step_plan"), x.step_id, x.entries, x.closed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampled_output& x) {
+  return f(caf::meta::type_name("sampled_output"), x.rid, x.token, x.logprob);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_result& x) {
+  return f(caf::meta::type_name("step_result"), x.step_id, x.outputs, x.failed, x.error, x.compute_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_update& x) {
+  return f(caf::meta::type_name("session_update"), x.rid, x.started, x.cached_tokens, x.prefill_done, x.tokens,
+           x.preemptions);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
+  return f(caf::meta::type_name("engine_stats"), x.running, x.waiting, x.kv_blocks_used, x.kv_blocks_total,
+           x.kv_blocks_cached, x.prefix_cache_hit_rate, x.tokens_generated, x.tokens_prefilled, x.steps, x.preemptions,
+           x.failed_steps, x.step_batch_tokens_mean, x.step_seqs_mean, x.step_seqs_max, x.finished_by_reason);
+}
+
+}  // namespace cortex
+
+CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
+
+  CAF_ADD_TYPE_ID(cortex, (cortex::generation_request))
+  CAF_ADD_TYPE_ID(cortex, (cortex::request_accepted))
+  CAF_ADD_TYPE_ID(cortex, (cortex::request_chunk))
+  CAF_ADD_TYPE_ID(cortex, (cortex::request_finished))
+  CAF_ADD_TYPE_ID(cortex, (cortex::request_rejected))
+  CAF_ADD_TYPE_ID(cortex, (cortex::sequence_admission))
+  CAF_ADD_TYPE_ID(cortex, (cortex::sequence_open))
+  CAF_ADD_TYPE_ID(cortex, (cortex::step_plan))
+  CAF_ADD_TYPE_ID(cortex, (cortex::step_result))
+  CAF_ADD_TYPE_ID(cortex, (cortex::session_update))
+  CAF_ADD_TYPE_ID(cortex, (cortex::engine_stats))
+  CAF_ADD_TYPE_ID(cortex, (cortex::error_report))
+  CAF_ADD_TYPE_ID(cortex, (cortex::finish_reason))
+
+  CAF_ADD_ATOM(cortex, cortex, submit_atom, "submit")
+  CAF_ADD_ATOM(cortex, cortex, cancel_atom, "cancel")
+  CAF_ADD_ATOM(cortex, cortex, stats_atom, "stats")
+  CAF_ADD_ATOM(cortex, cortex, admit_atom, "admit")
+  CAF_ADD_ATOM(cortex, cortex, finish_atom, "finish")
+  CAF_ADD_ATOM(cortex, cortex, dequeued_atom, "dequeued")
+  CAF_ADD_ATOM(cortex, cortex, shutdown_atom, "shutdown")
+  CAF_ADD_ATOM(cortex, cortex, deadline_atom, "deadline")
+  CAF_ADD_ATOM(cortex, cortex, fail_atom, "fail")
+  CAF_ADD_ATOM(cortex, cortex, tick_atom, "tick")
+
+CAF_END_TYPE_ID_BLOCK(cortex)
+
+CAF_ERROR_CODE_ENUM(cortex::errc, "cortex")
