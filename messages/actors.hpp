@@ -21,7 +21,7 @@ using session_actor = caf::typed_actor<
     caf::reacts_to<finish_atom, finish_reason, error_report>>;
 
 // Runs steps on the model. Detached: its own thread, never a CAF worker.
-using executor_actor = caf::typed_actor<caf::reacts_to<sequence_open>, caf::replies_to<step_plan>::with<step_result>,
+using executor_actor = caf::typed_actor<caf::reacts_to<sequence_open>, caf::replies_to<engine_step>::with<engine_step_result>,
                                         // Test hook: the next n steps fail as if the model had thrown.
                                         caf::reacts_to<fail_atom, uint32_t>>;
 

@@ -30,7 +30,7 @@ struct sequence_open {
 };
 
 // One sequence's share of a step.
-struct step_entry {
+struct engine_step_entry {
   uint64_t rid = 0;
   std::vector<int32_t> tokens;       // (n,) ids to compute this step
   int32_t pos0 = 0;                  // position of tokens[0]
@@ -39,9 +39,9 @@ struct step_entry {
 };
 
 // scheduler -> executor: one engine step.
-struct step_plan {
+struct engine_step {
   uint64_t step_id = 0;
-  std::vector<step_entry> entries;
+  std::vector<engine_step_entry> entries;
   std::vector<uint64_t> closed;  // sequences whose samplers can be dropped (before the step)
 };
 
@@ -53,7 +53,7 @@ struct sampled_output {
 
 // executor -> scheduler: the step's sampled tokens, or a failure that ends
 // exactly the sequences of this step.
-struct step_result {
+struct engine_step_result {
   uint64_t step_id = 0;
   std::vector<sampled_output> outputs;
   bool failed = false;

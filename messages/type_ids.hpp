@@ -78,13 +78,13 @@ typename Inspector::result_type inspect(Inspector& f, sequence_open& x) {
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_entry& x) {
-  return f(caf::meta::type_name("step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample);
+typename Inspector::result_type inspect(Inspector& f, engine_step_entry& x) {
+  return f(caf::meta::type_name("engine_step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_plan& x) {
-  return f(caf::meta::type_name("step_plan"), x.step_id, x.entries, x.closed);
+typename Inspector::result_type inspect(Inspector& f, engine_step& x) {
+  return f(caf::meta::type_name("engine_step"), x.step_id, x.entries, x.closed);
 }
 
 template <class Inspector>
@@ -93,8 +93,8 @@ typename Inspector::result_type inspect(Inspector& f, sampled_output& x) {
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_result& x) {
-  return f(caf::meta::type_name("step_result"), x.step_id, x.outputs, x.failed, x.error, x.compute_ms);
+typename Inspector::result_type inspect(Inspector& f, engine_step_result& x) {
+  return f(caf::meta::type_name("engine_step_result"), x.step_id, x.outputs, x.failed, x.error, x.compute_ms);
 }
 
 template <class Inspector>
@@ -121,8 +121,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(cortex, (cortex::request_rejected))
   CAF_ADD_TYPE_ID(cortex, (cortex::sequence_admission))
   CAF_ADD_TYPE_ID(cortex, (cortex::sequence_open))
-  CAF_ADD_TYPE_ID(cortex, (cortex::step_plan))
-  CAF_ADD_TYPE_ID(cortex, (cortex::step_result))
+  CAF_ADD_TYPE_ID(cortex, (cortex::engine_step))
+  CAF_ADD_TYPE_ID(cortex, (cortex::engine_step_result))
   CAF_ADD_TYPE_ID(cortex, (cortex::session_update))
   CAF_ADD_TYPE_ID(cortex, (cortex::engine_stats))
   CAF_ADD_TYPE_ID(cortex, (cortex::error_report))
