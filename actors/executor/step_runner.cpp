@@ -1,0 +1,117 @@
+#include "actors/executor/step_runner.hpp"
+
+#include <chrono>
+#include <exception>
+
+namespace cortex {
+
+sampling_params to_sampling_params(const request_params& p, uint64_t seed, uint32_t n_logprobs) {
+  sampling_params s;
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.min_p = p.min_p;
+  s.repetition_penalty = p.repetition_penalty;
+  s.presence_penalty = p.presence_penalty;
+  s.frequency_penalty = p.frequency_penalty;
+  s.penalty_last_n = p.penalty_last_n;
+  s.seed = seed;
+  for (size_t i = 0; i < p.logit_bias_ids.size() && i < p.logit_bias_values.size(); ++i) {
+    s.logit_bias.emplace_back(p.logit_bias_ids[i], p.logit_bias_values[i]);
+  }
+  s.n_logprobs = static_cast<int>(n_logprobs);
+  return s;
+}
+
+step_runner::step_runner(std::shared_ptr<const model> m, const executor_config& cfg)
+    : model_(std::move(m)),
+      cfg_(cfg),
+      pool_(cfg.n_threads),
+      fwd_(*model_, pool_),
+      kv_(model_->hparams(), cfg.n_kv_blocks, cfg.block_size) {}
+
+void step_runner::open(const sequence_open& o) {
+  seqs_.erase(o.rid);
+  seqs_.emplace(o.rid, open_seq{sampler(to_sampling_params(o.params, o.seed, o.n_logprobs)), o.prompt, o.n_logprobs});
+}
+
+// The scheduler is ours, but a bad plan must fail its step, never write
+// outside the arena.
+std::string step_runner::check(const engine_step& step) const {
+  const int n_vocab = model_->hparams().n_vocab;
+  for (const auto& e : step.entries) {
+    if (e.tokens.empty()) return "empty step entry for request " + std::to_string(e.rid);
+    if (e.sample && !seqs_.count(e.rid)) return "no sampler open for request " + std::to_string(e.rid);
+    const int64_t end = static_cast<int64_t>(e.pos0) + static_cast<int64_t>(e.tokens.size());
+    if (e.pos0 < 0 || (end + cfg_.block_size - 1) / cfg_.block_size > static_cast<int64_t>(e.block_table.size())) {
+      return "block table of request " + std::to_string(e.rid) + " does not cover its positions";
+    }
+    for (int32_t b : e.block_table) {
+      if (b < 0 || b >= kv_.n_blocks()) return "block id " + std::to_string(b) + " outside the arena";
+    }
+    for (int32_t t : e.tokens) {
+      if (t < 0 || t >= n_vocab) return "token id " + std::to_string(t) + " outside the vocabulary";
+    }
+  }
+  return {};
+}
+
+engine_step_result step_runner::run(const engine_step& step) {
+  engine_step_result res;
+  res.step_id = step.step_id;
+  for (uint64_t rid : step.closed) close(rid);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (fail_next_ > 0) {
+    --fail_next_;
+    res.failed = true;
+    res.error = "injected executor failure";
+    return res;
+  }
+  if (auto err = check(step); !err.empty()) {
+    res.failed = true;
+    res.error = err;
+    return res;
+  }
+  batch_.clear();
+  for (const auto& e : step.entries) {
+    batch_seq s;
+    s.tokens = e.tokens.data();
+    s.n_tokens = static_cast<int32_t>(e.tokens.size());
+    s.pos0 = e.pos0;
+    s.block_table = e.block_table.data();
+    s.n_blocks = static_cast<int32_t>(e.block_table.size());
+    s.logits = e.sample ? logits_mode::last : logits_mode::none;
+    batch_.push_back(s);
+  }
+  try {
+    fwd_.run(batch_, kv_);
+    const int n_vocab = model_->hparams().n_vocab;
+    int row = 0;
+    for (const auto& e : step.entries) {
+      if (!e.sample) continue;
+      auto& sq = seqs_.at(e.rid);
+      auto tok = sq.smp.sample(fwd_.logits(row++), n_vocab, sq.history);
+      sampled_output out;
+      out.rid = e.rid;
+      out.token = tok.id;
+      out.logprob.id = tok.id;
+      out.logprob.lp = tok.logprob;
+      for (auto& [id, lp] : tok.top) {
+        out.logprob.top_ids.push_back(id);
+        out.logprob.top_lps.push_back(lp);
+      }
+      res.outputs.push_back(std::move(out));
+    }
+  } catch (const std::exception& ex) {
+    res.outputs.clear();
+    res.failed = true;
+    res.error = std::string("model step failed: ") + ex.what();
+    return res;
+  }
+  // Only a successful step extends the histories.
+  for (const auto& o : res.outputs) seqs_.at(o.rid).history.push_back(o.token);
+  res.compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace cortex

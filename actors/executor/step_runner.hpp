@@ -1,0 +1,66 @@
+// The executor's logic without CAF: owns the compute pool, the forward pass,
+// the K/V arena and one sampler per open sequence, and turns an engine step
+// (plain data from the scheduler) into sampled tokens.
+//
+// Thread: all calls from one thread (the executor's own).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/thread_pool.hpp"
+#include "messages/engine.hpp"
+#include "model/forward.hpp"
+#include "model/kv_arena.hpp"
+#include "model/model.hpp"
+#include "model/sampler.hpp"
+
+namespace cortex {
+
+struct executor_config {
+  int n_threads = 2;
+  int n_kv_blocks = 256;  // K/V arena size, in blocks
+  int block_size = 16;
+};
+
+// request_params -> the sampler's parameters (seed resolved by intake).
+sampling_params to_sampling_params(const request_params& p, uint64_t seed, uint32_t n_logprobs);
+
+class step_runner {
+ public:
+  step_runner(std::shared_ptr<const model> m, const executor_config& cfg);
+
+  // A sequence's sampler and penalty history; replaces an existing one.
+  void open(const sequence_open& o);
+  void close(uint64_t rid) { seqs_.erase(rid); }
+  size_t n_open() const { return seqs_.size(); }
+
+  // Runs one step. On failure (bad plan, exception in the model, injected
+  // fault) returns failed = true with a message; no sequence's sampler or
+  // history changes then, and the runner stays usable.
+  engine_step_result run(const engine_step& step);
+
+  // Test hook: the next n steps fail.
+  void fail_next(uint32_t n) { fail_next_ = n; }
+
+ private:
+  struct open_seq {
+    sampler smp;
+    std::vector<int32_t> history;  // prompt + sampled ids (penalties)
+    uint32_t n_logprobs;
+  };
+  std::string check(const engine_step& step) const;
+
+  std::shared_ptr<const model> model_;
+  executor_config cfg_;
+  kernels::thread_pool pool_;
+  forward_pass fwd_;
+  kv_arena kv_;
+  std::unordered_map<uint64_t, open_seq> seqs_;
+  std::vector<batch_seq> batch_;  // reused per step
+  uint32_t fail_next_ = 0;
+};
+
+}  // namespace cortex
