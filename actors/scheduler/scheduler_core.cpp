@@ -1,0 +1,300 @@
+#include "actors/scheduler/scheduler_core.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace cortex {
+
+namespace {
+
+void erase_id(std::vector<int64_t>& ids, int64_t id) {
+  const auto it = std::find(ids.begin(), ids.end(), id);
+  if (it != ids.end()) ids.erase(it);
+}
+
+}  // namespace
+
+scheduler_core::scheduler_core(const scheduler_config& cfg, kv_cache_manager& kv)
+    : cfg_(cfg), policy_(cfg.aging_per_step), kv_(kv) {}
+
+status scheduler_core::add(seq_request req) {
+  if (seqs_.count(req.seq_id) != 0) return fail("scheduler: duplicate sequence id " + std::to_string(req.seq_id));
+  if (req.tokens_prompt.empty()) return fail("scheduler: empty prompt");
+  if (req.max_tokens < 1) return fail("scheduler: max_tokens must be >= 1");
+  sequence s;
+  s.id = req.seq_id;
+  s.priority = req.priority;
+  s.arrival = n_arrivals_++;
+  s.step_arrived = step_;
+  s.n_tokens_prompt = static_cast<int32_t>(req.tokens_prompt.size());
+  s.tokens = std::move(req.tokens_prompt);
+  s.max_tokens = req.max_tokens;
+  s.state = seq_state::waiting;
+  waiting_.push_back(s.id);
+  seqs_.emplace(s.id, std::move(s));
+  return status::ok();
+}
+
+sequence* scheduler_core::find_mut(int64_t seq_id) {
+  const auto it = seqs_.find(seq_id);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+const sequence* scheduler_core::find(int64_t seq_id) const {
+  const auto it = seqs_.find(seq_id);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+sched_plan scheduler_core::schedule() {
+  sched_plan plan;
+  if (step_in_flight_ || !has_work()) return plan;
+  ++step_;
+  plan.stats.step = step_;
+  int32_t budget = cfg_.max_batch_tokens;
+
+  const auto by_rank = [this](int64_t a, int64_t b) { return policy_.goes_before(seqs_.at(a), seqs_.at(b), step_); };
+  std::sort(running_.begin(), running_.end(), by_rank);
+  const std::vector<int64_t> order = running_;  // preemption edits running_
+  for (const int64_t id : order) {  // decode tokens first: a prefill never stalls them
+    if (budget == 0) break;
+    sequence& s = seqs_.at(id);  // a sequence leaves seqs_ only through finish_now, which only hits s itself
+    if (s.state == seq_state::running && s.n_tokens_uncomputed() == 1 && s.n_tokens_generated() > 0) {
+      schedule_running(s, 1, true, plan, budget);
+    }
+  }
+  for (const int64_t id : order) {  // then prefill chunks of admitted sequences
+    if (budget == 0) break;
+    const auto it = seqs_.find(id);
+    if (it == seqs_.end() || it->second.state != seq_state::running || in_flight_.count(id) != 0) continue;
+    const int32_t n_want = prefill_chunk(it->second, budget);
+    if (n_want > 0) schedule_running(it->second, n_want, false, plan, budget);
+  }
+  // As in vLLM: a step that had to preempt admits no one, or the freed
+  // blocks would go straight to a newcomer and the preemption would repeat.
+  if (plan.stats.n_preemptions == 0 || plan.entries.empty()) admit_waiting(plan, budget);
+
+  for (const sched_entry& e : plan.entries) {
+    plan.stats.n_tokens_batch += e.n_tokens();
+    (e.is_decode ? plan.stats.n_tokens_decode : plan.stats.n_tokens_prefill) += e.n_tokens();
+  }
+  const kv_cache_stats kv_stats = kv_.stats();
+  plan.stats.n_seqs = static_cast<int32_t>(plan.entries.size());
+  plan.stats.n_blocks_used = kv_stats.n_blocks_used;
+  plan.stats.n_blocks_total = kv_stats.n_blocks_total;
+  plan.stats.n_running = n_running();
+  plan.stats.n_waiting = n_waiting();
+  totals_.n_steps += 1;
+  step_in_flight_ = !plan.entries.empty();
+  return plan;
+}
+
+int32_t scheduler_core::prefill_chunk(const sequence& s, int32_t budget) const {
+  int32_t n = std::min(s.n_tokens_uncomputed(), budget);
+  if (cfg_.max_prefill_chunk > 0) n = std::min(n, cfg_.max_prefill_chunk);
+  return n;
+}
+
+int32_t scheduler_core::n_tokens_fitting(const sequence& s, int32_t n_want) const {
+  const int64_t n_blocks = static_cast<int64_t>(kv_.block_table(s.id).size()) + kv_.n_blocks_available();
+  const int64_t n_slots = n_blocks * kv_.block_size() - s.n_tokens_computed;
+  return static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(n_want, n_slots)));
+}
+
+void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget) {
+  const kv_alloc_plan alloc = kv_.plan_allocation({{s.id, s.n_tokens_computed, n_tokens}});
+  kv_.commit(alloc);  // fits: callers checked n_tokens_fitting against this same state
+  sched_entry e;
+  e.seq_id = s.id;
+  e.pos0 = s.n_tokens_computed;
+  e.tokens.assign(s.tokens.begin() + e.pos0, s.tokens.begin() + e.pos0 + n_tokens);
+  e.block_table = kv_.block_table(s.id);
+  e.completes = e.pos0 + n_tokens == s.n_tokens();
+  e.is_decode = is_decode;
+  plan.entries.push_back(std::move(e));
+  in_flight_.insert(s.id);
+  budget -= n_tokens;
+}
+
+void scheduler_core::schedule_running(sequence& s, int32_t n_want, bool is_decode, sched_plan& plan,
+                                      int32_t& budget) {
+  for (;;) {
+    const int32_t n = n_tokens_fitting(s, n_want);
+    if (n > 0) {
+      add_entry(s, n, is_decode, plan, budget);
+      return;
+    }
+    const int64_t victim = pick_victim();
+    if (victim != s.id) {
+      preempt(seqs_.at(victim), plan, budget);
+      continue;
+    }
+    if (running_.size() == 1) {
+      finish_now(s, finish_reason::error, seq_error_kv_capacity);  // only running sequence, and still no room: larger than the pool
+    } else {
+      preempt(s, plan, budget);
+    }
+    return;
+  }
+}
+
+void scheduler_core::admit_waiting(sched_plan& plan, int32_t& budget) {
+  std::sort(waiting_.begin(), waiting_.end(),
+            [this](int64_t a, int64_t b) { return policy_.goes_before(seqs_.at(a), seqs_.at(b), step_); });
+  while (!waiting_.empty() && budget > 0 && n_running() < cfg_.max_running) {
+    sequence& s = seqs_.at(waiting_.front());
+    s.n_tokens_cached = kv_.lookup_prefix(s.id, s.tokens);
+    s.n_tokens_computed = s.n_tokens_cached;
+    const int32_t n = n_tokens_fitting(s, prefill_chunk(s, budget));
+    if (n == 0) {  // no room: the head waits, and no one passes it
+      kv_.free(s.id);
+      s.n_tokens_computed = 0;
+      s.n_tokens_cached = 0;
+      return;
+    }
+    waiting_.erase(waiting_.begin());
+    running_.push_back(s.id);
+    s.state = seq_state::running;
+    add_entry(s, n, false, plan, budget);
+  }
+}
+
+int64_t scheduler_core::pick_victim() const {
+  const sequence* victim = nullptr;
+  for (const int64_t id : running_) {
+    const sequence& s = seqs_.at(id);
+    if (victim == nullptr || policy_.preempted_before(s, *victim, step_)) victim = &s;
+  }
+  return victim == nullptr ? -1 : victim->id;
+}
+
+void scheduler_core::preempt(sequence& s, sched_plan& plan, int32_t& budget) {
+  if (in_flight_.erase(s.id) != 0) {
+    const auto it = std::find_if(plan.entries.begin(), plan.entries.end(),
+                                 [&](const sched_entry& e) { return e.seq_id == s.id; });
+    budget += it->n_tokens();
+    plan.entries.erase(it);
+  }
+  kv_.free(s.id);
+  s.n_tokens_computed = 0;
+  s.n_tokens_cached = 0;
+  s.state = seq_state::preempted;
+  ++s.n_preemptions;
+  ++totals_.n_preemptions;
+  ++plan.stats.n_preemptions;
+  erase_id(running_, s.id);
+  waiting_.push_back(s.id);
+}
+
+void scheduler_core::update(const sched_plan& plan, const std::vector<sched_sampled>& sampled) {
+  if (!step_in_flight_) return;
+  for (const sched_entry& e : plan.entries) {
+    sequence* s = find_mut(e.seq_id);
+    if (s == nullptr || s->state != seq_state::running || s->n_tokens_computed != e.pos0) continue;
+    s->n_tokens_computed += e.n_tokens();
+    totals_.n_tokens_computed += static_cast<uint64_t>(e.n_tokens());
+    kv_.register_full_blocks(s->id, s->tokens, s->n_tokens_computed);
+    if (!e.completes) continue;
+    const auto it = std::find_if(sampled.begin(), sampled.end(),
+                                 [&](const sched_sampled& t) { return t.seq_id == e.seq_id; });
+    if (it == sampled.end()) {
+      finish_deferred_.push_back({s->id, finish_reason::error, seq_error_no_token});
+      continue;
+    }
+    s->tokens.push_back(it->token);
+    ++totals_.n_tokens_generated;
+    if (it->finished) {
+      finish_deferred_.push_back({s->id, finish_reason::stop, ""});
+    } else if (s->n_tokens_generated() >= s->max_tokens) {
+      finish_deferred_.push_back({s->id, finish_reason::length, ""});
+    }
+  }
+  end_step();
+}
+
+void scheduler_core::abort_step(const sched_plan& plan) {
+  if (!step_in_flight_) return;
+  for (const sched_entry& e : plan.entries) finish_deferred_.push_back({e.seq_id, finish_reason::error, seq_error_step_failed});
+  end_step();
+}
+
+void scheduler_core::end_step() {
+  step_in_flight_ = false;
+  in_flight_.clear();
+  std::vector<deferred_finish> deferred;
+  deferred.swap(finish_deferred_);
+  for (const deferred_finish& d : deferred) {  // the first reason recorded for a sequence wins
+    if (sequence* s = find_mut(d.seq_id)) finish_now(*s, d.reason, d.detail);
+  }
+}
+
+bool scheduler_core::finish(int64_t seq_id, finish_reason reason) {
+  sequence* s = find_mut(seq_id);
+  if (s == nullptr) return false;
+  if (in_flight_.count(seq_id) != 0) {
+    finish_deferred_.push_back({seq_id, reason, ""});
+  } else {
+    finish_now(*s, reason);
+  }
+  return true;
+}
+
+void scheduler_core::finish_now(sequence& s, finish_reason reason, const char* detail) {
+  kv_.free(s.id);
+  erase_id(s.state == seq_state::running ? running_ : waiting_, s.id);
+  seq_finished f;
+  f.seq_id = s.id;
+  f.reason = reason;
+  f.detail = detail;
+  f.n_tokens_prompt = s.n_tokens_prompt;
+  f.n_tokens_generated = s.n_tokens_generated();
+  f.n_tokens_cached = s.n_tokens_cached;
+  f.n_preemptions = s.n_preemptions;
+  finished_.push_back(f);
+  ++totals_.n_finished;
+  seqs_.erase(s.id);
+}
+
+std::vector<seq_finished> scheduler_core::take_finished() {
+  std::vector<seq_finished> out;
+  out.swap(finished_);
+  return out;
+}
+
+std::string scheduler_core::check_invariants() const {
+  std::ostringstream err;
+  err << kv_.check_invariants();
+  std::unordered_map<int64_t, int> listed;
+  for (const int64_t id : running_) {
+    ++listed[id];
+    const sequence* s = find(id);
+    if (s == nullptr || s->state != seq_state::running) {
+      err << "running list holds " << id << " which is not running; ";
+      continue;
+    }
+    const int64_t slots = static_cast<int64_t>(kv_.block_table(id).size()) * kv_.block_size();
+    if (slots < s->n_tokens_computed) err << "seq " << id << " computed " << s->n_tokens_computed << " tokens but has " << slots << " slots; ";
+    if (s->n_tokens_computed >= s->n_tokens()) err << "running seq " << id << " has no token left to compute; ";
+  }
+  for (const int64_t id : waiting_) {
+    ++listed[id];
+    const sequence* s = find(id);
+    if (s == nullptr || (s->state != seq_state::waiting && s->state != seq_state::preempted)) {
+      err << "waiting list holds " << id << " which is not waiting; ";
+      continue;
+    }
+    if (!kv_.block_table(id).empty()) err << "waiting seq " << id << " holds blocks; ";
+    if (s->n_tokens_computed != 0) err << "waiting seq " << id << " claims computed tokens; ";
+  }
+  for (const auto& [id, s] : seqs_) {
+    if (listed[id] != 1) err << "seq " << id << " (" << to_string(s.state) << ") is listed " << listed[id] << " times; ";
+  }
+  int32_t n_holding = 0;
+  for (const int64_t id : running_) n_holding += kv_.block_table(id).empty() ? 0 : 1;
+  if (kv_.stats().n_seqs != n_holding) {
+    err << kv_.stats().n_seqs << " sequences hold blocks, " << n_holding << " of them running; ";
+  }
+  if (n_running() > cfg_.max_running) err << n_running() << " running > max_running " << cfg_.max_running << "; ";
+  return err.str();
+}
+
+}  // namespace cortex

@@ -1,0 +1,134 @@
+// The scheduler's step policy, vLLM V1-style, with no CAF in it.
+//
+// The step loop is three calls with plain data in between:
+//   plan = core.schedule();            // which tokens of which sequences
+//   sampled = executor.run(plan);      // elsewhere
+//   core.update(plan, sampled);        // progress, new tokens, finishes
+// There are no prefill and decode phases: each sequence's computed-token
+// count catches up with its known tokens. A step takes, within
+// max_batch_tokens: first one decode token per running sequence, then
+// prefill chunks of running sequences, then new admissions in priority
+// order (with aging). When the KV cache cannot grow, the sequence ranked
+// lowest by the policy is preempted: its blocks are freed and it waits to
+// recompute its prompt and generated tokens.
+//
+// finish() and cancel() take effect at step boundaries: immediately for a
+// sequence outside the step in flight, at update() / abort_step() for one
+// inside it. Every sequence added ends exactly once, reported through
+// take_finished().
+//
+// Not thread-safe: one owner (the scheduler actor) calls it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "actors/kv_cache/kv_cache_manager.hpp"
+#include "actors/scheduler/scheduling_policy.hpp"
+#include "actors/scheduler/sequence.hpp"
+#include "actors/scheduler/sched_plan.hpp"
+#include "model/expected.hpp"
+
+namespace cortex {
+
+struct scheduler_config {
+  int32_t max_batch_tokens = 512;  // tokens computed per step (>= 1)
+  int32_t max_running = 64;        // sequences admitted at once (>= 1)
+  int32_t max_prefill_chunk = 0;   // prefill tokens of one sequence per step; 0: up to the budget
+  double aging_per_step = 0.01;    // priority gained per step since arrival (>= 0)
+};
+
+struct scheduler_totals {
+  uint64_t n_steps = 0;
+  uint64_t n_preemptions = 0;
+  uint64_t n_finished = 0;
+  uint64_t n_tokens_computed = 0;
+  uint64_t n_tokens_generated = 0;
+};
+
+class scheduler_core {
+ public:
+  // `kv` is borrowed: it must outlive the core, and only the core mutates it.
+  // REQUIRES: cfg fields in their stated ranges.
+  scheduler_core(const scheduler_config& cfg, kv_cache_manager& kv);
+
+  // Queues a new sequence. Fails on a duplicate id, an empty prompt or
+  // max_tokens < 1.
+  status add(seq_request req);
+
+  // Plans the next step and allocates its blocks (preempting if needed).
+  // Returns an empty plan when there is nothing to do or a step is still in
+  // flight. The plan stays valid until update() or abort_step().
+  sched_plan schedule();
+
+  // Applies the executor's result for `plan` (the last schedule() result):
+  // advances computed counts, registers newly full blocks in the prefix
+  // cache, appends one sampled token per completing entry, finishes
+  // sequences that reached max_tokens (length), were flagged finished
+  // (stop), or got no token (error), then applies deferred finish()/cancel().
+  void update(const sched_plan& plan, const std::vector<sched_sampled>& sampled);
+  // The executor failed `plan`: its sequences finish with error.
+  void abort_step(const sched_plan& plan);
+
+  // Ends a sequence (blocks freed) at the next step boundary. Returns false
+  // if the id is unknown or already finished.
+  bool finish(int64_t seq_id, finish_reason reason);
+  bool cancel(int64_t seq_id) { return finish(seq_id, finish_reason::cancelled); }
+
+  // Terminal records since the last call, in the order they happened.
+  std::vector<seq_finished> take_finished();
+
+  // nullptr once finished or for an unknown id.
+  const sequence* find(int64_t seq_id) const;
+  int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
+  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+  bool step_in_flight() const { return step_in_flight_; }
+  const scheduler_totals& totals() const { return totals_; }
+  const kv_cache_manager& kv() const { return kv_; }
+
+  // Empty when consistent, else what is wrong: the KV manager's checks, each
+  // live sequence in exactly one queue matching its state, only running
+  // sequences hold blocks, tables cover computed tokens. O(sequences + blocks).
+  std::string check_invariants() const;
+
+ private:
+  sequence* find_mut(int64_t seq_id);
+  // Tokens of seq's next n_want that the pool can give slots to now.
+  int32_t n_tokens_fitting(const sequence& s, int32_t n_want) const;
+  // Allocates slots for n tokens and appends seq's entry. REQUIRES: they fit.
+  void add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget);
+  // Schedules n_want tokens of a running sequence, preempting as needed;
+  // may preempt s itself, or end it (error, kv capacity) if it alone exceeds the pool.
+  void schedule_running(sequence& s, int32_t n_want, bool is_decode, sched_plan& plan, int32_t& budget);
+  void admit_waiting(sched_plan& plan, int32_t& budget);
+  int64_t pick_victim() const;
+  void preempt(sequence& s, sched_plan& plan, int32_t& budget);
+  void finish_now(sequence& s, finish_reason reason, const char* detail = "");
+  void end_step();
+  int32_t prefill_chunk(const sequence& s, int32_t budget) const;
+
+  scheduler_config cfg_;
+  scheduling_policy policy_;
+  kv_cache_manager& kv_;
+  std::unordered_map<int64_t, sequence> seqs_;  // live sequences only
+  std::vector<int64_t> running_;
+  std::vector<int64_t> waiting_;                // waiting and preempted
+  std::unordered_set<int64_t> in_flight_;       // ids in the step in flight
+  struct deferred_finish {
+    int64_t seq_id;
+    finish_reason reason;
+    const char* detail;
+  };
+  std::vector<deferred_finish> finish_deferred_;
+  std::vector<seq_finished> finished_;
+  bool step_in_flight_ = false;
+  uint64_t step_ = 0;
+  uint64_t n_arrivals_ = 0;
+  scheduler_totals totals_;
+};
+
+}  // namespace cortex
