@@ -1,0 +1,26 @@
+#include "actors/runtime/runtime_config.hpp"
+
+namespace cortex {
+
+status runtime_config::validate() const {
+  auto bad = [](const std::string& opt, const std::string& what) { return fail("option " + opt + " " + what); };
+  if (model_path.empty()) return bad("model", "is required: the path of a GGUF model file");
+  if (threads < 0 || threads > 1024) return bad("threads", "must be in [0, 1024] (0 = one per core)");
+  if (block_size < 1 || block_size > 1024) return bad("block-size", "must be in [1, 1024]");
+  if (kv_memory_mb < 1 && kv_blocks < 1) return bad("kv-memory-mb", "must be >= 1");
+  if (kv_blocks < 0) return bad("kv-blocks", "must be >= 0");
+  if (max_batch_tokens < 1) return bad("max-batch-tokens", "must be >= 1");
+  if (max_running < 1) return bad("max-running", "must be >= 1");
+  if (max_prefill_chunk < 0) return bad("max-prefill-chunk", "must be >= 0");
+  if (max_waiting < 1) return bad("max-waiting", "must be >= 1");
+  if (max_queued_tokens < 1) return bad("max-queued-tokens", "must be >= 1");
+  if (aging_per_step < 0) return bad("aging-per-step", "must be >= 0");
+  if (n_ctx < 0) return bad("ctx", "must be >= 0 (0 = the model's)");
+  static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  bool ok = false;
+  for (auto* l : levels) ok = ok || log_level == l;
+  if (!ok) return bad("log-level", "must be one of trace, debug, info, warn, error, critical, off");
+  return status::ok();
+}
+
+}  // namespace cortex

@@ -1,0 +1,33 @@
+// Settings of the engine graph, CAF-free. Filled from configs/cortexstream.ini
+// and the command line by cortex_config (runtime_options.hpp), or directly by
+// an embedding program.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/expected.hpp"
+
+namespace cortex {
+
+struct runtime_config {
+  std::string model_path;
+  int threads = 0;              // compute threads; 0 = one per core
+  int block_size = 16;          // tokens per KV block
+  int kv_memory_mb = 1024;      // K/V arena size; the block count follows from the model
+  int kv_blocks = 0;            // > 0 overrides kv_memory_mb (tests)
+  int max_batch_tokens = 512;   // tokens computed per engine step
+  int max_running = 64;         // sequences decoding at once
+  int max_prefill_chunk = 0;    // prefill tokens of one sequence per step; 0 = up to the budget
+  int max_waiting = 256;        // admission: requests waiting to start (429 beyond)
+  int max_queued_tokens = 262144;  // admission: prompt tokens waiting to start (429 beyond)
+  bool prefix_cache = true;
+  double aging_per_step = 0.01;  // priority a waiting request gains per step
+  int n_ctx = 0;                // context per request; 0 = the model's training context
+  std::string log_level = "info";
+
+  // Checks ranges; the message names the option and what to fix.
+  status validate() const;
+};
+
+}  // namespace cortex
