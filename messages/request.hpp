@@ -90,6 +90,7 @@ struct request_finished {
   std::string stop_value;
   std::string text;        // remaining held-back text; all text when not streaming
   std::vector<int32_t> token_ids;  // remaining ids (non-streaming: all), when asked
+  std::vector<token_logprob> logprobs;  // remaining logprobs (non-streaming: all), when asked
   uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   request_timings timings;
   uint32_t preemptions = 0;
