@@ -31,7 +31,7 @@ using scheduler_actor = caf::typed_actor<
     // Ends a sequence (cancel, client gone, shutdown): its session gets finish.
     caf::reacts_to<cancel_atom, uint64_t, finish_reason>,
     // The session ended the sequence itself (stop string, deadline): free it.
-    caf::reacts_to<finish_atom, uint64_t>,
+    caf::reacts_to<finish_atom, uint64_t, finish_reason>,
     // Ends every sequence with `shutdown`.
     caf::reacts_to<shutdown_atom>,
     caf::replies_to<stats_atom>::with<engine_stats>>;

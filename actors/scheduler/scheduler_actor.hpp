@@ -1,0 +1,21 @@
+// The scheduler actor: runs the step loop (schedule -> executor -> update)
+// around scheduler_core, and tells each request's session what its steps
+// produced. One step is in flight at a time; the loop idles when there is
+// no work and wakes on admit, cancel or finish.
+#pragma once
+
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "actors/kv_cache/kv_cache_manager.hpp"
+#include "actors/scheduler/scheduler_core.hpp"
+#include "messages/actors.hpp"
+#include "model/model.hpp"
+
+namespace cortex {
+
+scheduler_actor spawn_scheduler(caf::actor_system& sys, std::shared_ptr<const model> m, executor_actor exec,
+                                const scheduler_config& cfg, const kv_cache_config& kv_cfg);
+
+}  // namespace cortex
