@@ -18,7 +18,9 @@ using request_sink_actor = caf::typed_actor<caf::reacts_to<request_accepted>, ca
 using session_actor = caf::typed_actor<
     caf::reacts_to<session_update>,
     // An end decided outside the session (cancel, shutdown, executor failure).
-    caf::reacts_to<finish_atom, finish_reason, error_report>>;
+    caf::reacts_to<finish_atom, finish_reason, error_report>,
+    // Its own deadline timer.
+    caf::reacts_to<deadline_atom>>;
 
 // Runs steps on the model. Detached: its own thread, never a CAF worker.
 using executor_actor = caf::typed_actor<caf::reacts_to<sequence_open>, caf::replies_to<engine_step>::with<engine_step_result>,

@@ -1,0 +1,69 @@
+#include "actors/runtime/runtime.hpp"
+
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/executor/executor_actor.hpp"
+#include "actors/intake/intake_actor.hpp"
+#include "actors/scheduler/scheduler_actor.hpp"
+#include "model/kv_arena.hpp"
+
+namespace cortex {
+
+void register_types(caf::actor_system_config& cfg) { cfg.add_message_types<caf::id_block::cortex>(); }
+
+expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const runtime_config& cfg) {
+  if (auto s = cfg.validate(); !s) return make_error(s.message);
+  spdlog::info("loading model {}", cfg.model_path);
+  auto m = model::load(cfg.model_path);
+  if (!m) return make_error(m.error());
+  return start(sys, cfg, std::shared_ptr<const model>(std::move(*m)));
+}
+
+expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const runtime_config& cfg,
+                                                  std::shared_ptr<const model> m) {
+  runtime_config c = cfg;
+  if (c.model_path.empty()) c.model_path = m->file().path();
+  if (auto s = c.validate(); !s) return make_error(s.message);
+  std::unique_ptr<runtime> rt(new runtime());
+  rt->model_ = std::move(m);
+  const auto& hp = rt->model_->hparams();
+  rt->n_ctx_ = c.n_ctx > 0 ? std::min(c.n_ctx, hp.n_ctx_train) : hp.n_ctx_train;
+  rt->kv_blocks_ = c.kv_blocks > 0 ? c.kv_blocks
+                                   : static_cast<int>((static_cast<size_t>(c.kv_memory_mb) << 20) /
+                                                      (kv_arena::bytes_per_token(hp) * static_cast<size_t>(c.block_size)));
+  if (rt->kv_blocks_ < 1) return make_error("option kv-memory-mb is too small for one block of this model");
+  // One request may not need more blocks than the whole pool.
+  rt->n_ctx_ = std::min(rt->n_ctx_, rt->kv_blocks_ * c.block_size);
+  const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  executor_config ec{threads, rt->kv_blocks_, c.block_size};
+  rt->executor_ = spawn_executor(sys, rt->model_, ec);
+  scheduler_config sc{c.max_batch_tokens, c.max_running, c.max_prefill_chunk, c.aging_per_step};
+  kv_cache_config kc{rt->kv_blocks_, c.block_size, c.prefix_cache};
+  rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc);
+  intake_config ic;
+  ic.limits.n_ctx = rt->n_ctx_;
+  ic.limits.n_vocab = hp.n_vocab;
+  ic.max_waiting = static_cast<uint32_t>(c.max_waiting);
+  ic.max_queued_tokens = static_cast<uint64_t>(c.max_queued_tokens);
+  rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic);
+  spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({:.0f} MiB), context {} per request",
+               rt->model_->name(), rt->model_->quant_name(), threads, rt->kv_blocks_, c.block_size,
+               rt->kv_blocks_ * c.block_size * kv_arena::bytes_per_token(hp) / 1048576.0, rt->n_ctx_);
+  return rt;
+}
+
+runtime::~runtime() {
+  for (const auto& a : {caf::actor_cast<caf::actor>(intake_), caf::actor_cast<caf::actor>(scheduler_),
+                        caf::actor_cast<caf::actor>(executor_)}) {
+    if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+}
+
+}  // namespace cortex

@@ -1,0 +1,94 @@
+#include "actors/session/session_actor.hpp"
+
+#include <chrono>
+
+#include <caf/actor_system.hpp>
+#include <caf/local_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+namespace cortex {
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct session_state {
+  std::unique_ptr<session_core> core;
+  session_links links;
+  uint32_t prompt_tokens = 0;
+  bool dequeued = false;  // the admission slot was released
+  static inline const char* name = "cortex.session";
+};
+
+using self_ptr = session_actor::stateful_pointer<session_state>;
+
+void release_admission(self_ptr self) {
+  auto& st = self->state;
+  if (st.dequeued) return;
+  st.dequeued = true;
+  self->send(st.links.intake, dequeued_atom_v, st.core->rid(), st.prompt_tokens);
+}
+
+void emit(self_ptr self, session_events& ev, bool tell_scheduler) {
+  auto& st = self->state;
+  if (ev.chunk) self->send(st.links.sink, std::move(*ev.chunk));
+  if (!ev.finished) return;
+  const auto reason = ev.finished->reason;
+  spdlog::info("[rid {}] finished: {} ({} prompt, {} cached, {} generated tokens, {:.1f} ms, {:.1f} tok/s, {} preemptions)",
+               st.core->rid(), finish_reason_name(reason), ev.finished->prompt_tokens, ev.finished->cached_tokens,
+               ev.finished->completion_tokens, ev.finished->timings.total_ms, ev.finished->timings.tokens_per_s,
+               ev.finished->preemptions);
+  self->send(st.links.sink, std::move(*ev.finished));
+  release_admission(self);
+  if (tell_scheduler) self->send(st.links.scheduler, finish_atom_v, st.core->rid(), reason);
+  self->quit();
+}
+
+session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, session_config cfg, uint32_t queue_pos,
+                                        session_links links) {
+  auto& st = self->state;
+  st.links = std::move(links);
+  st.prompt_tokens = cfg.prompt_tokens;
+  request_accepted acc;
+  acc.rid = cfg.rid;
+  acc.client_id = cfg.request.client_id;
+  acc.prompt_tokens = cfg.prompt_tokens;
+  acc.queue_pos = queue_pos;
+  acc.tags = cfg.request.tags;
+  st.core = std::make_unique<session_core>(*tok, std::move(cfg), now_ms);
+  self->send(st.links.sink, std::move(acc));
+  if (auto at = st.core->deadline_at_ms()) {
+    const auto in = std::chrono::microseconds(static_cast<int64_t>((std::max(0.0, *at - now_ms()) + 1.0) * 1000.0));
+    self->delayed_send(self, in, deadline_atom_v);
+  }
+  return {
+      [self](session_update& u) {
+        auto ev = self->state.core->on_update(u);
+        if (u.started) release_admission(self);
+        // A stop the session decided (stop string; EOS and length the
+        // scheduler sees too) must reach the scheduler.
+        emit(self, ev, true);
+      },
+      [self](finish_atom, finish_reason reason, error_report& err) {
+        auto ev = self->state.core->finish(reason, std::move(err));
+        emit(self, ev, false);
+      },
+      [self](deadline_atom) {
+        auto ev = self->state.core->check_deadline();
+        emit(self, ev, true);
+      },
+  };
+}
+
+}  // namespace
+
+session_actor spawn_session(caf::local_actor* parent, const tokenizer& tok, session_config cfg, uint32_t queue_pos,
+                            session_links links) {
+  return parent->spawn(session_fn, &tok, std::move(cfg), queue_pos, std::move(links));
+}
+
+}  // namespace cortex

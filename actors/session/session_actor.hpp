@@ -1,0 +1,24 @@
+// One actor per request: feeds engine updates to session_core and sends the
+// resulting events (accepted, chunks, exactly one finished) to the sink.
+// All of a request's events come from this one actor, so they arrive in order.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include "actors/session/session_core.hpp"
+#include "messages/actors.hpp"
+
+namespace cortex {
+
+struct session_links {
+  request_sink_actor sink;
+  scheduler_actor scheduler;  // told when the session ends a request itself
+  intake_actor intake;        // told when the request leaves the waiting queue
+};
+
+// Spawned by intake. `tok` must outlive the actor (the runtime's model).
+// Sends `accepted` at once.
+session_actor spawn_session(caf::local_actor* parent, const tokenizer& tok, session_config cfg, uint32_t queue_pos,
+                            session_links links);
+
+}  // namespace cortex
