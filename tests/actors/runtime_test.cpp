@@ -1,0 +1,360 @@
+// The engine graph on real actors and the trained stories260K model: many
+// requests at once give exactly what each gives alone, the prefix cache,
+// preemption under a small KV pool, cancel, priority, deadlines, seeded
+// sampling and executor failures. Threaded: every wait has a timeout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "model/tokenizer.hpp"
+#include "tests/support/golden.hpp"
+#include "tests/support/runtime_harness.hpp"
+
+namespace cortex {
+namespace {
+
+using testing::greedy_request;
+using testing::runtime_fixture;
+
+runtime_config stories_config() {
+  runtime_config c;
+  c.model_path = testing::shared_dir() + "/models/stories260K.gguf";
+  c.threads = 2;
+  c.kv_blocks = 1024;
+  c.max_batch_tokens = 256;
+  c.log_level = "warn";
+  return c;
+}
+
+const std::vector<std::string> k_prompts = {
+    "Once upon a time", "Lily and Tom went to the park", "The little dog was sad because",
+    "One day, a boy named Tim found a big red ball. He", "The sun was", "Mom said", "A cat and a bird",
+    "There was a big tree", "Ben liked to", "The girl", "Sam and his friend", "It was a rainy day",
+    "The old man", "Sue found a box", "They played", "The boy was happy"};
+
+// Runs one request alone and returns its record.
+testing::request_record run_alone(runtime_fixture& fx, generation_request req) {
+  const std::string id = req.client_id;
+  fx.submit(std::move(req));
+  EXPECT_TRUE(fx.log().wait_done({id})) << id << " did not finish";
+  return fx.log().get(id);
+}
+
+TEST(runtime, sixteen_concurrent_greedy_requests_match_alone_and_golden) {
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  std::vector<std::string> alone(k_prompts.size());
+  for (size_t i = 0; i < k_prompts.size(); ++i) {
+    alone[i] = run_alone(fx, greedy_request("alone" + std::to_string(i), k_prompts[i], 40 + 6 * i)).text();
+  }
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < k_prompts.size(); ++i) {
+    ids.push_back("conc" + std::to_string(i));
+    fx.submit(greedy_request(ids.back(), k_prompts[i], 40 + 6 * i));
+  }
+  ASSERT_TRUE(fx.log().wait_done(ids));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto r = fx.log().get(ids[i]);
+    ASSERT_TRUE(r.finished) << ids[i];
+    EXPECT_EQ(r.n_terminal, 1);
+    EXPECT_EQ(r.text(), alone[i]) << "prompt '" << k_prompts[i] << "' differs when batched";
+  }
+  // The golden continuations (llama.cpp, 128 greedy tokens).
+  auto golden = testing::load_json(testing::shared_dir() + "/golden/generation/stories260K.json");
+  std::vector<std::string> gids;
+  int n = 0;
+  for (const auto& c : golden["cases"]) {
+    if (!c.contains("text")) continue;
+    auto req = greedy_request("golden" + std::to_string(n++), c["text"].get<std::string>(), 128);
+    gids.push_back(req.client_id);
+    fx.submit(std::move(req));
+  }
+  ASSERT_TRUE(fx.log().wait_done(gids));
+  n = 0;
+  for (const auto& c : golden["cases"]) {
+    if (!c.contains("text")) continue;
+    auto r = fx.log().get(gids[static_cast<size_t>(n++)]);
+    EXPECT_EQ(r.text(), testing::hex_to_bytes(c["greedy_bytes_hex"].get<std::string>())) << c["text"];
+    EXPECT_EQ(r.finished->completion_tokens, 128u);
+  }
+  auto st = fx.stats();
+  EXPECT_GT(st.step_seqs_max, 4u) << "concurrent requests must share steps";
+  EXPECT_GT(st.step_seqs_mean, 1.0);
+  EXPECT_TRUE(fx.wait_idle());
+}
+
+TEST(runtime, late_request_gets_first_token_before_running_ones_finish) {
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) {
+    auto req = greedy_request("long" + std::to_string(i), k_prompts[static_cast<size_t>(i)], 400);
+    req.params.ignore_eos = true;
+    ids.push_back(req.client_id);
+    fx.submit(std::move(req));
+  }
+  ASSERT_TRUE(fx.log().wait_for([&](const auto& recs) {
+    for (auto& id : ids) {
+      auto it = recs.find(id);
+      if (it == recs.end() || it->second.first_token_order == 0) return false;
+    }
+    return true;
+  }));
+  fx.submit(greedy_request("late", "The cat", 8));
+  ids.push_back("late");
+  ASSERT_TRUE(fx.log().wait_done(ids));
+  auto late = fx.log().get("late");
+  ASSERT_GT(late.first_token_order, 0u);
+  for (int i = 0; i < 8; ++i) {
+    auto r = fx.log().get("long" + std::to_string(i));
+    EXPECT_LT(late.first_token_order, r.finished_order) << "the late request waited for long" << i;
+    EXPECT_EQ(r.finished->completion_tokens, 400u);
+  }
+  EXPECT_GT(fx.stats().step_seqs_max, 4u);
+}
+
+std::vector<int32_t> random_tokens(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t = {1};  // BOS
+  while (static_cast<int>(t.size()) < n) t.push_back(static_cast<int32_t>(259 + rng() % 250));  // ordinary pieces
+  return t;
+}
+
+generation_request token_request(const std::string& id, std::vector<int32_t> tokens, uint32_t max_tokens) {
+  generation_request r;
+  r.client_id = id;
+  r.tokens = std::move(tokens);
+  r.use_tokens = true;
+  r.want_token_ids = true;
+  r.params.temperature = 0;
+  r.params.max_tokens = max_tokens;
+  r.params.ignore_eos = true;
+  return r;
+}
+
+TEST(runtime, shared_prefix_is_served_from_the_cache_with_identical_output) {
+  auto prefix = random_tokens(200, 7);
+  auto a = prefix, b = prefix;
+  for (int i = 0; i < 12; ++i) a.push_back(300 + i), b.push_back(400 + i);
+  std::vector<int32_t> with_cache, without_cache;
+  for (bool cache : {true, false}) {
+    auto cfg = stories_config();
+    cfg.prefix_cache = cache;
+    runtime_fixture fx(cfg);
+    ASSERT_TRUE(fx.ok()) << fx.error();
+    auto ra = run_alone(fx, token_request("a", a, 24));
+    auto rb = run_alone(fx, token_request("b", b, 24));
+    ASSERT_TRUE(ra.finished && rb.finished);
+    if (cache) {
+      EXPECT_GE(rb.finished->cached_tokens, 192u) << "the 200-token prefix (12 full blocks) must be reused";
+      EXPECT_EQ(rb.finished->cached_tokens % 16, 0u);
+      with_cache = rb.token_ids();
+      EXPECT_GT(fx.stats().prefix_cache_hit_rate, 0.0);
+    } else {
+      EXPECT_EQ(rb.finished->cached_tokens, 0u);
+      without_cache = rb.token_ids();
+    }
+    EXPECT_TRUE(fx.wait_idle());
+  }
+  ASSERT_EQ(with_cache.size(), 24u);
+  EXPECT_EQ(with_cache, without_cache);
+}
+
+TEST(runtime, small_kv_pool_preempts_and_everyone_finishes_correctly) {
+  // 16 requests x (~10 prompt + 300 generated) tokens = 20 blocks each; 64 blocks in all.
+  std::vector<generation_request> reqs;
+  for (int i = 0; i < 16; ++i) {
+    auto r = greedy_request("kv" + std::to_string(i), k_prompts[static_cast<size_t>(i)], 300);
+    r.params.ignore_eos = true;
+    r.want_token_ids = true;
+    reqs.push_back(r);
+  }
+  std::vector<std::vector<int32_t>> expected;
+  {
+    runtime_fixture big(stories_config());
+    ASSERT_TRUE(big.ok()) << big.error();
+    for (auto r : reqs) expected.push_back(run_alone(big, r).token_ids());
+  }
+  auto cfg = stories_config();
+  cfg.kv_blocks = 64;
+  runtime_fixture fx(cfg);
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  std::vector<std::string> ids;
+  for (auto r : reqs) {
+    ids.push_back(r.client_id);
+    fx.submit(r);
+  }
+  ASSERT_TRUE(fx.log().wait_done(ids, std::chrono::seconds(300))) << "deadlock or starvation under preemption";
+  uint32_t preempted = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto r = fx.log().get(ids[i]);
+    ASSERT_TRUE(r.finished) << ids[i];
+    EXPECT_EQ(r.finished->reason, finish_reason::length);
+    EXPECT_EQ(r.token_ids(), expected[i]) << ids[i] << " differs after preemption";
+    preempted += r.finished->preemptions;
+  }
+  auto st = fx.stats();
+  EXPECT_GT(st.preemptions, 0u);
+  EXPECT_GT(preempted, 0u);
+  EXPECT_TRUE(fx.wait_idle()) << "blocks still held when idle";
+}
+
+TEST(runtime, cancel_while_queued_in_prefill_and_in_decode) {
+  auto cfg = stories_config();
+  cfg.max_running = 3;
+  cfg.max_batch_tokens = 16;  // a long prompt takes many steps to prefill
+  runtime_fixture fx(cfg);
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  auto keep = greedy_request("keep", "Once upon a time", 60);
+  keep.params.ignore_eos = true;
+  const std::string keep_alone = run_alone(fx, keep).text();
+  keep.client_id = "keep2";
+
+  auto decoding = greedy_request("decoding", "The sun was", 1500);
+  decoding.params.ignore_eos = true;
+  fx.submit(decoding);
+  fx.submit(keep);
+  auto prefilling = token_request("prefilling", random_tokens(1000, 3), 10);
+  fx.submit(prefilling);
+  auto queued = greedy_request("queued", "The girl", 10);
+  fx.submit(queued);  // max_running = 3: waits
+  // Decoding: cancel once it has streamed tokens.
+  ASSERT_TRUE(fx.log().wait_for([](const auto& r) {
+    auto it = r.find("decoding");
+    return it != r.end() && it->second.chunks.size() >= 2;
+  }));
+  auto rid_of = [&](const std::string& id) {
+    EXPECT_TRUE(fx.log().wait_for([&](const auto& r) { auto it = r.find(id); return it != r.end() && it->second.accepted; }));
+    return fx.log().get(id).accepted->rid;
+  };
+  fx.cancel(rid_of("queued"));
+  fx.cancel(rid_of("prefilling"));
+  fx.cancel(rid_of("decoding"));
+  ASSERT_TRUE(fx.log().wait_done({"decoding", "prefilling", "queued", "keep2"}));
+  for (const char* id : {"decoding", "prefilling", "queued"}) {
+    auto r = fx.log().get(id);
+    ASSERT_TRUE(r.finished) << id;
+    EXPECT_EQ(r.finished->reason, finish_reason::cancelled) << id;
+    EXPECT_EQ(r.n_terminal, 1) << id;
+  }
+  EXPECT_EQ(fx.log().get("prefilling").finished->completion_tokens, 0u);
+  EXPECT_EQ(fx.log().get("queued").finished->completion_tokens, 0u);
+  EXPECT_LT(fx.log().get("decoding").finished->completion_tokens, 1500u);
+  EXPECT_EQ(fx.log().get("keep2").text(), keep_alone) << "a cancel disturbed another request";
+  EXPECT_TRUE(fx.wait_idle());
+}
+
+TEST(runtime, high_priority_goes_first_and_low_priority_still_finishes) {
+  auto cfg = stories_config();
+  cfg.max_running = 2;
+  runtime_fixture fx(cfg);
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    auto r = greedy_request("busy" + std::to_string(i), k_prompts[static_cast<size_t>(i)], 300);
+    r.params.ignore_eos = true;
+    ids.push_back(r.client_id);
+    fx.submit(r);
+  }
+  ASSERT_TRUE(fx.log().wait_for([](const auto& r) {
+    auto a = r.find("busy0"), b = r.find("busy1");
+    return a != r.end() && b != r.end() && a->second.first_token_order && b->second.first_token_order;
+  }));
+  for (int i = 0; i < 4; ++i) {
+    auto r = greedy_request("low" + std::to_string(i), k_prompts[static_cast<size_t>(4 + i)], 20);
+    r.priority = -1;
+    ids.push_back(r.client_id);
+    fx.submit(r);
+  }
+  auto high = greedy_request("high", "The little dog", 20);
+  high.priority = 10;
+  ids.push_back("high");
+  fx.submit(high);
+  ASSERT_TRUE(fx.log().wait_done(ids));
+  const auto h = fx.log().get("high");
+  for (int i = 0; i < 4; ++i) {
+    auto r = fx.log().get("low" + std::to_string(i));
+    ASSERT_TRUE(r.finished) << "low-priority request starved";
+    EXPECT_NE(r.finished->reason, finish_reason::error);
+    EXPECT_LT(h.first_token_order, r.first_token_order) << "low" << i << " got a token before the high-priority request";
+  }
+}
+
+TEST(runtime, deadline_ends_a_request) {
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  auto r = greedy_request("late", "Once upon a time", 100000);
+  r.params.ignore_eos = true;
+  r.deadline_ms = 30;
+  fx.submit(r);
+  ASSERT_TRUE(fx.log().wait_done({"late"}));
+  auto rec = fx.log().get("late");
+  ASSERT_TRUE(rec.finished);
+  EXPECT_EQ(rec.finished->reason, finish_reason::deadline);
+  EXPECT_EQ(rec.n_terminal, 1);
+  EXPECT_TRUE(fx.wait_idle());
+}
+
+TEST(runtime, seeded_sampling_is_the_same_alone_and_batched) {
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  auto make = [](const std::string& id) {
+    auto r = greedy_request(id, "Lily and Tom went to the park", 60);
+    r.params.temperature = 0.9f;
+    r.params.top_k = 40;
+    r.params.has_seed = true;
+    r.params.seed = 1234;
+    r.want_token_ids = true;
+    return r;
+  };
+  const auto alone = run_alone(fx, make("seeded_alone")).token_ids();
+  std::vector<std::string> ids = {"seeded_batched"};
+  fx.submit(make("seeded_batched"));
+  for (int i = 0; i < 6; ++i) {
+    auto other = greedy_request("noise" + std::to_string(i), k_prompts[static_cast<size_t>(i)], 50);
+    other.params.temperature = 1.0f;
+    ids.push_back(other.client_id);
+    fx.submit(other);
+  }
+  ASSERT_TRUE(fx.log().wait_done(ids));
+  EXPECT_EQ(fx.log().get("seeded_batched").token_ids(), alone);
+  EXPECT_EQ(alone.size(), 60u);
+}
+
+TEST(runtime, executor_failure_fails_only_that_step) {
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  caf::anon_send(fx.rt().executor(), fail_atom_v, uint32_t{1});
+  fx.submit(greedy_request("victim", "Once upon a time", 20));
+  ASSERT_TRUE(fx.log().wait_done({"victim"}));
+  auto v = fx.log().get("victim");
+  ASSERT_TRUE(v.finished);
+  EXPECT_EQ(v.finished->reason, finish_reason::error);
+  EXPECT_EQ(v.finished->error.code, errc::internal);
+  auto ok = run_alone(fx, greedy_request("after", "Once upon a time", 20));
+  ASSERT_TRUE(ok.finished);
+  EXPECT_EQ(ok.finished->reason, finish_reason::length);
+  EXPECT_EQ(ok.finished->completion_tokens, 20u);
+  EXPECT_TRUE(fx.wait_idle());
+}
+
+TEST(runtime, invalid_requests_are_rejected_with_their_code) {
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  auto bad_token = token_request("bad_token", {1, 5000}, 4);
+  fx.submit(bad_token);
+  auto bad_topp = greedy_request("bad_topp", "Hi", 4);
+  bad_topp.params.top_p = 1.5f;
+  fx.submit(bad_topp);
+  ASSERT_TRUE(fx.log().wait_done({"bad_token", "bad_topp"}));
+  for (const char* id : {"bad_token", "bad_topp"}) {
+    auto r = fx.log().get(id);
+    ASSERT_TRUE(r.rejected) << id;
+    EXPECT_FALSE(r.accepted);
+    EXPECT_EQ(errc_code(r.rejected->error.code), 400) << id << ": " << r.rejected->error.message;
+  }
+}
+
+}  // namespace
+}  // namespace cortex
