@@ -1,0 +1,100 @@
+// Checks a submitted generation_request against the model and the request
+// limits, tokenizes its prompt and resolves what the executor needs. CAF-free;
+// the intake actor calls it once per submit.
+//
+// Error codes (protocol.md): 400 invalid_param for out-of-range or
+// inconsistent values and token ids >= n_vocab; 413 too_large for too many
+// stop strings or logit bias entries, over-long stop strings or id; 422
+// context_overflow when the prompt leaves no room to generate. Every message
+// names the field and says what to fix. Nothing here throws.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "messages/errors.hpp"
+#include "messages/request.hpp"
+#include "model/tokenizer.hpp"
+
+namespace cortex {
+
+struct validation_limits {
+  int32_t n_ctx = 0;                  // context length of the model (positions)
+  int32_t n_vocab = 0;                // token ids must be < n_vocab
+  uint32_t max_stop_strings = 16;     // protocol.md
+  uint32_t max_stop_bytes = 256;      // per stop string
+  uint32_t max_logit_bias = 1024;     // entries
+  uint32_t max_id_bytes = 64;         // client id
+  uint32_t max_logprobs = 20;         // top entries per token
+};
+
+// What a valid request turns into.
+struct validated_request {
+  std::vector<int32_t> prompt;  // token ids, BOS included when added; 1..n_ctx-1 of them
+  uint32_t max_tokens = 0;      // params.max_tokens capped to n_ctx - prompt.size(); >= 1
+  // params.seed, or a random one chosen here, so that the request can be
+  // replayed from its logs. The executor builds its sampler from
+  // request_params + this seed (to_sampling_params in actors/executor).
+  uint64_t seed = 0;
+};
+
+struct validation_result {
+  validated_request request;  // when ok()
+  error_report error;         // code == errc::none when ok()
+  bool ok() const { return error.code == errc::none; }
+};
+
+// True when `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
+bool is_valid_utf8(const std::string& s);
+
+// Not thread-safe (it owns the RNG that draws seeds). `tok` must outlive it.
+class request_validator {
+ public:
+  // seeds_seed: seeds the generator of the seeds given to requests without
+  // one (tests pass a fixed value; the server passes std::random_device()).
+  request_validator(validation_limits limits, const tokenizer& tok, uint64_t seeds_seed);
+
+  validation_result validate(const generation_request& r);
+
+  const validation_limits& limits() const { return limits_; }
+
+ private:
+  validation_limits limits_;
+  const tokenizer& tok_;
+  std::mt19937_64 seeds_;
+};
+
+// Bounds the waiting queue: at most max_waiting requests and max_queued_tokens
+// prompt tokens admitted but not yet released. O(1) accounting.
+//
+// A request is always admitted into an empty queue, whatever its size (the
+// token limit bounds the backlog; single prompts are bounded by the context),
+// unless max_waiting is 0 (admit nothing).
+// Not thread-safe (owned by the intake actor).
+class admission_limits {
+ public:
+  admission_limits(uint32_t max_waiting, uint64_t max_queued_tokens, uint32_t retry_after_ms = 1000);
+
+  // Counts the request and returns an error with code none; or, when a limit
+  // is reached, counts nothing and returns `overloaded` (retryable, with
+  // retry_after_ms) saying which limit.
+  error_report try_admit(uint32_t n_prompt_tokens);
+  // The request left the queue (started running or ended before it).
+  // REQUIRES: matches an admitted request. A release that would underflow is
+  // a bug: it asserts in debug; in release it clamps and returns false.
+  bool release(uint32_t n_prompt_tokens);
+
+  uint32_t n_waiting() const { return n_waiting_; }
+  uint64_t n_queued_tokens() const { return n_queued_tokens_; }
+
+ private:
+  uint32_t max_waiting_;
+  uint64_t max_queued_tokens_;
+  uint32_t retry_after_ms_;
+  uint32_t n_waiting_ = 0;
+  uint64_t n_queued_tokens_ = 0;
+};
+
+}  // namespace cortex

@@ -1,0 +1,234 @@
+#include "actors/session/session_core.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+namespace cortex {
+
+const char* session_state_name(session_state s) {
+  switch (s) {
+    case session_state::queued: return "queued";
+    case session_state::prefilling: return "prefilling";
+    case session_state::decoding: return "decoding";
+    case session_state::finished: return "finished";
+  }
+  return "unknown";
+}
+
+session_core::session_core(const tokenizer& tok, session_config cfg, session_clock clock)
+    : tok_(tok),
+      cfg_(std::move(cfg)),
+      clock_(std::move(clock)),
+      detok_(tok, /*continues_text=*/true),
+      matcher_(cfg_.request.params.stop) {
+  t_accepted_ = clock_();
+}
+
+bool session_core::on_scheduled(uint32_t cached_tokens) {
+  if (state_ == session_state::finished) return false;
+  if (state_ != session_state::queued) {
+    assert(!"session_core::on_scheduled: not queued");
+    return false;
+  }
+  t_scheduled_ = clock_();
+  n_cached_ = cached_tokens;
+  state_ = session_state::prefilling;
+  return true;
+}
+
+bool session_core::on_prefill_done() {
+  if (state_ == session_state::finished) return false;
+  if (state_ == session_state::queued) {
+    assert(!"session_core::on_prefill_done: still queued");
+    return false;
+  }
+  if (state_ == session_state::prefilling) enter_decoding(clock_());
+  return true;
+}
+
+bool session_core::on_preemptions(uint32_t total) {
+  if (state_ == session_state::finished) return false;
+  n_preemptions_ = std::max(n_preemptions_, total);
+  return true;
+}
+
+void session_core::enter_decoding(double now) {
+  t_decoding_ = now;
+  state_ = session_state::decoding;
+}
+
+bool session_core::is_stop_token(int32_t id) const {
+  const auto& ids = cfg_.request.params.stop_token_ids;
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+session_events session_core::on_tokens(const std::vector<sampled_output>& tokens) {
+  session_events ev;
+  if (state_ == session_state::finished) return ev;
+  const double now = clock_();
+  if (state_ == session_state::queued) {
+    assert(!"session_core::on_tokens: tokens before on_scheduled");
+    t_scheduled_ = now;  // release builds: the missed on_scheduled(0) is implied
+    state_ = session_state::prefilling;
+  }
+  ev.applied = true;
+  if (tokens.empty()) return ev;
+  if (state_ == session_state::prefilling) enter_decoding(now);
+  if (!t_first_token_) t_first_token_ = now;
+
+  const generation_request& req = cfg_.request;
+  const request_params& p = req.params;
+  std::string text;
+  std::vector<int32_t> ids;
+  std::vector<token_logprob> logprobs;
+  std::optional<finish_reason> reason;
+  for (const sampled_output& t : tokens) {
+    ++n_generated_;
+    ids.push_back(t.token);
+    if (req.n_logprobs > 0) {
+      token_logprob lp = t.logprob;
+      lp.id = t.token;
+      const size_t n_top = std::min<size_t>(req.n_logprobs, std::min(lp.top_ids.size(), lp.top_lps.size()));
+      lp.top_ids.resize(n_top);
+      lp.top_lps.resize(n_top);
+      logprobs.push_back(std::move(lp));
+    }
+    // A stopping token needs min_tokens tokens before it; until then it is an
+    // ordinary token (EOS then renders as nothing).
+    const bool may_stop = n_generated_ > p.min_tokens;
+    if (may_stop && !p.ignore_eos && tok_.is_eog(t.token)) {
+      reason = finish_reason::stop;
+      stop_kind_ = "eos";
+      stop_value_ = std::to_string(t.token);
+      break;
+    }
+    if (may_stop && is_stop_token(t.token)) {
+      reason = finish_reason::stop;
+      stop_kind_ = "token";
+      stop_value_ = std::to_string(t.token);
+      break;
+    }
+    stop_matcher::result r = matcher_.push(detok_.push(t.token));
+    text += r.text;
+    if (r.match >= 0) {
+      reason = finish_reason::stop;
+      stop_kind_ = "string";
+      stop_value_ = matcher_.stops()[static_cast<size_t>(r.match)];
+      break;
+    }
+    if (n_generated_ >= p.max_tokens) {
+      reason = finish_reason::length;
+      break;
+    }
+  }
+
+  if (!req.want_text) text.clear();
+  if (!req.want_token_ids) ids.clear();
+  if (req.stream) {
+    if (!text.empty() || !ids.empty() || !logprobs.empty()) {
+      request_chunk c;
+      c.rid = cfg_.rid;
+      c.client_id = req.client_id;
+      c.text = std::move(text);
+      c.token_ids = std::move(ids);
+      c.logprobs = std::move(logprobs);
+      ev.chunk = std::move(c);
+    }
+  } else {
+    all_text_ += text;
+    all_ids_.insert(all_ids_.end(), ids.begin(), ids.end());
+    for (auto& lp : logprobs) all_logprobs_.push_back(std::move(lp));
+  }
+  if (reason) ev.finished = end(*reason, {}, now).finished;
+  return ev;
+}
+
+session_events session_core::on_update(const session_update& u) {
+  if (state_ == session_state::finished) return {};
+  if (u.started && state_ == session_state::queued) on_scheduled(u.cached_tokens);
+  on_preemptions(u.preemptions);
+  if (u.prefill_done) on_prefill_done();
+  if (!u.tokens.empty()) return on_tokens(u.tokens);
+  session_events ev;
+  ev.applied = true;
+  return ev;
+}
+
+session_events session_core::finish(finish_reason reason, error_report error) {
+  if (state_ == session_state::finished) return {};
+  return end(reason, std::move(error), clock_());
+}
+
+std::optional<double> session_core::deadline_at_ms() const {
+  if (cfg_.request.deadline_ms == 0) return std::nullopt;
+  return t_accepted_ + static_cast<double>(cfg_.request.deadline_ms);
+}
+
+session_events session_core::check_deadline() {
+  if (state_ == session_state::finished) return {};
+  const auto at = deadline_at_ms();
+  const double now = clock_();
+  if (!at || now < *at) {
+    session_events ev;
+    ev.applied = true;
+    return ev;
+  }
+  return end(finish_reason::deadline, {}, now);
+}
+
+request_timings session_core::timings(double now) const {
+  request_timings t;
+  t.total_ms = now - t_accepted_;
+  t.queue_ms = t_scheduled_.value_or(now) - t_accepted_;
+  if (t_scheduled_) t.prefill_ms = t_decoding_.value_or(now) - *t_scheduled_;
+  if (t_first_token_) {
+    t.ttft_ms = *t_first_token_ - t_accepted_;
+    t.decode_ms = now - *t_first_token_;
+    // Decode throughput: the first token's time is ttft, not decode.
+    if (t.decode_ms > 0 && n_generated_ > 1) t.tokens_per_s = (n_generated_ - 1) * 1000.0 / t.decode_ms;
+  }
+  return t;
+}
+
+session_events session_core::end(finish_reason reason, error_report error, double now) {
+  const generation_request& req = cfg_.request;
+  // Generation is over: the detokenizer's incomplete bytes and the held-back
+  // text are released (a stop string may still cut the flushed tail).
+  std::string tail;
+  if (!matcher_.matched()) {
+    tail = matcher_.push(detok_.flush()).text;
+    if (!matcher_.matched()) tail += matcher_.flush();
+  }
+
+  request_finished f;
+  f.rid = cfg_.rid;
+  f.client_id = req.client_id;
+  f.reason = reason;
+  if (reason == finish_reason::stop) {
+    f.stop_kind = stop_kind_;
+    f.stop_value = stop_value_;
+  }
+  if (reason == finish_reason::error) f.error = std::move(error);
+  if (req.stream) {
+    if (req.want_text) f.text = std::move(tail);
+  } else {
+    if (req.want_text) f.text = std::move(all_text_) + tail;
+    f.token_ids = std::move(all_ids_);
+    f.logprobs = std::move(all_logprobs_);
+  }
+  f.prompt_tokens = cfg_.prompt_tokens;
+  f.cached_tokens = n_cached_;
+  f.completion_tokens = n_generated_;
+  f.timings = timings(now);
+  f.preemptions = n_preemptions_;
+  f.tags = req.tags;
+
+  state_ = session_state::finished;
+  session_events ev;
+  ev.applied = true;
+  ev.finished = std::move(f);
+  return ev;
+}
+
+}  // namespace cortex
