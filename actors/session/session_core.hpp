@@ -91,7 +91,10 @@ class session_core {
   // or a stop_token_id) once at least min_tokens tokens precede it, a stop
   // string, or max_tokens tokens -> length. Tokens after the one that ended
   // the request are discarded (not counted, not returned). Stop precedes
-  // length when the max_tokens-th token also stops.
+  // length when the max_tokens-th token also stops. finished.stop_kind /
+  // stop_value: "eos" / "token" with the id in decimal, "string" with the
+  // stop string. A stopping token's id is reported (and counted) but its
+  // text is not emitted.
   session_events on_tokens(const std::vector<sampled_output>& tokens);
 
   // Applies a scheduler update: started, preemptions, prefill_done, tokens.
