@@ -19,6 +19,7 @@ void register_types(caf::actor_system_config& cfg) { cfg.add_message_types<caf::
 
 expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const runtime_config& cfg) {
   if (auto s = cfg.validate(); !s) return make_error(s.message);
+  spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   spdlog::info("loading model {}", cfg.model_path);
   auto m = model::load(cfg.model_path);
   if (!m) return make_error(m.error());

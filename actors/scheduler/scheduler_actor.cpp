@@ -1,6 +1,7 @@
 #include "actors/scheduler/scheduler_actor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -153,8 +154,13 @@ void kick(self_ptr self) {
   spdlog::trace("scheduler: step {}: {} seqs, {} tokens ({} decode, {} prefill), {}/{} blocks, {} preempted", step.step_id,
                 plan->stats.n_seqs, plan->stats.n_tokens_batch, plan->stats.n_tokens_decode, plan->stats.n_tokens_prefill,
                 plan->stats.n_blocks_used, plan->stats.n_blocks_total, plan->stats.n_preemptions);
+  const auto sent = std::chrono::steady_clock::now();
   self->request(st.exec, caf::infinite, std::move(step))
-      .then([self, plan](engine_step_result& res) { on_step_done(self, *plan, res); },
+      .then([self, plan, sent](engine_step_result& res) {
+              spdlog::trace("scheduler: step {} done: compute {:.2f} ms, round trip {:.2f} ms", res.step_id, res.compute_ms,
+                            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+              on_step_done(self, *plan, res);
+            },
             [self, plan](caf::error& err) {
               engine_step_result res;
               res.failed = true;

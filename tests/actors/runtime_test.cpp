@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "model/tokenizer.hpp"
@@ -23,7 +24,7 @@ runtime_config stories_config() {
   c.threads = 2;
   c.kv_blocks = 1024;
   c.max_batch_tokens = 256;
-  c.log_level = "warn";
+  c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }
 

@@ -112,6 +112,7 @@ struct system_config : caf::actor_system_config {
   system_config() {
     register_types(*this);
     set("scheduler.max-threads", 2);
+    set("scheduler.policy", caf::atom("sharing"));
     set("logger.verbosity", caf::atom("quiet"));
   }
 };
