@@ -64,8 +64,7 @@ x_layout layout_for(x_format f, int64_t cols) {
   return l;
 }
 
-// x (cols,) -> q8_32 layout at out (llama.cpp's quantize_row_q8_0 on x86:
-// d = amax / 127 stored as f16, q = round_even(x * 127 / amax)).
+// x (cols,) -> q8_32 layout at out (llama.cpp's quantize_row_q8_0 on x86).
 void quantize_q8_32(const float* x, int64_t cols, int offset, const x_layout& l, uint8_t* out) {
   const int64_t nb = cols / 32;
   const int64_t nbp = static_cast<int64_t>(round_up(static_cast<size_t>(nb), 2));
@@ -73,18 +72,8 @@ void quantize_q8_32(const float* x, int64_t cols, int offset, const x_layout& l,
   auto* dxv = reinterpret_cast<float*>(out + l.d_offset);
   auto* cxv = reinterpret_cast<float*>(out + l.aux_offset);
   for (int64_t b = 0; b < nb; ++b) {
-    const float* xb = x + b * 32;
-    float amax = 0.f;
-    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
-    const float d = amax / 127.f;
-    const float id = amax != 0.f ? 127.f / amax : 0.f;
-    const float d_stored = fp16_to_fp32(fp32_to_fp16(d));
     int sum = 0;
-    for (int j = 0; j < 32; ++j) {
-      const int q = nearest_int(xb[j] * id);
-      qs[b * 32 + j] = static_cast<int8_t>(q);
-      sum += q;
-    }
+    const float d_stored = quantize_block_q8_32(x + b * 32, qs + b * 32, &sum);
     for (int j = 0; j < 8; ++j) {
       dxv[b * 8 + j] = d_stored;
       cxv[b * 8 + j] = 0.f;
@@ -158,7 +147,7 @@ matmul_rows_fn pick(const matmul_kernel_set& s, ggml_type t) {
 }
 
 void overlay(matmul_kernel_set& base, const matmul_kernel_set& top) {
-  auto set = [](matmul_rows_fn& b, matmul_rows_fn t) {
+  auto set = [](auto& b, auto t) {
     if (t != nullptr) b = t;
   };
   set(base.f32, top.f32);
@@ -170,12 +159,15 @@ void overlay(matmul_kernel_set& base, const matmul_kernel_set& top) {
   set(base.q4_k, top.q4_k);
   set(base.q5_k, top.q5_k);
   set(base.q6_k, top.q6_k);
+  set(base.packed_q4_0, top.packed_q4_0);
+  set(base.packed_q8_0, top.packed_q8_0);
 }
 
 struct kernel_tables {
   matmul_kernel_set by_isa[3];
   kernel_tables() {
     get_matmul_kernels_scalar(&by_isa[0]);
+    get_matmul_kernels_scalar_packed(&by_isa[0]);
     by_isa[1] = by_isa[0];
     by_isa[2] = by_isa[0];
     // The isa translation units may use their instructions anywhere, even
@@ -191,6 +183,7 @@ struct kernel_tables {
       matmul_kernel_set avx512;
       get_matmul_kernels_avx512(&avx512);
       get_matmul_kernels_avx512_k(&avx512);
+      get_matmul_kernels_avx512_packed(&avx512);
       overlay(by_isa[2], avx512);
     }
   }
@@ -233,6 +226,23 @@ void run_rows_task(void* ctx, int task, int /*thread*/) {
 }
 
 }  // namespace
+
+const matmul_kernel_set& active_matmul_kernels() { return tables().by_isa[static_cast<int>(active_isa())]; }
+
+float quantize_block_q8_32(const float* xb, int8_t* q, int* sum) {
+  float amax = 0.f;
+  for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+  const float d = amax / 127.f;
+  const float id = amax != 0.f ? 127.f / amax : 0.f;
+  int s = 0;
+  for (int j = 0; j < 32; ++j) {
+    const int v = nearest_int(xb[j] * id);
+    q[j] = static_cast<int8_t>(v);
+    s += v;
+  }
+  *sum = s;
+  return fp16_to_fp32(fp32_to_fp16(d));
+}
 
 matmul_scratch::~matmul_scratch() { std::free(data_); }
 

@@ -49,6 +49,49 @@ struct quantized_x {
 using matmul_rows_fn = void (*)(const weight_view& w, const quantized_x& x, int n_tokens, float* y,
                                 int64_t row_begin, int64_t row_end);
 
+// ---- packed weights (kernels/matmul_packed.hpp) ----------------------------
+//
+// Rows in panels of 16 (zero-padded at the end of each segment). Panel p
+// starts at data + p * panel_bytes (64-aligned) and holds records of two
+// 32-column blocks (the block count rounded up to even, padding zero):
+//   half_bits d[2][16]          64 B  scale of block 2i+h, row r at d[h][r]
+//   codes of block 2i, then 2i+1, each as zmm-sized groups:
+//     q4_0: 4 groups of 64 B; group g, row r = bytes 4g..4g+3 of the row's qs
+//           (low nibbles: columns 4g.., high nibbles: columns 16+4g..)
+//     q8_0: 8 groups of 64 B; group g, row r = qs[4g..4g+3] ^ 0x80 (unsigned)
+// so one 64-byte load holds 4 codes (or 8 nibbles) of each of the 16 rows.
+constexpr int packed_panel_rows = 16;
+
+// Where a run of panels writes: rows [0, rows) of y (n_tokens, ld), token t
+// of row r at y[t * ld + r]. A packed matrix may concatenate several weight
+// matrices of the same type and cols (e.g. q, k and v), one segment each.
+struct packed_segment {
+  int64_t panel_begin;  // first panel of the segment
+  int64_t rows;         // real rows (the last panel may be padded)
+  float* y;
+  int64_t ld;
+};
+
+struct packed_view {
+  ggml_type type;  // q4_0 or q8_0
+  int64_t cols;
+  int64_t n_panels;
+  const uint8_t* data;
+  size_t panel_bytes;
+  const packed_segment* segments;
+  int n_segments;
+};
+
+// Activations for packed kernels (q8_p layout), nb = cols / 32, nbp = nb
+// rounded up to even, padding blocks zero:
+//   int8  qs[nbp * 32]  at 0           as quantize_row_q8_0 (llama.cpp)
+//   float d[nbp]        at d_offset    f16-rounded block scale
+//   int32 corr[nbp]     at aux_offset  -zero_point * sum(qs of the block)
+//                                      (zero point 8 for q4_0, 128 for q8_0)
+// Computes y for panels [panel_begin, panel_end) and tokens [0, n_tokens).
+using packed_rows_fn = void (*)(const packed_view& w, const quantized_x& x, int n_tokens, int64_t panel_begin,
+                                int64_t panel_end);
+
 // One isa's kernels; nullptr where a type is not implemented for it.
 struct matmul_kernel_set {
   matmul_rows_fn f32 = nullptr;
@@ -60,7 +103,18 @@ struct matmul_kernel_set {
   matmul_rows_fn q4_k = nullptr;
   matmul_rows_fn q5_k = nullptr;
   matmul_rows_fn q6_k = nullptr;
+  packed_rows_fn packed_q4_0 = nullptr;
+  packed_rows_fn packed_q8_0 = nullptr;
 };
+
+// The kernel table of the active isa (kernels/cpu_features.hpp), each entry
+// falling back to a lower isa where the active one has none.
+const matmul_kernel_set& active_matmul_kernels();
+
+// Quantizes one block of 32 activations as llama.cpp's quantize_row_q8_0 does
+// on x86 (d = amax / 127 rounded to f16, q = round_half_even(x * 127 / amax)).
+// Writes q[32] and *sum = sum(q); returns the f16-rounded d.
+float quantize_block_q8_32(const float* x, int8_t* q, int* sum);
 
 // Zero point subtracted from the stored weight code for q8_32 weight types:
 // 8 (q4_0), 16 (q5_0), 128 (q8_0: AVX-512 offsets int8 weights to uint8).
@@ -73,5 +127,7 @@ void get_matmul_kernels_scalar(matmul_kernel_set* set);
 void get_matmul_kernels_avx2(matmul_kernel_set* set);
 void get_matmul_kernels_avx512(matmul_kernel_set* set);      // f32/f16/bf16, q8_32 types
 void get_matmul_kernels_avx512_k(matmul_kernel_set* set);    // k-quants
+void get_matmul_kernels_avx512_packed(matmul_kernel_set* set);  // packed q4_0/q8_0
+void get_matmul_kernels_scalar_packed(matmul_kernel_set* set);  // kernels/matmul_packed.cpp
 
 }  // namespace cortex::kernels

@@ -10,7 +10,57 @@
 namespace cortex {
 
 forward_pass::forward_pass(const model& m, kernels::thread_pool& pool)
-    : m_(m), pool_(pool), n_vocab_(m.hparams().n_vocab) {}
+    : m_(m), pool_(pool), n_vocab_(m.hparams().n_vocab) {
+  const auto& w = m.weights();
+  for (const auto& L : w.layers) {
+    layer_linears ll;
+    ll.qkv = make_group({&L.wq, &L.wk, &L.wv}, pool);
+    ll.wo = make_group({&L.wo}, pool);
+    ll.gate_up = make_group({&L.w_gate, &L.w_up}, pool);
+    ll.down = make_group({&L.w_down}, pool);
+    linears_.push_back(std::move(ll));
+  }
+  output_ = make_group({&w.output}, pool);
+}
+
+forward_pass::linear_group forward_pass::make_group(const std::vector<const kernels::weight_view*>& parts,
+                                                    kernels::thread_pool& pool) {
+  linear_group g;
+  const auto& p0 = *parts[0];
+  bool together = kernels::packed_is_faster(p0.type);
+  for (const auto* p : parts) together = together && p->type == p0.type && p->cols == p0.cols;
+  if (together) {
+    std::vector<kernels::weight_view> views;
+    for (const auto* p : parts) views.push_back(*p);
+    linear_unit u;
+    u.packed = kernels::pack_matrix(views.data(), static_cast<int>(views.size()), pool);
+    u.first = 0;
+    u.n = static_cast<int>(parts.size());
+    g.units.push_back(std::move(u));
+    return g;
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    linear_unit u;
+    u.first = static_cast<int>(i);
+    if (kernels::packed_is_faster(parts[i]->type)) {
+      u.packed = kernels::pack_matrix(parts[i], 1, pool);
+    } else {
+      u.view = parts[i];
+    }
+    g.units.push_back(std::move(u));
+  }
+  return g;
+}
+
+void forward_pass::run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys) {
+  for (const auto& u : g.units) {
+    if (!u.packed.empty()) {
+      kernels::matmul_packed(u.packed, x, n_tokens, ys + u.first, pool_, mm_scratch_);
+    } else {
+      kernels::matmul(*u.view, x, n_tokens, ys[u.first], pool_, mm_scratch_);
+    }
+  }
+}
 
 void forward_pass::ensure_capacity(int n_tokens, int n_rows) {
   const auto& hp = m_.hparams();
@@ -106,9 +156,9 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
   for (int l = 0; l < hp.n_layer; ++l) {
     const auto& L = w.layers[static_cast<size_t>(l)];
     for (int t = 0; t < n_tokens; ++t) kernels::rmsnorm(x_.data() + t * sd, L.attn_norm.data(), xn_.data() + t * sd, d, hp.rms_eps);
-    kernels::matmul(L.wq, xn_.data(), n_tokens, q_.data(), pool_, mm_scratch_);
-    kernels::matmul(L.wk, xn_.data(), n_tokens, k_.data(), pool_, mm_scratch_);
-    kernels::matmul(L.wv, xn_.data(), n_tokens, v_.data(), pool_, mm_scratch_);
+    const auto& LL = linears_[static_cast<size_t>(l)];
+    float* const qkv[3] = {q_.data(), k_.data(), v_.data()};
+    run_group(LL.qkv, xn_.data(), n_tokens, qkv);
     add_bias(q_.data(), L.bq, n_tokens);
     add_bias(k_.data(), L.bk, n_tokens);
     add_bias(v_.data(), L.bv, n_tokens);
@@ -123,14 +173,15 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
       }
     }
     attention_layer(l, batch, kv);
-    kernels::matmul(L.wo, attn_.data(), n_tokens, tmp_.data(), pool_, mm_scratch_);
+    float* const out[1] = {tmp_.data()};
+    run_group(LL.wo, attn_.data(), n_tokens, out);
     kernels::add_inplace(x_.data(), tmp_.data(), n_tokens * d);
 
     for (int t = 0; t < n_tokens; ++t) kernels::rmsnorm(x_.data() + t * sd, L.ffn_norm.data(), xn_.data() + t * sd, d, hp.rms_eps);
-    kernels::matmul(L.w_gate, xn_.data(), n_tokens, gate_.data(), pool_, mm_scratch_);
-    kernels::matmul(L.w_up, xn_.data(), n_tokens, up_.data(), pool_, mm_scratch_);
+    float* const gate_up[2] = {gate_.data(), up_.data()};
+    run_group(LL.gate_up, xn_.data(), n_tokens, gate_up);
     kernels::silu_mul(gate_.data(), up_.data(), gate_.data(), n_tokens * hp.n_ff);
-    kernels::matmul(L.w_down, gate_.data(), n_tokens, tmp_.data(), pool_, mm_scratch_);
+    run_group(LL.down, gate_.data(), n_tokens, out);
     kernels::add_inplace(x_.data(), tmp_.data(), n_tokens * d);
   }
 
@@ -143,7 +194,8 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
       ++row;
     }
   }
-  if (n_rows > 0) kernels::matmul(w.output, sel_.data(), n_rows, logits_.data(), pool_, mm_scratch_);
+  float* const logits_out[1] = {logits_.data()};
+  if (n_rows > 0) run_group(output_, sel_.data(), n_rows, logits_out);
   return n_rows;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_packed.hpp"
 #include "kernels/thread_pool.hpp"
 #include "model/kv_arena.hpp"
 #include "model/model.hpp"
@@ -28,7 +29,10 @@ struct batch_seq {
 class forward_pass {
  public:
   // `pool` is the compute pool; the pass never allocates once its buffers
-  // have grown to the largest step seen.
+  // have grown to the largest step seen. Where the CPU has packed kernels
+  // (kernels/matmul_packed.hpp), the constructor repacks the q4_0 / q8_0
+  // matrices into a copy the pass owns (about the size of those weights);
+  // the model's mapping stays the source of truth.
   forward_pass(const model& m, kernels::thread_pool& pool);
 
   // Runs one step. Returns the number of logits rows written: for each
@@ -42,12 +46,31 @@ class forward_pass {
   float* logits_mut(int row) { return logits_.data() + static_cast<size_t>(row) * n_vocab_; }
 
  private:
+  // Linear layers sharing one input (q/k/v, gate/up, or a single matrix):
+  // units run in order; a packed unit covers parts [first, first + n).
+  struct linear_unit {
+    kernels::packed_matrix packed;           // empty: run `view` with matmul
+    const kernels::weight_view* view = nullptr;
+    int first = 0, n = 1;
+  };
+  struct linear_group {
+    std::vector<linear_unit> units;
+  };
+  struct layer_linears {
+    linear_group qkv, wo, gate_up, down;
+  };
+
+  static linear_group make_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool);
+  // ys[s] (n_tokens, rows of part s) = x (n_tokens, cols) @ part_s^T.
+  void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);
   void ensure_capacity(int n_tokens, int n_rows);
   void attention_layer(int layer, const std::vector<batch_seq>& batch, kv_arena& kv);
 
   const model& m_;
   kernels::thread_pool& pool_;
   kernels::matmul_scratch mm_scratch_;
+  std::vector<layer_linears> linears_;  // (n_layer,)
+  linear_group output_;
   int n_vocab_;
   int capacity_tokens_ = 0;
   int capacity_rows_ = 0;

@@ -18,6 +18,7 @@
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_packed.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace cortex::kernels {
@@ -113,6 +114,37 @@ void matmul_case(benchmark::State& state, ggml_type type, int64_t rows, int64_t 
   set_isa_for_testing(best_supported_isa());
 }
 
+// The same shapes with weights packed at load time (kernels/matmul_packed.hpp).
+void matmul_packed_case(benchmark::State& state, ggml_type type, int64_t rows, int64_t cols, int n_tokens,
+                        int n_threads) {
+  const size_t row_bytes = matmul_row_bytes(type, cols);
+  const size_t matrix_bytes = row_bytes * static_cast<size_t>(rows);
+  aligned_buffer weights(matrix_bytes);
+  std::mt19937 rng(42);
+  fill_weights(type, weights.data, matrix_bytes, rng);
+  thread_pool& pool = pool_of(n_threads);
+  const weight_view w{type, rows, cols, weights.data, row_bytes};
+  const packed_matrix first = pack_matrix(&w, 1, pool);
+  const size_t n_copies = n_tokens == 1 ? (stream_bytes + first.bytes() - 1) / first.bytes() : 1;
+  std::vector<packed_matrix> copies;
+  for (size_t c = 0; c < n_copies; ++c) copies.push_back(pack_matrix(&w, 1, pool));
+  std::vector<float> x(static_cast<size_t>(n_tokens * cols)), y(static_cast<size_t>(n_tokens * rows));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (auto& v : x) v = normal(rng);
+  matmul_scratch scratch;
+  float* ys[1] = {y.data()};
+  size_t copy = 0;
+  for (auto _ : state) {
+    matmul_packed(copies[copy], x.data(), n_tokens, ys, pool, scratch);
+    benchmark::DoNotOptimize(y.data());
+    copy = copy + 1 == n_copies ? 0 : copy + 1;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(first.bytes()));
+  state.counters["ops_per_second"] =
+      benchmark::Counter(2.0 * static_cast<double>(rows) * static_cast<double>(cols) * n_tokens,
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
 const char* type_name(ggml_type t) {
   switch (t) {
     case ggml_type::q4_0: return "q4_0";
@@ -143,6 +175,21 @@ int register_all() {
                 ->UseRealTime()
                 ->Unit(benchmark::kMicrosecond);
           }
+        }
+      }
+    }
+  }
+  for (ggml_type t : {ggml_type::q4_0, ggml_type::q8_0}) {
+    for (const auto& s : shapes) {
+      for (int n_tokens : {1, 16, 128}) {
+        for (int n_threads : {1, 2}) {
+          if (n_tokens > 1 && n_threads == 1) continue;
+          const std::string name = std::string("matmul_packed/") + type_name(t) + "/" + std::to_string(s[0]) + "x" +
+                                   std::to_string(s[1]) + "/tokens:" + std::to_string(n_tokens) +
+                                   "/threads:" + std::to_string(n_threads);
+          benchmark::RegisterBenchmark(name.c_str(), matmul_packed_case, t, s[0], s[1], n_tokens, n_threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
         }
       }
     }

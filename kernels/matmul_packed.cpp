@@ -1,0 +1,251 @@
+#include "kernels/matmul_packed.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cpu_features.hpp"
+#include "kernels/fp16.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+constexpr size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+constexpr int64_t panel_rows = packed_panel_rows;
+constexpr int64_t record_header = 64;
+
+// Code bytes of one 32-column block for 16 rows.
+int64_t block_code_bytes(ggml_type t) { return t == ggml_type::q4_0 ? 256 : 512; }
+int64_t record_bytes(ggml_type t) { return record_header + 2 * block_code_bytes(t); }
+int zero_point(ggml_type t) { return t == ggml_type::q4_0 ? q8_32_offset_q4_0 : q8_32_offset_q8_0; }
+
+// The original block (d, then 16 or 32 code bytes) of row r, block b.
+const uint8_t* source_block(const weight_view& w, int64_t r, int64_t b) {
+  const size_t block = w.type == ggml_type::q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+  return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_bytes + static_cast<size_t>(b) * block;
+}
+
+// Byte offset of (block b, row i of the panel, code byte k of the source
+// block's qs) inside a panel, and of the block's scale for row i.
+size_t code_offset(ggml_type t, int64_t b, int64_t i, int k) {
+  return static_cast<size_t>((b / 2) * record_bytes(t) + record_header + (b % 2) * block_code_bytes(t) +
+                             (k / 4) * 64 + i * 4 + k % 4);
+}
+size_t scale_offset(ggml_type t, int64_t b, int64_t i) {
+  return static_cast<size_t>((b / 2) * record_bytes(t) + (b % 2) * 32 + i * 2);
+}
+
+// Rows [first_row, first_row + 16) of w into a zeroed panel; rows past the
+// end stay zero. Codes move as 4-byte groups (one lane of one zmm group).
+void pack_panel(const weight_view& w, int64_t first_row, uint8_t* panel) {
+  const int64_t nb = w.cols / 32;
+  const int n_groups = w.type == ggml_type::q4_0 ? 4 : 8;
+  const uint32_t flip = w.type == ggml_type::q8_0 ? 0x80808080u : 0u;
+  for (int64_t i = 0; i < panel_rows && first_row + i < w.rows; ++i) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* src = source_block(w, first_row + i, b);
+      std::memcpy(panel + scale_offset(w.type, b, i), src, 2);
+      uint8_t* dst = panel + code_offset(w.type, b, i, 0);
+      for (int g = 0; g < n_groups; ++g) {
+        uint32_t v;
+        std::memcpy(&v, src + 2 + 4 * g, 4);
+        v ^= flip;
+        std::memcpy(dst + 64 * g, &v, 4);
+      }
+    }
+  }
+}
+
+// Scalar packed kernel: the same integer math as the SIMD ones, for isas
+// without a packed kernel and as the reference of the layout in tests.
+void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
+  const int64_t nb = w.cols / 32;
+  const bool q4 = w.type == ggml_type::q4_0;
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
+    int s = 0;
+    while (s + 1 < w.n_segments && w.segments[s + 1].panel_begin <= p) ++s;
+    const packed_segment& seg = w.segments[s];
+    const int64_t r0 = (p - seg.panel_begin) * panel_rows;
+    for (int64_t i = 0; i < panel_rows && r0 + i < seg.rows; ++i) {
+      for (int t = 0; t < n_tokens; ++t) {
+        const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+        const auto* xq = reinterpret_cast<const int8_t*>(xt);
+        const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
+        const auto* xc = reinterpret_cast<const int32_t*>(xt + x.aux_offset);
+        float sum = 0.f;
+        for (int64_t b = 0; b < nb; ++b) {
+          int32_t dot = xc[b];
+          for (int k = 0; k < (q4 ? 16 : 32); ++k) {
+            const uint8_t c = panel[code_offset(w.type, b, i, k)];
+            if (q4) {
+              dot += (c & 0x0f) * xq[b * 32 + k] + (c >> 4) * xq[b * 32 + 16 + k];
+            } else {
+              dot += c * xq[b * 32 + k];
+            }
+          }
+          uint16_t h;
+          std::memcpy(&h, panel + scale_offset(w.type, b, i), 2);
+          sum += static_cast<float>(dot) * (fp16_to_fp32(h) * xd[b]);
+        }
+        seg.y[t * seg.ld + r0 + i] = sum;
+      }
+    }
+  }
+}
+
+struct x_layout {
+  size_t stride, d_offset, aux_offset;
+};
+
+x_layout layout_for(int64_t cols) {
+  const size_t nbp = round_up(static_cast<size_t>(cols / 32), 2);
+  x_layout l;
+  l.d_offset = nbp * 32;
+  l.aux_offset = l.d_offset + nbp * 4;
+  l.stride = round_up(l.aux_offset + nbp * 4, 64);
+  return l;
+}
+
+struct matmul_job {
+  packed_rows_fn fn;
+  packed_view view;
+  quantized_x qx;
+  int n_tokens;
+  int64_t panels_per_task;
+  int n_panel_tasks;
+  int tokens_per_task;
+};
+
+void run_task(void* ctx, int task, int /*thread*/) {
+  const auto& j = *static_cast<const matmul_job*>(ctx);
+  const int panel_task = task % j.n_panel_tasks;
+  const int token_task = task / j.n_panel_tasks;
+  const int64_t p0 = panel_task * j.panels_per_task;
+  const int64_t p1 = p0 + j.panels_per_task < j.view.n_panels ? p0 + j.panels_per_task : j.view.n_panels;
+  const int t0 = token_task * j.tokens_per_task;
+  const int t1 = t0 + j.tokens_per_task < j.n_tokens ? t0 + j.tokens_per_task : j.n_tokens;
+  // Shift x and every segment's y to the task's first token.
+  packed_segment segs[8];
+  packed_view view = j.view;
+  for (int s = 0; s < view.n_segments; ++s) {
+    segs[s] = view.segments[s];
+    segs[s].y += static_cast<int64_t>(t0) * segs[s].ld;
+  }
+  view.segments = segs;
+  quantized_x qx = j.qx;
+  qx.data += static_cast<size_t>(t0) * qx.stride;
+  j.fn(view, qx, t1 - t0, p0, p1);
+}
+
+}  // namespace
+
+void get_matmul_kernels_scalar_packed(matmul_kernel_set* set) {
+  set->packed_q4_0 = packed_rows_scalar;
+  set->packed_q8_0 = packed_rows_scalar;
+}
+
+void packed_matrix::free_deleter::operator()(uint8_t* p) const { std::free(p); }
+
+bool packed_supported(ggml_type type) { return type == ggml_type::q4_0 || type == ggml_type::q8_0; }
+
+bool packed_is_faster(ggml_type type) { return packed_supported(type) && active_isa() == isa::avx512; }
+
+packed_matrix pack_matrix(const weight_view* parts, int n_parts, thread_pool& pool) {
+  packed_matrix m;
+  m.type_ = parts[0].type;
+  m.cols_ = parts[0].cols;
+  const int64_t nb = m.cols_ / 32;
+  m.panel_bytes_ = round_up(static_cast<size_t>((nb + 1) / 2 * record_bytes(m.type_)), 64);
+  for (int s = 0; s < n_parts; ++s) {
+    m.part_rows_.push_back(parts[s].rows);
+    m.part_panel_begin_.push_back(m.n_panels_);
+    m.n_panels_ += (parts[s].rows + panel_rows - 1) / panel_rows;
+  }
+  const size_t bytes = m.panel_bytes_ * static_cast<size_t>(m.n_panels_);
+  m.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
+  uint8_t* data = m.data_.get();
+  pool.parallel_for(static_cast<int>(m.n_panels_), [&](int p, int) {
+    uint8_t* panel = data + static_cast<size_t>(p) * m.panel_bytes_;
+    std::memset(panel, 0, m.panel_bytes_);
+    int s = 0;
+    while (s + 1 < n_parts && m.part_panel_begin_[static_cast<size_t>(s) + 1] <= p) ++s;
+    pack_panel(parts[s], (p - m.part_panel_begin_[static_cast<size_t>(s)]) * panel_rows, panel);
+  });
+  return m;
+}
+
+void unpack_row(const packed_matrix& w, int part, int64_t row, uint8_t* out) {
+  const int64_t p = w.part_panel_begin(part) + row / panel_rows;
+  const int64_t i = row % panel_rows;
+  const uint8_t* panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
+  const int n_code_bytes = w.type() == ggml_type::q4_0 ? 16 : 32;
+  const size_t block = 2 + static_cast<size_t>(n_code_bytes);
+  const uint8_t flip = w.type() == ggml_type::q8_0 ? 0x80 : 0x00;
+  for (int64_t b = 0; b < w.cols() / 32; ++b) {
+    uint8_t* dst = out + static_cast<size_t>(b) * block;
+    std::memcpy(dst, panel + scale_offset(w.type(), b, i), 2);
+    for (int k = 0; k < n_code_bytes; ++k) dst[2 + k] = panel[code_offset(w.type(), b, i, k)] ^ flip;
+  }
+}
+
+void matmul_packed(const packed_matrix& w, const float* x, int n_tokens, float* const* ys, thread_pool& pool,
+                   matmul_scratch& scratch) {
+  const matmul_kernel_set& set = active_matmul_kernels();
+  matmul_job job{};
+  job.fn = w.type() == ggml_type::q4_0 ? set.packed_q4_0 : set.packed_q8_0;
+  packed_segment segs[8];
+  const int n_segs = w.n_parts() < 8 ? w.n_parts() : 8;
+  for (int s = 0; s < n_segs; ++s) segs[s] = {w.part_panel_begin(s), w.part_rows(s), ys[s], w.part_rows(s)};
+  job.view = {w.type(), w.cols(), w.n_panels(), w.data(), w.panel_bytes(), segs, n_segs};
+
+  const x_layout l = layout_for(w.cols());
+  uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
+  const int64_t nb = w.cols() / 32;
+  const int zp = zero_point(w.type());
+  auto quantize_one = [&](int t, int) {
+    uint8_t* out = buf + static_cast<size_t>(t) * l.stride;
+    auto* qs = reinterpret_cast<int8_t*>(out);
+    auto* d = reinterpret_cast<float*>(out + l.d_offset);
+    auto* corr = reinterpret_cast<int32_t*>(out + l.aux_offset);
+    const float* xt = x + static_cast<int64_t>(t) * w.cols();
+    for (int64_t b = 0; b < nb; ++b) {
+      int sum = 0;
+      d[b] = quantize_block_q8_32(xt + b * 32, qs + b * 32, &sum);
+      corr[b] = -zp * sum;
+    }
+    if (nb % 2 == 1) {
+      std::memset(qs + nb * 32, 0, 32);
+      d[nb] = 0.f;
+      corr[nb] = 0;
+    }
+  };
+  if (n_tokens == 1) {
+    quantize_one(0, 0);
+  } else {
+    pool.parallel_for(n_tokens, quantize_one);
+  }
+  job.qx = {buf, l.stride, l.d_offset, l.aux_offset};
+  job.n_tokens = n_tokens;
+
+  // Panels in chunks of 4 (the decode tile), several chunks per thread so a
+  // preempted thread's share is picked up by the others. Tokens in blocks
+  // whose activations stay in L2 while a panel pair streams past them.
+  const int n_threads = pool.size();
+  int tokens_per_task = n_tokens;
+  if (n_tokens > 1) {
+    const size_t fit = (size_t{256} << 10) / l.stride;
+    const int block = fit < 16 ? 16 : static_cast<int>(fit / 4 * 4);
+    tokens_per_task = n_tokens < block ? n_tokens : block;
+  }
+  const int n_token_tasks = (n_tokens + tokens_per_task - 1) / tokens_per_task;
+  const int64_t target = n_threads == 1 ? 1 : static_cast<int64_t>(n_threads) * 4;
+  int64_t per_task = (w.n_panels() + target - 1) / target;
+  per_task = static_cast<int64_t>(round_up(static_cast<size_t>(per_task < 4 ? 4 : per_task), 4));
+  job.panels_per_task = per_task;
+  job.n_panel_tasks = static_cast<int>((w.n_panels() + per_task - 1) / per_task);
+  job.tokens_per_task = tokens_per_task;
+  pool.parallel_for(job.n_panel_tasks * n_token_tasks, run_task, &job);
+}
+
+}  // namespace cortex::kernels
