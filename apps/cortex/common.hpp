@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/cortex/args.hpp"
+#include "apps/common/args.hpp"
 #include "model/model.hpp"
 
 namespace cortex::cli {

@@ -1,4 +1,4 @@
-#include "apps/cortex/args.hpp"
+#include "apps/common/args.hpp"
 
 #include <cerrno>
 #include <cstdlib>
