@@ -1,0 +1,163 @@
+"""Shared fixture of the end-to-end tests: paths, a real cortexd on a free
+loopback port, and golden data. Imports of this module put
+clients/python on sys.path so tests can `import cortexstream`.
+
+Environment: CORTEX_BIN_DIR (default <repo>/build/bin) holds cortexd and
+cortex; CORTEX_SHARED_DIR (default <repo>/../shared) holds models and golden
+data."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN_DIR = os.environ.get("CORTEX_BIN_DIR") or os.path.join(REPO_DIR, "build", "bin")
+SHARED_DIR = os.environ.get("CORTEX_SHARED_DIR") or os.path.join(REPO_DIR, "..", "shared")
+MODEL_PATH = os.path.join(SHARED_DIR, "models", "stories260K.gguf")
+GOLDEN_PATH = os.path.join(SHARED_DIR, "golden", "generation", "stories260K.json")
+
+sys.path.insert(0, os.path.join(REPO_DIR, "clients", "python"))
+import cortexstream  # noqa: E402
+
+
+def wait_until(predicate, timeout_s, interval_s=0.01, what="condition"):
+    """Polls predicate() until it returns a truthy value, which is returned.
+    Fails with AssertionError after timeout_s seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout_s, what))
+        time.sleep(interval_s)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def golden_cases():
+    """stories260K greedy cases: dicts with `prompt` (or None), `tokens` and
+    `text` (the 128 greedy tokens' text as llama.cpp generates it)."""
+    with open(GOLDEN_PATH) as f:
+        doc = json.load(f)
+    return [{"prompt": c.get("text"), "tokens": c["tokens"],
+             "text": bytes.fromhex(c["greedy_bytes_hex"]).decode("utf-8"), "n_gen": len(c["greedy"])}
+            for c in doc["cases"]]
+
+
+class Cortexd:
+    """A real build/bin/cortexd on a free loopback port, model stories260K.
+
+    start() waits until `health` says ready (or fails); stop() sends a signal
+    and returns the exit code. stderr goes to a temporary file shown by log().
+    """
+
+    def __init__(self, *args, ready_timeout_s=60.0):
+        self.args = list(args)
+        self.ready_timeout_s = ready_timeout_s
+        self.proc = None
+        self.endpoint = None
+        self._clients = []
+        self._log = None
+
+    def start(self):
+        exe = os.path.join(BIN_DIR, "cortexd")
+        if not os.path.exists(exe):
+            raise AssertionError("cortexd not found at %s (build it, or set CORTEX_BIN_DIR)" % exe)
+        if not os.path.exists(MODEL_PATH):
+            raise AssertionError("model not found at %s (set CORTEX_SHARED_DIR)" % MODEL_PATH)
+        for attempt in range(3):  # the free port may be taken between probe and bind
+            self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+            self._log = tempfile.TemporaryFile(mode="w+b")
+            self.proc = subprocess.Popen(
+                [exe, "--model", MODEL_PATH, "--endpoint", self.endpoint] + self.args,
+                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
+            if self._wait_ready():
+                return self
+            if self.proc.poll() is None:
+                self.stop(signal.SIGKILL)
+                raise AssertionError("cortexd not ready within %.0f s; log:\n%s" % (self.ready_timeout_s, self.log()))
+        raise AssertionError("cortexd exited at startup (code %s); log:\n%s" % (self.proc.returncode, self.log()))
+
+    def _wait_ready(self):
+        c = cortexstream.Client(self.endpoint, timeout_s=0.5)
+        try:
+            deadline = time.monotonic() + self.ready_timeout_s
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    return False
+                try:
+                    if c.health().get("status") == "ready":
+                        return True
+                except cortexstream.CortexTimeout:
+                    pass
+                time.sleep(0.02)
+            return False
+        finally:
+            c.close()
+
+    def client(self, timeout_s=30.0):
+        """A new connection, closed by stop()."""
+        c = cortexstream.Client(self.endpoint, timeout_s=timeout_s)
+        self._clients.append(c)
+        return c
+
+    def stop(self, sig=signal.SIGTERM, timeout_s=30.0):
+        """Signals the server and returns its exit code (kills it after timeout_s)."""
+        for c in self._clients:
+            c.close()
+        self._clients = []
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("cortexd did not exit within %.0f s of signal %d" % (timeout_s, sig))
+        return self.proc.returncode
+
+    def log(self):
+        if self._log is None:
+            return ""
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-20000:]
+
+
+class ServerTestCase(unittest.TestCase):
+    """One cortexd per test class, started with SERVER_ARGS."""
+
+    SERVER_ARGS = ()
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Cortexd(*cls.SERVER_ARGS).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server is not None:
+            code = cls.server.stop()
+            if code != 0:
+                raise AssertionError("cortexd exited with %s; log:\n%s" % (code, cls.server.log()))
+
+    def client(self, timeout_s=30.0):
+        return self.server.client(timeout_s)
+
+    def assert_alive(self):
+        """The server still answers a small valid request on a fresh connection."""
+        text, fin = self.client().complete(prompt="Once upon a time", max_tokens=4, temperature=0)
+        self.assertIn(fin["reason"], ("length", "stop"))
