@@ -1,0 +1,114 @@
+// The ZeroMQ side of the gateway, CAF-free: one ROUTER socket owned by an
+// I/O thread of its own (ZeroMQ sockets are not thread-safe, and CAF
+// workers must never block on the network).
+//
+// Inbound frames and peer events are handed to callbacks on the I/O thread;
+// outbound frames are queued by any thread with post() and sent in order per
+// peer. A send never blocks: a peer at its high-water mark keeps a queue here
+// and is reported blocked (so the gateway merges its chunks) until it drains.
+// Peers are noticed gone when a send fails (EHOSTUNREACH, with
+// ROUTER_MANDATORY) or their connection closes (socket monitor +
+// heartbeats; the connection is tied to the peer by the source fd of its
+// messages).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "model/expected.hpp"
+
+namespace cortex {
+
+struct zmq_server_options {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  int64_t max_message_bytes = 8 << 20;  // ZMQ_MAXMSGSIZE: larger frames drop the connection
+  int sndhwm = 1000;                    // per-peer outbound messages inside ZeroMQ
+  int heartbeat_ivl_ms = 1000;          // ZMTP heartbeats: a silent peer is disconnected
+  int heartbeat_timeout_ms = 5000;
+  int linger_ms = 1000;                 // flush time at stop()
+  size_t max_peer_backlog = 4096;       // frames queued here for a blocked peer before it is dropped
+};
+
+struct inbound_frame {
+  std::string peer;       // ZeroMQ routing id
+  std::string payload;    // the msgpack map (unchecked)
+  bool delimiter = false; // a REQ-style empty frame preceded the payload (mirror it back)
+  bool extra_frames = false;  // more frames than [id, (""), payload]
+};
+
+class zmq_server {
+ public:
+  struct callbacks {
+    std::function<void(inbound_frame&&)> on_message;
+    std::function<void(const std::string& peer)> on_peer_gone;
+    std::function<void(const std::string& peer, bool blocked)> on_peer_blocked;
+  };
+
+  // Creates the socket and binds it (in the calling thread). Errors name the
+  // endpoint and the reason (address in use, bad endpoint).
+  static expected<std::unique_ptr<zmq_server>> bind(const zmq_server_options& opts);
+  ~zmq_server();
+
+  // The bound endpoint (with the real port when the endpoint asked for *).
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Starts the I/O thread. REQUIRES: called once.
+  void start(callbacks cb);
+
+  // Thread-safe. Queues one frame for `peer`.
+  void post(const std::string& peer, std::string payload, bool delimiter);
+
+  // Sends what is queued (bounded by linger_ms), then closes. Idempotent.
+  void stop();
+
+  uint64_t n_frames_in() const { return n_in_.load(); }
+  uint64_t n_frames_out() const { return n_out_.load(); }
+
+ private:
+  zmq_server() = default;
+  void run();
+  void drain_posts();
+  void flush_peer(const std::string& peer);
+  bool send_now(const std::string& peer, const std::string& payload, bool delimiter, int& err);
+  void peer_gone(const std::string& peer);
+  void handle_monitor();
+  void receive_all();
+
+  struct outgoing {
+    std::string payload;
+    bool delimiter;
+  };
+  struct peer_state {
+    std::deque<outgoing> queue;  // frames that met the high-water mark
+    bool blocked = false;
+    int fd = -1;
+  };
+
+  zmq_server_options opts_;
+  std::string endpoint_;
+  void* ctx_ = nullptr;
+  void* router_ = nullptr;
+  void* monitor_ = nullptr;
+  int wake_fd_ = -1;
+  std::thread io_;
+  std::atomic<bool> stopping_{false};
+  bool stopped_ = false;
+  callbacks cb_;
+
+  std::mutex mu_;                      // guards posted_
+  std::vector<std::pair<std::string, outgoing>> posted_;
+  // I/O thread only.
+  std::unordered_map<std::string, peer_state> peers_;
+  std::unordered_map<int, std::vector<std::string>> peers_by_fd_;
+  std::atomic<uint64_t> n_in_{0}, n_out_{0};
+};
+
+}  // namespace cortex
