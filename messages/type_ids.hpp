@@ -12,6 +12,7 @@
 
 #include "messages/engine.hpp"
 #include "messages/errors.hpp"
+#include "messages/gateway.hpp"
 #include "messages/request.hpp"
 
 namespace cortex {
@@ -110,6 +111,16 @@ typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
            x.failed_steps, x.step_batch_tokens_mean, x.step_seqs_mean, x.step_seqs_max, x.finished_by_reason);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gateway_inbound& x) {
+  return f(caf::meta::type_name("gateway_inbound"), x.peer, x.payload, x.delimiter, x.extra_frames);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_info& x) {
+  return f(caf::meta::type_name("model_info"), x.name, x.arch, x.quant, x.n_ctx, x.n_vocab, x.n_params);
+}
+
 }  // namespace cortex
 
 CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
@@ -127,6 +138,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(cortex, (cortex::engine_stats))
   CAF_ADD_TYPE_ID(cortex, (cortex::error_report))
   CAF_ADD_TYPE_ID(cortex, (cortex::finish_reason))
+  CAF_ADD_TYPE_ID(cortex, (cortex::gateway_inbound))
+  CAF_ADD_TYPE_ID(cortex, (cortex::model_info))
+  CAF_ADD_TYPE_ID(cortex, (cortex::health_status))
 
   CAF_ADD_ATOM(cortex, cortex, submit_atom, "submit")
   CAF_ADD_ATOM(cortex, cortex, cancel_atom, "cancel")
@@ -138,6 +152,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
   CAF_ADD_ATOM(cortex, cortex, deadline_atom, "deadline")
   CAF_ADD_ATOM(cortex, cortex, fail_atom, "fail")
   CAF_ADD_ATOM(cortex, cortex, tick_atom, "tick")
+  CAF_ADD_ATOM(cortex, cortex, ready_atom, "ready")
+  CAF_ADD_ATOM(cortex, cortex, drain_atom, "drain")
+  CAF_ADD_ATOM(cortex, cortex, active_atom, "active")
+  CAF_ADD_ATOM(cortex, cortex, peer_gone_atom, "peergone")
+  CAF_ADD_ATOM(cortex, cortex, blocked_atom, "blocked")
 
 CAF_END_TYPE_ID_BLOCK(cortex)
 

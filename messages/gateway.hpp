@@ -1,0 +1,26 @@
+// Messages between cortexd, the gateway actor and its ZeroMQ thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cortex {
+
+// A frame from a client, as the ZeroMQ thread received it (unchecked).
+struct gateway_inbound {
+  std::string peer;
+  std::string payload;
+  bool delimiter = false;
+  bool extra_frames = false;
+};
+
+// What `models` reports about the loaded model.
+struct model_info {
+  std::string name, arch, quant;
+  uint32_t n_ctx = 0, n_vocab = 0;
+  uint64_t n_params = 0;
+};
+
+enum class health_status : uint8_t { starting, ready, draining };
+
+}  // namespace cortex
