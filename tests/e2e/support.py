@@ -55,6 +55,12 @@ def golden_cases():
             for c in doc["cases"]]
 
 
+def golden_token_ids(i):
+    """The greedy token ids of golden case i."""
+    with open(GOLDEN_PATH) as f:
+        return json.load(f)["cases"][i]["greedy"]
+
+
 class Cortexd:
     """A real build/bin/cortexd on a free loopback port, model stories260K.
 
