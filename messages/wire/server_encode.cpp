@@ -1,0 +1,229 @@
+#include "messages/wire/server_encode.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+#include <msgpack.hpp>
+
+#include "messages/wire/protocol.hpp"
+
+namespace cortex::wire {
+namespace {
+
+// msgpack-c's packer writes into anything with write(const char*, size_t).
+struct byte_sink {
+  wire_bytes& out;
+  void write(const char* p, size_t n) { out.insert(out.end(), p, p + n); }
+};
+
+// One message under construction. msgpack maps declare their size first,
+// so each encoder counts its keys: n_body + the envelope's.
+class message_writer {
+ public:
+  message_writer(const char* type, const std::string& id, uint64_t seq, uint32_t n_body) : sink_{out_}, pk_(sink_) {
+    const bool has_id = !id.empty();
+    pk_.pack_map(n_body + (has_id ? 4 : 2));
+    key("v").pack(protocol_version);
+    key("t").pack(std::string_view(type));
+    if (has_id) {
+      key("id").pack(id);
+      key("seq").pack(seq);
+    }
+  }
+  msgpack::packer<byte_sink>& key(std::string_view k) {
+    pk_.pack(k);
+    return pk_;
+  }
+  msgpack::packer<byte_sink>& pk() { return pk_; }
+  void raw(const std::vector<uint8_t>& bytes) { out_.insert(out_.end(), bytes.begin(), bytes.end()); }
+  wire_bytes take() { return std::move(out_); }
+
+ private:
+  wire_bytes out_;
+  byte_sink sink_;
+  msgpack::packer<byte_sink> pk_;
+};
+
+void pack_tags(msgpack::packer<byte_sink>& pk, const std::map<std::string, std::string>& tags) {
+  pk.pack_map(static_cast<uint32_t>(tags.size()));
+  for (const auto& [k, v] : tags) pk.pack(k).pack(v);
+}
+
+// [{id, lp, top: [[id, lp], ...]}, ...]
+void pack_logprobs(msgpack::packer<byte_sink>& pk, const std::vector<token_logprob>& lps) {
+  pk.pack_array(static_cast<uint32_t>(lps.size()));
+  for (const token_logprob& t : lps) {
+    const size_t n_top = std::min(t.top_ids.size(), t.top_lps.size());
+    pk.pack_map(3);
+    pk.pack(std::string_view("id")).pack(t.id);
+    pk.pack(std::string_view("lp")).pack_float(t.lp);
+    pk.pack(std::string_view("top")).pack_array(static_cast<uint32_t>(n_top));
+    for (size_t i = 0; i < n_top; ++i) pk.pack_array(2).pack(t.top_ids[i]).pack_float(t.top_lps[i]);
+  }
+}
+
+// The optional outputs shared by chunk and finished.
+uint32_t n_outputs(const output_fields& want) { return want.text + want.token_ids + want.logprobs; }
+void pack_outputs(message_writer& w, const output_fields& want, const std::string& text,
+                  const std::vector<int32_t>& ids, const std::vector<token_logprob>& lps) {
+  if (want.text) w.key("text").pack(text);
+  if (want.token_ids) w.key("token_ids").pack(ids);
+  if (want.logprobs) pack_logprobs(w.key("logprobs"), lps);
+}
+
+void pack_stop(msgpack::packer<byte_sink>& pk, const request_finished& f) {
+  pk.pack_map(2);
+  pk.pack(std::string_view("kind")).pack(f.stop_kind);
+  pk.pack(std::string_view("value"));
+  // session_core writes token ids in decimal; anything else stays a string.
+  char* end = nullptr;
+  const unsigned long long id = f.stop_kind != "string" && !f.stop_value.empty()
+                                    ? std::strtoull(f.stop_value.c_str(), &end, 10)
+                                    : 0;
+  if (end && *end == '\0' && f.stop_value[0] != '-')
+    pk.pack(static_cast<uint64_t>(id));
+  else
+    pk.pack(f.stop_value);
+}
+
+void pack_percentiles(msgpack::packer<byte_sink>& pk, const latency_percentiles& p) {
+  pk.pack_map(3);
+  pk.pack(std::string_view("p50")).pack(p.p50);
+  pk.pack(std::string_view("p90")).pack(p.p90);
+  pk.pack(std::string_view("p99")).pack(p.p99);
+}
+
+}  // namespace
+
+output_fields output_fields_of(const generation_request& r) {
+  output_fields f;
+  f.text = r.want_text;
+  f.token_ids = r.want_token_ids;
+  f.logprobs = r.n_logprobs > 0;
+  return f;
+}
+
+const char* health_status_name(health_status s) {
+  switch (s) {
+    case health_status::starting: return "starting";
+    case health_status::ready: return "ready";
+    case health_status::draining: return "draining";
+  }
+  return "starting";
+}
+
+wire_bytes encode_accepted(const request_accepted& a, uint64_t seq, const std::vector<std::string>& ignored) {
+  message_writer w("accepted", a.client_id, seq, 6);
+  w.key("rid").pack(a.rid);
+  w.key("prompt_tokens").pack(a.prompt_tokens);
+  w.key("cached_tokens").pack(a.cached_tokens);
+  w.key("queue_pos").pack(a.queue_pos);
+  w.key("ignored").pack(ignored);
+  pack_tags(w.key("tags"), a.tags);
+  return w.take();
+}
+
+wire_bytes encode_chunk(const request_chunk& c, uint64_t seq, const output_fields& want) {
+  message_writer w("chunk", c.client_id, seq, n_outputs(want));
+  pack_outputs(w, want, c.text, c.token_ids, c.logprobs);
+  return w.take();
+}
+
+wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output_fields& want) {
+  const bool has_stop = f.reason == finish_reason::stop;
+  message_writer w("finished", f.client_id, seq, 5 + has_stop + n_outputs(want));
+  w.key("reason").pack(std::string_view(finish_reason_name(f.reason)));
+  if (has_stop) pack_stop(w.key("stop"), f);
+  pack_outputs(w, want, f.text, f.token_ids, f.logprobs);
+  w.key("usage").pack_map(3);
+  w.pk().pack(std::string_view("prompt_tokens")).pack(f.prompt_tokens);
+  w.pk().pack(std::string_view("cached_tokens")).pack(f.cached_tokens);
+  w.pk().pack(std::string_view("completion_tokens")).pack(f.completion_tokens);
+  const request_timings& t = f.timings;
+  w.key("timings").pack_map(6);
+  w.pk().pack(std::string_view("queue_ms")).pack(t.queue_ms);
+  w.pk().pack(std::string_view("prefill_ms")).pack(t.prefill_ms);
+  w.pk().pack(std::string_view("ttft_ms")).pack(t.ttft_ms);
+  w.pk().pack(std::string_view("decode_ms")).pack(t.decode_ms);
+  w.pk().pack(std::string_view("total_ms")).pack(t.total_ms);
+  w.pk().pack(std::string_view("tokens_per_s")).pack(t.tokens_per_s);
+  w.key("preemptions").pack(f.preemptions);
+  pack_tags(w.key("tags"), f.tags);
+  return w.take();
+}
+
+wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e) {
+  const bool retryable = errc_retryable(e.code);
+  const bool version = e.code == errc::unsupported_version;
+  message_writer w("error", id, seq, 4 + retryable + version);
+  w.key("code").pack(errc_code(e.code));
+  w.key("name").pack(std::string_view(errc_name(e.code)));
+  w.key("message").pack(e.message);
+  w.key("retryable").pack(retryable);
+  if (retryable) w.key("retry_after_ms").pack(e.retry_after_ms);
+  if (version) w.key("supported").pack_array(1).pack(protocol_version);
+  return w.take();
+}
+
+wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<uint8_t>& nonce, uint64_t server_time_ms) {
+  const bool has_nonce = !nonce.empty();
+  message_writer w("pong", id, seq, 1 + has_nonce);
+  if (has_nonce) {
+    w.key("nonce");
+    w.raw(nonce);
+  }
+  w.key("server_time_ms").pack(server_time_ms);
+  return w.take();
+}
+
+wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats& s) {
+  const engine_stats& e = s.engine;
+  message_writer w("stats", id, seq, 14);
+  w.key("running").pack(e.running);
+  w.key("waiting").pack(e.waiting);
+  w.key("kv_blocks_used").pack(e.kv_blocks_used);
+  w.key("kv_blocks_total").pack(e.kv_blocks_total);
+  w.key("prefix_cache_hit_rate").pack(e.prefix_cache_hit_rate);
+  w.key("tokens_generated").pack(e.tokens_generated);
+  w.key("tokens_prefilled").pack(e.tokens_prefilled);
+  constexpr finish_reason reasons[] = {finish_reason::stop,     finish_reason::length,   finish_reason::cancelled,
+                                       finish_reason::deadline, finish_reason::shutdown, finish_reason::client_gone,
+                                       finish_reason::error};
+  w.key("requests_finished").pack_map(static_cast<uint32_t>(std::size(reasons)));
+  for (finish_reason r : reasons) {
+    const auto i = static_cast<size_t>(r);
+    w.pk().pack(std::string_view(finish_reason_name(r)));
+    w.pk().pack(i < e.finished_by_reason.size() ? e.finished_by_reason[i] : uint64_t{0});
+  }
+  w.key("preemptions").pack(e.preemptions);
+  w.key("malformed_messages").pack(s.malformed_messages);
+  w.key("step_batch_tokens_mean").pack(e.step_batch_tokens_mean);
+  pack_percentiles(w.key("ttft_ms"), s.ttft_ms);
+  pack_percentiles(w.key("itl_ms"), s.itl_ms);
+  w.key("uptime_s").pack(s.uptime_s);
+  return w.take();
+}
+
+wire_bytes encode_health(const std::string& id, uint64_t seq, health_status status, bool model_loaded) {
+  message_writer w("health", id, seq, 2);
+  w.key("status").pack(std::string_view(health_status_name(status)));
+  w.key("model_loaded").pack(model_loaded);
+  return w.take();
+}
+
+wire_bytes encode_models(const std::string& id, uint64_t seq, const std::vector<model_info>& models) {
+  message_writer w("models", id, seq, 1);
+  w.key("models").pack_array(static_cast<uint32_t>(models.size()));
+  for (const model_info& m : models) {
+    w.pk().pack_map(6);
+    w.pk().pack(std::string_view("name")).pack(m.name);
+    w.pk().pack(std::string_view("arch")).pack(m.arch);
+    w.pk().pack(std::string_view("n_ctx")).pack(m.n_ctx);
+    w.pk().pack(std::string_view("n_vocab")).pack(m.n_vocab);
+    w.pk().pack(std::string_view("quant")).pack(m.quant);
+    w.pk().pack(std::string_view("n_params")).pack(m.n_params);
+  }
+  return w.take();
+}
+
+}  // namespace cortex::wire

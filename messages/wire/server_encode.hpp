@@ -1,0 +1,79 @@
+// Encoding server -> client messages (protocol.md "Server to client"). Each
+// is one msgpack map with `v` = 1, `t`, then `id` and `seq` when the reply
+// belongs to a request (`id` non-empty; `seq` is the caller's per-request
+// counter, from 0) and the type's own keys. CAF-free; nothing throws except
+// std::bad_alloc.
+//
+// Shapes chosen where protocol.md leaves them open:
+//   - stats, health and models put their fields at the top level of the map
+//     (`models` under the key "models"); a reply to a ping/stats/health/
+//     models that carried an id echoes it (with seq).
+//   - finished.stop.value is the token id (uint) for kind eos|token, the stop
+//     string for kind string.
+//   - `text` is left out of chunk and finished when the client set
+//     want.text = false; `token_ids` / `logprobs` appear only when asked.
+//   - requests_finished lists every finish reason, 0 when none.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "messages/engine.hpp"
+#include "messages/errors.hpp"
+#include "messages/request.hpp"
+
+namespace cortex::wire {
+
+using wire_bytes = std::vector<uint8_t>;
+
+// Which optional outputs a request asked for (its `want`).
+struct output_fields {
+  bool text = true;
+  bool token_ids = false;
+  bool logprobs = false;
+};
+output_fields output_fields_of(const generation_request& r);
+
+struct latency_percentiles {
+  double p50 = 0, p90 = 0, p99 = 0;
+};
+
+// Everything the `stats` reply reports: the engine's counters plus the
+// gateway's own.
+struct server_stats {
+  engine_stats engine;              // finished_by_reason indexed by finish_reason
+  uint64_t malformed_messages = 0;  // counted by the gateway
+  latency_percentiles ttft_ms;      // time to first token
+  latency_percentiles itl_ms;       // inter-token latency
+  double uptime_s = 0;
+};
+
+enum class health_status : uint8_t { starting, ready, draining };
+const char* health_status_name(health_status s);
+
+struct model_info {
+  std::string name;
+  std::string arch;   // "llama"...
+  uint32_t n_ctx = 0;
+  uint32_t n_vocab = 0;
+  std::string quant;  // "q4_0"...
+  uint64_t n_params = 0;
+};
+
+// `ignored`: decode_result::ignored of the submit; tags and id come from `a`.
+wire_bytes encode_accepted(const request_accepted& a, uint64_t seq, const std::vector<std::string>& ignored);
+wire_bytes encode_chunk(const request_chunk& c, uint64_t seq, const output_fields& want);
+wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output_fields& want);
+// `id` "" when the message that failed had no readable id (then no seq).
+// code/name from e.code; retryable and retry_after_ms from errc_retryable;
+// `supported: [1]` for unsupported_version.
+wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e);
+// `nonce`: the ping's nonce as msgpack bytes (decode_result::nonce), copied
+// verbatim; empty: no nonce key.
+wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<uint8_t>& nonce, uint64_t server_time_ms);
+wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats& s);
+wire_bytes encode_health(const std::string& id, uint64_t seq, health_status status, bool model_loaded);
+wire_bytes encode_models(const std::string& id, uint64_t seq, const std::vector<model_info>& models);
+
+}  // namespace cortex::wire
