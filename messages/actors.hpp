@@ -46,7 +46,9 @@ using intake_actor = caf::typed_actor<
     caf::reacts_to<cancel_atom, uint64_t, finish_reason>,
     // A session left the waiting queue (or ended before starting): frees its admission slot.
     caf::reacts_to<dequeued_atom, uint64_t, uint32_t>,
-    // New submits are refused with `draining`; running ones end with `shutdown`.
+    // New submits are refused with `draining`; running ones go on.
+    caf::reacts_to<drain_atom>,
+    // Refuses new submits and ends running ones with `shutdown`.
     caf::reacts_to<shutdown_atom>,
     caf::replies_to<stats_atom>::with<engine_stats>>;
 

@@ -77,6 +77,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
       },
       [self](cancel_atom, uint64_t rid, finish_reason reason) { self->send(self->state.sched, cancel_atom_v, rid, reason); },
       [self](dequeued_atom, uint64_t, uint32_t n_prompt_tokens) { self->state.admission->release(n_prompt_tokens); },
+      [self](drain_atom) { self->state.draining = true; },
       [self](shutdown_atom) {
         self->state.draining = true;
         self->send(self->state.sched, shutdown_atom_v);

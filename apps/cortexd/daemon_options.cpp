@@ -1,0 +1,139 @@
+#include "apps/cortexd/daemon_options.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+
+namespace cortex {
+
+std::vector<cli::option_spec> daemon_option_specs() {
+  return {
+      {"model", "PATH", "GGUF model file (or CORTEX_MODEL)", ""},
+      {"endpoint", "E", "ZeroMQ endpoint to bind (tcp://HOST:PORT or ipc://PATH)", "tcp://127.0.0.1:5555"},
+      {"config", "FILE", "settings file in CAF's config format, section [cortex] (e.g. configs/cortexstream.ini)", ""},
+      {"threads", "N", "compute threads; 0 = one per core", "0"},
+      {"kv-memory-mb", "MB", "memory for the K/V cache", "1024"},
+      {"kv-blocks", "N", "K/V blocks (overrides kv-memory-mb)", "0"},
+      {"block-size", "N", "tokens per K/V block", "16"},
+      {"max-batch-tokens", "N", "tokens computed per engine step", "512"},
+      {"max-running", "N", "sequences running at once", "64"},
+      {"max-prefill-chunk", "N", "prefill tokens of one sequence per step; 0 = up to the budget", "0"},
+      {"max-waiting", "N", "requests waiting to start before 429 overloaded", "256"},
+      {"max-queued-tokens", "N", "prompt tokens waiting to start before 429 overloaded", "262144"},
+      {"prefix-cache", "on|off", "share full prompt blocks between requests", "on"},
+      {"aging-per-step", "X", "priority a waiting request gains per step", "0.01"},
+      {"ctx", "N", "context per request; 0 = the model's", "0"},
+      {"max-message-bytes", "N", "largest accepted client message; larger ones drop the connection", "8388608"},
+      {"sndhwm", "N", "messages ZeroMQ queues per client before chunks are merged", "1000"},
+      {"grace-ms", "MS", "on SIGTERM/SIGINT: time in-flight requests get before they end with 'shutdown'", "5000"},
+      {"log-level", "L", "trace, debug, info, warn, error, critical, off", "info"},
+      {"log-json", "", "log JSON lines instead of text", ""},
+  };
+}
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// Reads `key=value` lines of section [cortex]; ';' and '#' start comments;
+// values may be "quoted".
+std::string read_config_file(const std::string& path, std::map<std::string, std::string>& kv) {
+  std::ifstream in(path);
+  if (!in) return "cannot read config file '" + path + "'";
+  std::string line, section;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    line = trim(line);
+    if (line.empty() || line[0] == ';' || line[0] == '#') continue;
+    if (line[0] == '[') {
+      if (line.back() != ']') return path + ":" + std::to_string(n) + ": unterminated section header";
+      section = trim(line.substr(1, line.size() - 2));
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) return path + ":" + std::to_string(n) + ": expected key=value";
+    if (section != "cortex") continue;
+    std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+    kv[key] = value;
+  }
+  return "";
+}
+
+bool to_int(const std::string& s, long long& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  out = std::strtoll(s.c_str(), &end, 10);
+  return *end == '\0';
+}
+
+}  // namespace
+
+std::string resolve_daemon_options(cli::args& a, daemon_options& out) {
+  std::map<std::string, std::string> kv;
+  for (auto& spec : daemon_option_specs()) {
+    if (!spec.fallback.empty()) kv[spec.name] = spec.fallback;
+  }
+  if (a.has("config")) {
+    out.config_path = a.get("config");
+    if (auto err = read_config_file(out.config_path, kv); !err.empty()) return err;
+  }
+  if (const char* env = std::getenv("CORTEX_MODEL"); env && *env && kv["model"].empty()) kv["model"] = env;
+  for (auto& spec : daemon_option_specs()) {
+    if (a.has(spec.name)) kv[spec.name] = a.get(spec.name);
+  }
+  for (auto& [key, value] : kv) {
+    bool known = false;
+    for (auto& spec : daemon_option_specs()) known = known || spec.name == key;
+    if (!known) return "unknown setting '" + key + "' in " + out.config_path;
+  }
+  auto& r = out.runtime;
+  r.model_path = kv["model"];
+  r.log_level = kv["log-level"];
+  out.zmq.endpoint = kv["endpoint"];
+  out.log_json = kv.count("log-json") && kv["log-json"] != "false" && kv["log-json"] != "0";
+  const std::string pc = kv["prefix-cache"];
+  if (pc == "on" || pc == "true" || pc == "1") r.prefix_cache = true;
+  else if (pc == "off" || pc == "false" || pc == "0") r.prefix_cache = false;
+  else return "option prefix-cache must be on or off, got '" + pc + "'";
+  const std::string aging = kv["aging-per-step"];
+  char* end = nullptr;
+  r.aging_per_step = std::strtod(aging.c_str(), &end);
+  if (aging.empty() || *end) return "option aging-per-step expects a number, got '" + aging + "'";
+  struct int_opt { const char* name; long long lo, hi; std::function<void(long long)> set; };
+  const std::vector<int_opt> ints = {
+      {"threads", 0, 1024, [&](long long v) { r.threads = int(v); }},
+      {"kv-memory-mb", 1, 1 << 20, [&](long long v) { r.kv_memory_mb = int(v); }},
+      {"kv-blocks", 0, 1 << 24, [&](long long v) { r.kv_blocks = int(v); }},
+      {"block-size", 1, 1024, [&](long long v) { r.block_size = int(v); }},
+      {"max-batch-tokens", 1, 1 << 20, [&](long long v) { r.max_batch_tokens = int(v); }},
+      {"max-running", 1, 1 << 16, [&](long long v) { r.max_running = int(v); }},
+      {"max-prefill-chunk", 0, 1 << 20, [&](long long v) { r.max_prefill_chunk = int(v); }},
+      {"max-waiting", 1, 1 << 24, [&](long long v) { r.max_waiting = int(v); }},
+      {"max-queued-tokens", 1, 1ll << 31, [&](long long v) { r.max_queued_tokens = int(v); }},
+      {"ctx", 0, 1 << 24, [&](long long v) { r.n_ctx = int(v); }},
+      {"max-message-bytes", 1024, 1ll << 31, [&](long long v) { out.zmq.max_message_bytes = v; }},
+      {"sndhwm", 1, 1 << 20, [&](long long v) { out.zmq.sndhwm = int(v); }},
+      {"grace-ms", 0, 3600000, [&](long long v) { out.grace_ms = int(v); }},
+  };
+  for (auto& o : ints) {
+    long long v = 0;
+    if (!to_int(kv[o.name], v) || v < o.lo || v > o.hi) {
+      return std::string("option ") + o.name + " expects an integer in [" + std::to_string(o.lo) + ", " + std::to_string(o.hi) +
+             "], got '" + kv[o.name] + "'";
+    }
+    o.set(v);
+  }
+  if (r.model_path.empty()) return "no model: give --model PATH (a GGUF file) or set CORTEX_MODEL";
+  if (auto s = r.validate(); !s) return s.message;
+  return "";
+}
+
+}  // namespace cortex

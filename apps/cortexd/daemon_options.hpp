@@ -1,0 +1,29 @@
+// cortexd's settings: defaults, then the config file (CAF's config format,
+// section [cortex]), then the environment (CORTEX_MODEL), then flags.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "actors/gateway/zmq_server.hpp"
+#include "actors/runtime/runtime_config.hpp"
+#include "apps/common/args.hpp"
+
+namespace cortex {
+
+struct daemon_options {
+  runtime_config runtime;
+  zmq_server_options zmq;
+  int grace_ms = 5000;    // SIGTERM: time in-flight requests get to finish
+  bool log_json = false;
+  std::string config_path;
+};
+
+// The option table (also the --help text).
+std::vector<cli::option_spec> daemon_option_specs();
+
+// Fills `out` from the parsed flags (and the config file they name).
+// Returns an error message naming the option or file line, else "".
+std::string resolve_daemon_options(cli::args& a, daemon_options& out);
+
+}  // namespace cortex

@@ -1,0 +1,138 @@
+// cortexd: the CortexStream server. Binds a ZeroMQ ROUTER endpoint speaking
+// protocol v1 (../shared/docs/protocol.md), loads the model, and serves
+// until SIGTERM/SIGINT, then drains: new submits get 503, in-flight requests
+// get --grace-ms to finish, the rest end with `shutdown`; exit code 0.
+#include <signal.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "actors/gateway/gateway_actor.hpp"
+#include "actors/runtime/runtime.hpp"
+#include "apps/cortexd/daemon_options.hpp"
+
+namespace {
+
+struct daemon_caf_config : caf::actor_system_config {
+  daemon_caf_config() {
+    cortex::register_types(*this);
+    set("scheduler.policy", caf::atom("sharing"));
+    set("logger.verbosity", caf::atom("quiet"));
+  }
+};
+
+void setup_logging(const cortex::daemon_options& o) {
+  auto logger = spdlog::stderr_color_mt("cortexd");
+  if (o.log_json) {
+    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e","level":"%l","msg":"%v"})");
+  } else {
+    logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
+  }
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(o.runtime.log_level));
+}
+
+// Requests the gateway still has open (accepted or submitted, not terminated).
+uint64_t active_requests(caf::actor_system& sys, const caf::actor& gw) {
+  caf::scoped_actor self{sys};
+  uint64_t n = 0;
+  self->request(gw, std::chrono::seconds(5), cortex::active_atom_v).receive([&](uint64_t v) { n = v; }, [&](caf::error&) {});
+  return n;
+}
+
+// Waits for a signal for up to `ms`; returns the signal or 0.
+int wait_signal(const sigset_t& set, int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  const int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cortex::cli::args a("cortexd",
+                      "The CortexStream server: loads a GGUF model and serves generation requests over ZeroMQ\n"
+                      "(protocol v1, msgpack). Clients: 'cortex submit', clients/python/cortexstream.py.\n"
+                      "Settings: defaults < --config FILE < CORTEX_MODEL < flags.",
+                      cortex::daemon_option_specs());
+  if (!a.parse(argc - 1, argv + 1)) {
+    std::fprintf(stderr, "cortexd: %s\n", a.error().c_str());
+    return 2;
+  }
+  if (a.help_requested()) {
+    std::fputs(a.usage().c_str(), stdout);
+    return 0;
+  }
+  cortex::daemon_options opts;
+  if (auto err = cortex::resolve_daemon_options(a, opts); !err.empty()) {
+    std::fprintf(stderr, "cortexd: %s\n", err.c_str());
+    return 2;
+  }
+  setup_logging(opts);
+
+  // Signals are taken synchronously by this thread; block them before any
+  // other thread exists so none of them receives one.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  auto server = cortex::zmq_server::bind(opts.zmq);
+  if (!server) {
+    spdlog::critical("{}", server.error());
+    return 1;
+  }
+  daemon_caf_config cfg;
+  caf::actor_system sys{cfg};
+  auto gw = cortex::spawn_gateway(sys, **server, cortex::gateway_config{});
+  spdlog::info("listening on {} (health: starting)", (*server)->endpoint());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto rt = cortex::runtime::start(sys, opts.runtime);
+  if (!rt) {
+    spdlog::critical("cannot start: {}", rt.error());
+    caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
+    (*server)->stop();
+    return 1;
+  }
+  const auto& m = (*rt)->loaded_model();
+  cortex::model_info info{m.name(), cortex::arch_name(m.hparams().arch), m.quant_name(),
+                          static_cast<uint32_t>((*rt)->n_ctx()), static_cast<uint32_t>(m.hparams().n_vocab), m.n_params()};
+  caf::anon_send(gw, cortex::ready_atom_v, (*rt)->intake(), info);
+  spdlog::info("ready in {:.1f} s: model '{}' ({}, {}), endpoint {}",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), info.name, info.arch, info.quant,
+               (*server)->endpoint());
+
+  int sig = 0;
+  while (!(sig = wait_signal(sigs, 1000))) {
+  }
+  spdlog::info("received {}: draining (grace {} ms)", sig == SIGTERM ? "SIGTERM" : "SIGINT", opts.grace_ms);
+  caf::anon_send(gw, cortex::drain_atom_v);
+  caf::anon_send((*rt)->intake(), cortex::drain_atom_v);
+  const auto grace_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.grace_ms);
+  while (active_requests(sys, gw) > 0 && std::chrono::steady_clock::now() < grace_end) {
+    if (wait_signal(sigs, 20)) break;  // a second signal cuts the grace period short
+  }
+  // Whatever is left ends with `shutdown`; wait (bounded) for the gateway to send those.
+  caf::anon_send((*rt)->intake(), cortex::shutdown_atom_v);
+  const auto flush_end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (active_requests(sys, gw) > 0 && std::chrono::steady_clock::now() < flush_end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded by flush_end
+  }
+  const auto left = active_requests(sys, gw);
+  if (left) spdlog::error("{} requests did not reach a terminal message before exit", left);
+  rt->reset();
+  caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
+  (*server)->stop();
+  spdlog::info("stopped");
+  return 0;
+}
