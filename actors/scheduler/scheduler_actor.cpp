@@ -103,11 +103,6 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
       auto& slot = it->second;
       session_update u;
       u.rid = static_cast<uint64_t>(e.seq_id);
-      if (!slot.started) {
-        slot.started = true;
-        u.started = true;
-        u.cached_tokens = static_cast<uint32_t>(s->n_tokens_cached);
-      }
       if (!e.is_decode) st.tokens_prefilled += static_cast<uint64_t>(e.n_tokens());
       if (!slot.prefill_done && e.completes) {
         slot.prefill_done = true;
@@ -115,7 +110,7 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
       }
       if (auto o = by_seq.find(e.seq_id); o != by_seq.end()) u.tokens.push_back(*o->second);
       u.preemptions = static_cast<uint32_t>(s->n_preemptions);
-      if (u.started || u.prefill_done || !u.tokens.empty()) notes.emplace_back(slot.session, std::move(u));
+      if (u.prefill_done || !u.tokens.empty()) notes.emplace_back(slot.session, std::move(u));
     }
     st.core->update(plan, sampled);
     for (auto& [session, u] : notes) self->send(session, std::move(u));
@@ -135,6 +130,15 @@ void kick(self_ptr self) {
   step.closed.swap(st.to_close);
   for (const auto& e : plan->entries) {
     auto& slot = st.slots.at(e.seq_id);
+    if (!slot.started) {
+      // Told at planning time, so the session's queue and prefill times are right.
+      slot.started = true;
+      session_update u;
+      u.rid = static_cast<uint64_t>(e.seq_id);
+      u.started = true;
+      if (auto* s = st.core->find(e.seq_id)) u.cached_tokens = static_cast<uint32_t>(s->n_tokens_cached);
+      self->send(slot.session, std::move(u));
+    }
     if (!slot.opened) {
       slot.opened = true;
       sequence_open o;

@@ -17,7 +17,7 @@ bool args::parse(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") { help_ = true; return true; }
     if (a.rfind("--", 0) != 0) {
-      error_ = "unexpected argument '" + a + "' (options start with --; see 'cortex " + command_ + " --help')";
+      error_ = "unexpected argument '" + a + "' (options start with --; see '" + command_ + " --help')";
       return false;
     }
     std::string name = a.substr(2), value;
@@ -29,7 +29,7 @@ bool args::parse(int argc, char** argv) {
     }
     const option_spec* spec = find(name);
     if (!spec) {
-      error_ = "unknown option '--" + name + "' for 'cortex " + command_ + "' (see --help)";
+      error_ = "unknown option '--" + name + "' for '" + command_ + "' (see --help)";
       return false;
     }
     if (spec->value.empty()) {
@@ -79,7 +79,7 @@ std::optional<double> args::get_float(const std::string& name) {
 }
 
 std::string args::usage() const {
-  std::string u = "usage: cortex " + command_ + " [options]\n\n" + summary_ + "\n\noptions:\n";
+  std::string u = "usage: " + command_ + " [options]\n\n" + summary_ + "\n\noptions:\n";
   for (auto& s : specs_) {
     std::string left = "  --" + s.name + (s.value.empty() ? "" : " " + s.value);
     if (left.size() < 28) left.resize(28, ' '); else left += "  ";

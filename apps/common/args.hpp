@@ -19,8 +19,12 @@ struct option_spec {
 
 class args {
  public:
-  args(std::string command, std::string summary, std::vector<option_spec> specs)
-      : command_(std::move(command)), summary_(std::move(summary)), specs_(std::move(specs)) {}
+  // `program` prefixes the command in usage lines ("cortex generate"); empty
+  // for a program of its own ("cortexd").
+  args(std::string command, std::string summary, std::vector<option_spec> specs, std::string program = "cortex")
+      : command_(program.empty() ? std::move(command) : program + " " + command),
+        summary_(std::move(summary)),
+        specs_(std::move(specs)) {}
 
   // Parses argv (after the subcommand). Returns false with error() set on an
   // unknown option or a missing value; sets help_requested() for -h/--help.

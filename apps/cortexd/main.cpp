@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
                       "The CortexStream server: loads a GGUF model and serves generation requests over ZeroMQ\n"
                       "(protocol v1, msgpack). Clients: 'cortex submit', clients/python/cortexstream.py.\n"
                       "Settings: defaults < --config FILE < CORTEX_MODEL < flags.",
-                      cortex::daemon_option_specs());
+                      cortex::daemon_option_specs(), "");
   if (!a.parse(argc - 1, argv + 1)) {
     std::fprintf(stderr, "cortexd: %s\n", a.error().c_str());
     return 2;
