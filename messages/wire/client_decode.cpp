@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "messages/wire/field_reader.hpp"
+#include "messages/wire/msgpack_write.hpp"
 #include "messages/wire/submit_decode.hpp"
 #include "messages/wire/utf8.hpp"
 
@@ -105,13 +106,12 @@ bool decode_ping(field_reader& r, const msgpack::object& root, std::string& id, 
     if (is_envelope_key(key)) return field_status::known;
     if (key == "id") return val.type == msgpack::type::NIL ? field_status::known : field_reader::status(r.read_id(val, "id", id));
     if (key != "nonce") return field_status::unknown;
-    msgpack::sbuffer buf;
-    msgpack::pack(buf, val);
-    if (buf.size() > r.lim.max_nonce_bytes)
-      return field_reader::status(r.fail(errc::too_large, "nonce is " + std::to_string(buf.size()) +
-                                                      " bytes as msgpack; at most " +
-                                                      std::to_string(r.lim.max_nonce_bytes) + " are allowed"));
-    nonce.assign(reinterpret_cast<const uint8_t*>(buf.data()), reinterpret_cast<const uint8_t*>(buf.data()) + buf.size());
+    nonce.clear();
+    write_object(nonce, val);
+    if (nonce.size() > r.lim.max_nonce_bytes)
+      return field_reader::status(r.fail(errc::too_large, "nonce is " + std::to_string(nonce.size()) +
+                                                              " bytes as msgpack; at most " +
+                                                              std::to_string(r.lim.max_nonce_bytes) + " are allowed"));
     return field_status::known;
   });
 }

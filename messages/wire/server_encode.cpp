@@ -5,16 +5,11 @@
 
 #include <msgpack.hpp>
 
+#include "messages/wire/msgpack_write.hpp"
 #include "messages/wire/protocol.hpp"
 
 namespace cortex::wire {
 namespace {
-
-// msgpack-c's packer writes into anything with write(const char*, size_t).
-struct byte_sink {
-  wire_bytes& out;
-  void write(const char* p, size_t n) { out.insert(out.end(), p, p + n); }
-};
 
 // One message under construction. msgpack maps declare their size first,
 // so each encoder counts its keys: n_body + the envelope's.
@@ -36,6 +31,13 @@ class message_writer {
   }
   msgpack::packer<byte_sink>& pk() { return pk_; }
   void raw(const std::vector<uint8_t>& bytes) { out_.insert(out_.end(), bytes.begin(), bytes.end()); }
+  // Floats always as float32/float64 (see msgpack_write.hpp).
+  void f32(float v) { write_f32(out_, v); }
+  void f64(double v) { write_f64(out_, v); }
+  void key_f64(std::string_view k, double v) {
+    key(k);
+    f64(v);
+  }
   wire_bytes take() { return std::move(out_); }
 
  private:
@@ -50,15 +52,19 @@ void pack_tags(msgpack::packer<byte_sink>& pk, const std::map<std::string, std::
 }
 
 // [{id, lp, top: [[id, lp], ...]}, ...]
-void pack_logprobs(msgpack::packer<byte_sink>& pk, const std::vector<token_logprob>& lps) {
-  pk.pack_array(static_cast<uint32_t>(lps.size()));
+void pack_logprobs(message_writer& w, const std::vector<token_logprob>& lps) {
+  w.pk().pack_array(static_cast<uint32_t>(lps.size()));
   for (const token_logprob& t : lps) {
     const size_t n_top = std::min(t.top_ids.size(), t.top_lps.size());
-    pk.pack_map(3);
-    pk.pack(std::string_view("id")).pack(t.id);
-    pk.pack(std::string_view("lp")).pack_float(t.lp);
-    pk.pack(std::string_view("top")).pack_array(static_cast<uint32_t>(n_top));
-    for (size_t i = 0; i < n_top; ++i) pk.pack_array(2).pack(t.top_ids[i]).pack_float(t.top_lps[i]);
+    w.pk().pack_map(3);
+    w.key("id").pack(t.id);
+    w.key("lp");
+    w.f32(t.lp);
+    w.key("top").pack_array(static_cast<uint32_t>(n_top));
+    for (size_t i = 0; i < n_top; ++i) {
+      w.pk().pack_array(2).pack(t.top_ids[i]);
+      w.f32(t.top_lps[i]);
+    }
   }
 }
 
@@ -68,13 +74,17 @@ void pack_outputs(message_writer& w, const output_fields& want, const std::strin
                   const std::vector<int32_t>& ids, const std::vector<token_logprob>& lps) {
   if (want.text) w.key("text").pack(text);
   if (want.token_ids) w.key("token_ids").pack(ids);
-  if (want.logprobs) pack_logprobs(w.key("logprobs"), lps);
+  if (want.logprobs) {
+    w.key("logprobs");
+    pack_logprobs(w, lps);
+  }
 }
 
-void pack_stop(msgpack::packer<byte_sink>& pk, const request_finished& f) {
+void pack_stop(message_writer& w, const request_finished& f) {
+  msgpack::packer<byte_sink>& pk = w.pk();
   pk.pack_map(2);
-  pk.pack(std::string_view("kind")).pack(f.stop_kind);
-  pk.pack(std::string_view("value"));
+  w.key("kind").pack(f.stop_kind);
+  w.key("value");
   // session_core writes token ids in decimal; anything else stays a string.
   char* end = nullptr;
   const unsigned long long id = f.stop_kind != "string" && !f.stop_value.empty()
@@ -86,11 +96,11 @@ void pack_stop(msgpack::packer<byte_sink>& pk, const request_finished& f) {
     pk.pack(f.stop_value);
 }
 
-void pack_percentiles(msgpack::packer<byte_sink>& pk, const latency_percentiles& p) {
-  pk.pack_map(3);
-  pk.pack(std::string_view("p50")).pack(p.p50);
-  pk.pack(std::string_view("p90")).pack(p.p90);
-  pk.pack(std::string_view("p99")).pack(p.p99);
+void pack_percentiles(message_writer& w, const latency_percentiles& p) {
+  w.pk().pack_map(3);
+  w.key_f64("p50", p.p50);
+  w.key_f64("p90", p.p90);
+  w.key_f64("p99", p.p99);
 }
 
 }  // namespace
@@ -133,20 +143,23 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
   const bool has_stop = f.reason == finish_reason::stop;
   message_writer w("finished", f.client_id, seq, 5 + has_stop + n_outputs(want));
   w.key("reason").pack(std::string_view(finish_reason_name(f.reason)));
-  if (has_stop) pack_stop(w.key("stop"), f);
+  if (has_stop) {
+    w.key("stop");
+    pack_stop(w, f);
+  }
   pack_outputs(w, want, f.text, f.token_ids, f.logprobs);
   w.key("usage").pack_map(3);
-  w.pk().pack(std::string_view("prompt_tokens")).pack(f.prompt_tokens);
-  w.pk().pack(std::string_view("cached_tokens")).pack(f.cached_tokens);
-  w.pk().pack(std::string_view("completion_tokens")).pack(f.completion_tokens);
+  w.key("prompt_tokens").pack(f.prompt_tokens);
+  w.key("cached_tokens").pack(f.cached_tokens);
+  w.key("completion_tokens").pack(f.completion_tokens);
   const request_timings& t = f.timings;
   w.key("timings").pack_map(6);
-  w.pk().pack(std::string_view("queue_ms")).pack(t.queue_ms);
-  w.pk().pack(std::string_view("prefill_ms")).pack(t.prefill_ms);
-  w.pk().pack(std::string_view("ttft_ms")).pack(t.ttft_ms);
-  w.pk().pack(std::string_view("decode_ms")).pack(t.decode_ms);
-  w.pk().pack(std::string_view("total_ms")).pack(t.total_ms);
-  w.pk().pack(std::string_view("tokens_per_s")).pack(t.tokens_per_s);
+  w.key_f64("queue_ms", t.queue_ms);
+  w.key_f64("prefill_ms", t.prefill_ms);
+  w.key_f64("ttft_ms", t.ttft_ms);
+  w.key_f64("decode_ms", t.decode_ms);
+  w.key_f64("total_ms", t.total_ms);
+  w.key_f64("tokens_per_s", t.tokens_per_s);
   w.key("preemptions").pack(f.preemptions);
   pack_tags(w.key("tags"), f.tags);
   return w.take();
@@ -183,7 +196,7 @@ wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats&
   w.key("waiting").pack(e.waiting);
   w.key("kv_blocks_used").pack(e.kv_blocks_used);
   w.key("kv_blocks_total").pack(e.kv_blocks_total);
-  w.key("prefix_cache_hit_rate").pack(e.prefix_cache_hit_rate);
+  w.key_f64("prefix_cache_hit_rate", e.prefix_cache_hit_rate);
   w.key("tokens_generated").pack(e.tokens_generated);
   w.key("tokens_prefilled").pack(e.tokens_prefilled);
   constexpr finish_reason reasons[] = {finish_reason::stop,     finish_reason::length,   finish_reason::cancelled,
@@ -192,15 +205,16 @@ wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats&
   w.key("requests_finished").pack_map(static_cast<uint32_t>(std::size(reasons)));
   for (finish_reason r : reasons) {
     const auto i = static_cast<size_t>(r);
-    w.pk().pack(std::string_view(finish_reason_name(r)));
-    w.pk().pack(i < e.finished_by_reason.size() ? e.finished_by_reason[i] : uint64_t{0});
+    w.key(finish_reason_name(r)).pack(i < e.finished_by_reason.size() ? e.finished_by_reason[i] : uint64_t{0});
   }
   w.key("preemptions").pack(e.preemptions);
   w.key("malformed_messages").pack(s.malformed_messages);
-  w.key("step_batch_tokens_mean").pack(e.step_batch_tokens_mean);
-  pack_percentiles(w.key("ttft_ms"), s.ttft_ms);
-  pack_percentiles(w.key("itl_ms"), s.itl_ms);
-  w.key("uptime_s").pack(s.uptime_s);
+  w.key_f64("step_batch_tokens_mean", e.step_batch_tokens_mean);
+  w.key("ttft_ms");
+  pack_percentiles(w, s.ttft_ms);
+  w.key("itl_ms");
+  pack_percentiles(w, s.itl_ms);
+  w.key_f64("uptime_s", s.uptime_s);
   return w.take();
 }
 
@@ -216,12 +230,12 @@ wire_bytes encode_models(const std::string& id, uint64_t seq, const std::vector<
   w.key("models").pack_array(static_cast<uint32_t>(models.size()));
   for (const model_info& m : models) {
     w.pk().pack_map(6);
-    w.pk().pack(std::string_view("name")).pack(m.name);
-    w.pk().pack(std::string_view("arch")).pack(m.arch);
-    w.pk().pack(std::string_view("n_ctx")).pack(m.n_ctx);
-    w.pk().pack(std::string_view("n_vocab")).pack(m.n_vocab);
-    w.pk().pack(std::string_view("quant")).pack(m.quant);
-    w.pk().pack(std::string_view("n_params")).pack(m.n_params);
+    w.key("name").pack(m.name);
+    w.key("arch").pack(m.arch);
+    w.key("n_ctx").pack(m.n_ctx);
+    w.key("n_vocab").pack(m.n_vocab);
+    w.key("quant").pack(m.quant);
+    w.key("n_params").pack(m.n_params);
   }
   return w.take();
 }
