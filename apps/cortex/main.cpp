@@ -22,6 +22,11 @@ const command k_commands[] = {
     {"info", cortex::cli::cmd_info, "show a model's metadata, tensor types and sizes"},
     {"make-model", cortex::cli::cmd_make_model, "write a GGUF model with seeded random weights in a real shape"},
     {"bench", cortex::cli::cmd_bench, "measure prefill and decode speed and memory bandwidth"},
+    {"submit", cortex::cli::cmd_submit, "send a prompt to cortexd and stream the text (--json: protocol messages)"},
+    {"cancel", cortex::cli::cmd_cancel, "cancel requests on cortexd by id"},
+    {"stats", cortex::cli::cmd_stats, "cortexd's statistics"},
+    {"health", cortex::cli::cmd_health, "cortexd's health"},
+    {"models", cortex::cli::cmd_models, "the models cortexd serves"},
 };
 
 void print_usage(FILE* out) {
