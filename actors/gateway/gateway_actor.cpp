@@ -289,6 +289,7 @@ caf::actor spawn_gateway(caf::actor_system& sys, zmq_server& server, const gatew
           w.n_vocab = m.n_vocab;
           w.n_params = m.n_params;
           st.models = {w};
+          st.limits.model_names = {m.name};  // a `model` key must name it (else 404)
           st.health = wire::health_status::ready;
         },
         [self](drain_atom) { self->state.health = wire::health_status::draining; },
