@@ -84,6 +84,8 @@ class Cortexd:
             raise AssertionError("model not found at %s (set CORTEX_SHARED_DIR)" % MODEL_PATH)
         for attempt in range(3):  # the free port may be taken between probe and bind
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+            if self._log is not None:
+                self._log.close()
             self._log = tempfile.TemporaryFile(mode="w+b")
             self.proc = subprocess.Popen(
                 [exe, "--model", MODEL_PATH, "--endpoint", self.endpoint] + self.args,
@@ -135,6 +137,19 @@ class Cortexd:
                 raise AssertionError("cortexd did not exit within %.0f s of signal %d" % (timeout_s, sig))
         return self.proc.returncode
 
+    def close(self):
+        """Releases everything: clients, a still running process (killed), the log."""
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.stop(signal.SIGKILL)
+            for c in self._clients:
+                c.close()
+            self._clients = []
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
     def log(self):
         if self._log is None:
             return ""
@@ -156,9 +171,12 @@ class ServerTestCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         if cls.server is not None:
-            code = cls.server.stop()
-            if code != 0:
-                raise AssertionError("cortexd exited with %s; log:\n%s" % (code, cls.server.log()))
+            try:
+                code = cls.server.stop()
+                if code != 0:
+                    raise AssertionError("cortexd exited with %s; log:\n%s" % (code, cls.server.log()))
+            finally:
+                cls.server.close()
 
     def client(self, timeout_s=30.0):
         return self.server.client(timeout_s)

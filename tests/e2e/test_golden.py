@@ -1,6 +1,7 @@
 """stories260K greedy completions over the wire equal llama.cpp's text
 (../shared/golden), streamed and not streamed, from Python and the CLI."""
 
+import json
 import os
 import subprocess
 import unittest
@@ -63,18 +64,39 @@ class GoldenOverTheWireTest(support.ServerTestCase):
             self.assertEqual(len(lp["top"]), 3)
             self.assertEqual(lp["top"][0][0], lp["id"], "greedy picks the most likely token")
 
-    def test_cli_submit_streams_same_text(self):
+    def cortex(self, *args, timeout_s=60):
+        """Runs build/bin/cortex <args> --endpoint <server>; skips if the command does not exist."""
         exe = os.path.join(support.BIN_DIR, "cortex")
-        probe = subprocess.run([exe, "submit", "--help"], capture_output=True, text=True, timeout=30)
-        if "unknown command" in probe.stderr:
-            self.skipTest("`cortex submit` does not exist yet")
-        case = self.cases[0]
-        r = subprocess.run([exe, "submit", "--endpoint", self.server.endpoint, "--prompt", case["prompt"],
-                            "--max-tokens", str(case["n_gen"]), "--temperature", "0"],
-                           capture_output=True, timeout=60)
+        r = subprocess.run([exe] + list(args) + ["--endpoint", self.server.endpoint], capture_output=True,
+                           timeout=timeout_s)
+        if b"unknown command" in r.stderr:
+            self.skipTest("`cortex %s` does not exist yet" % args[0])
         self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace"))
-        out = r.stdout.decode("utf-8")
-        self.assertEqual(out.rstrip("\n"), case["text"].rstrip("\n"))
+        return r.stdout.decode("utf-8")
+
+    def test_cli_submit_streams_same_text(self):
+        for case in self.cases[:2]:
+            args = ["submit", "--prompt", case["prompt"], "--max-tokens", str(case["n_gen"]), "--temperature", "0"]
+            with self.subTest(prompt=case["prompt"], stream=True):
+                self.assertEqual(self.cortex(*args), case["text"] + "\n")
+            with self.subTest(prompt=case["prompt"], stream=False):
+                self.assertEqual(self.cortex(*(args + ["--no-stream"])), case["text"] + "\n")
+
+    def test_cli_submit_json_prints_the_protocol_messages(self):
+        case = self.cases[2]
+        out = self.cortex("submit", "--json", "--prompt", case["prompt"], "--max-tokens", str(case["n_gen"]),
+                          "--temperature", "0")
+        msgs = [json.loads(line) for line in out.splitlines() if line.strip()]
+        self.assertEqual(msgs[0]["t"], "accepted")
+        self.assertEqual(msgs[-1]["t"], "finished")
+        self.assertEqual([m["seq"] for m in msgs], list(range(len(msgs))))
+        self.assertEqual("".join(m.get("text", "") for m in msgs[1:]), case["text"])
+
+    def test_cli_health_stats_models_cancel(self):
+        self.assertEqual(json.loads(self.cortex("health"))["status"], "ready")
+        self.assertIn("kv_blocks_used", json.loads(self.cortex("stats")))
+        self.assertEqual(json.loads(self.cortex("models"))["models"][0]["n_vocab"], 512)
+        self.cortex("cancel", "--id", "no-such-request")
 
     def test_python_module_main_streams_same_text(self):
         case = self.cases[1]

@@ -18,7 +18,8 @@ TOO_LARGE = (413, ("too_large",))
 
 def submit(id="bad", params=None, **fields):
     """A valid submit of PROMPT (4 greedy tokens) with fields / params changed."""
-    m = {"v": 1, "t": "submit", "id": id, "prompt": PROMPT, "params": {"max_tokens": 4, "temperature": 0.0}}
+    m = {"v": 1, "t": "submit", "prompt": PROMPT, "params": {"max_tokens": 4, "temperature": 0.0}}
+    fields["id"] = id
     for k, v in fields.items():
         if v is DROP:
             m.pop(k, None)
@@ -45,6 +46,13 @@ class ProtocolRulesTest(support.ServerTestCase):
         """Sends msg raw; the reply must be one error (code, name in names) and
         the next valid request on the same connection must succeed."""
         data = msg if isinstance(msg, bytes) else msgpack.packb(msg, use_bin_type=True)
+        try:
+            return self._expect_error(data, code, names, id)
+        except BaseException:
+            self.c = self.client(timeout_s=10)  # a failed case must not disturb the next one
+            raise
+
+    def _expect_error(self, data, code, names, id):
         self.c.send(data)
         m = self.c.recv()
         self.assertEqual(m.get("t"), "error", "expected an error, got %r" % (m,))
@@ -90,6 +98,29 @@ class ProtocolRulesTest(support.ServerTestCase):
             self.assertEqual(self.c.recv()["code"], 400)
         after = self.c.stats()["malformed_messages"]
         self.assertGreaterEqual(after - before, 3)
+
+    def test_req_client_delimiter_is_tolerated_and_mirrored(self):
+        import zmq
+        req = zmq.Context.instance().socket(zmq.REQ)
+        req.setsockopt(zmq.LINGER, 0)
+        try:
+            req.connect(self.server.endpoint)
+            req.send(msgpack.packb({"v": 1, "t": "ping", "nonce": 77}))
+            self.assertTrue(req.poll(10000), "no reply to a REQ client")
+            frames = req.recv_multipart()  # REQ strips the mirrored empty delimiter
+            self.assertEqual(len(frames), 1)
+            pong = msgpack.unpackb(frames[0], raw=False)
+            self.assertEqual((pong["t"], pong["nonce"]), ("pong", 77))
+        finally:
+            req.close(0)
+
+    def test_oversized_message_drops_only_that_connection(self):
+        big = self.client(timeout_s=2)
+        big.send(msgpack.packb({"v": 1, "t": "submit", "id": "big", "prompt": "a" * (9 << 20)}))
+        with self.assertRaises(support.cortexstream.CortexTimeout):
+            big.recv()  # no reply: the connection was dropped, the message never processed
+        self.expect_next_request_ok()
+        self.assert_alive()
 
     def test_type_and_version(self):
         self.run_cases([

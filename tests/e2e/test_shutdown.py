@@ -18,8 +18,7 @@ class ShutdownTest(unittest.TestCase):
         self.server = support.Cortexd("--grace-ms", "1500").start()
 
     def tearDown(self):
-        if self.server.proc.poll() is None:
-            self.server.stop(signal.SIGKILL)
+        self.server.close()
 
     def test_sigterm_under_load(self):
         srv = self.server
