@@ -93,33 +93,13 @@ void quantize_q8_256(const float* x, int64_t cols, const x_layout& l, uint8_t* o
   auto* d = reinterpret_cast<float*>(out + l.d_offset);
   auto* bsums = reinterpret_cast<int16_t*>(out + l.aux_offset);
   for (int64_t b = 0; b < nb; ++b) {
-    const float* xb = x + b * 256;
     int8_t* q = qs + b * 256;
-    float amax = 0.f, max = 0.f;
-    for (int j = 0; j < 256; ++j) {
-      const float ax = std::fabs(xb[j]);
-      if (ax > amax) {
-        amax = ax;
-        max = xb[j];
-      }
-    }
-    if (amax == 0.f) {
-      d[b] = 0.f;
-      std::memset(q, 0, 256);
-      for (int j = 0; j < 16; ++j) bsums[b * 16 + j] = 0;
-      continue;
-    }
-    const float iscale = -127.f / max;
-    for (int j = 0; j < 256; ++j) {
-      const int v = nearest_int(iscale * xb[j]);
-      q[j] = static_cast<int8_t>(v < 127 ? v : 127);
-    }
+    d[b] = quantize_block_q8_256(x + b * 256, q);
     for (int g = 0; g < 16; ++g) {
       int sum = 0;
       for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
       bsums[b * 16 + g] = static_cast<int16_t>(sum);
     }
-    d[b] = 1.f / iscale;
   }
 }
 
@@ -161,6 +141,8 @@ void overlay(matmul_kernel_set& base, const matmul_kernel_set& top) {
   set(base.q6_k, top.q6_k);
   set(base.packed_q4_0, top.packed_q4_0);
   set(base.packed_q8_0, top.packed_q8_0);
+  set(base.packed_q4_k, top.packed_q4_k);
+  set(base.packed_q6_k, top.packed_q6_k);
 }
 
 struct kernel_tables {
@@ -184,6 +166,7 @@ struct kernel_tables {
       get_matmul_kernels_avx512(&avx512);
       get_matmul_kernels_avx512_k(&avx512);
       get_matmul_kernels_avx512_packed(&avx512);
+      get_matmul_kernels_avx512_packed_k(&avx512);
       overlay(by_isa[2], avx512);
     }
   }
@@ -242,6 +225,27 @@ float quantize_block_q8_32(const float* xb, int8_t* q, int* sum) {
   }
   *sum = s;
   return fp16_to_fp32(fp32_to_fp16(d));
+}
+
+float quantize_block_q8_256(const float* xb, int8_t* q) {
+  float amax = 0.f, max = 0.f;
+  for (int j = 0; j < 256; ++j) {
+    const float ax = std::fabs(xb[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = xb[j];
+    }
+  }
+  if (amax == 0.f) {
+    std::memset(q, 0, 256);
+    return 0.f;
+  }
+  const float iscale = -127.f / max;
+  for (int j = 0; j < 256; ++j) {
+    const int v = nearest_int(iscale * xb[j]);
+    q[j] = static_cast<int8_t>(v < 127 ? v : 127);
+  }
+  return 1.f / iscale;
 }
 
 matmul_scratch::~matmul_scratch() { std::free(data_); }

@@ -60,6 +60,18 @@ using matmul_rows_fn = void (*)(const weight_view& w, const quantized_x& x, int 
 //           (low nibbles: columns 4g.., high nibbles: columns 16+4g..)
 //     q8_0: 8 groups of 64 B; group g, row r = qs[4g..4g+3] ^ 0x80 (unsigned)
 // so one 64-byte load holds 4 codes (or 8 nibbles) of each of the 16 rows.
+//
+// k-quants: one record per 256-column super-block (row r in lane r):
+//   q4_k (2368 B): half_bits d[16] at 0, dmin[16] at 32; uint8 scale[8][16]
+//     at 64 (sub-block j); uint8 min pairs [4][16][2] at 192 (pair k, row r:
+//     min 2k, min 2k+1); codes at 320: for pair p (0..3) 8 groups of 64 B,
+//     group g row r = qs[32p + 4g .. +3] (low nibbles: sub-block 2p,
+//     columns 64p + 4g..; high nibbles: sub-block 2p+1, columns 64p+32+4g..)
+//   q6_k (3392 B): half_bits d[16] at 0; int8 scale[16][16] at 64; codes at
+//     320: for half h (0..1), lq (0..7) three groups of 64 B: row r =
+//     ql[64h + 4lq ..], ql[64h + 32 + 4lq ..], qh[32h + 4lq ..] (+3 each),
+//     which hold codes of columns 128h + 32c + 4lq .. +3 for c = 0..3
+//     (sub-block 8h + 2c + lq / 4), as in llama.cpp's block_q6_K.
 constexpr int packed_panel_rows = 16;
 
 // Where a run of panels writes: rows [0, rows) of y (n_tokens, ld), token t
@@ -73,7 +85,7 @@ struct packed_segment {
 };
 
 struct packed_view {
-  ggml_type type;  // q4_0 or q8_0
+  ggml_type type;  // q4_0, q8_0, q4_k or q6_k
   int64_t cols;
   int64_t n_panels;
   const uint8_t* data;
@@ -82,12 +94,26 @@ struct packed_view {
   int n_segments;
 };
 
+// Where panel p's outputs go: y + t * ld for token t, `valid` rows (1..16).
+struct packed_dest {
+  float* y;
+  int64_t ld;
+  int64_t valid;
+};
+packed_dest packed_dest_of(const packed_view& w, int64_t p);
+
 // Activations for packed kernels (q8_p layout), nb = cols / 32, nbp = nb
 // rounded up to even, padding blocks zero:
 //   int8  qs[nbp * 32]  at 0           as quantize_row_q8_0 (llama.cpp)
 //   float d[nbp]        at d_offset    f16-rounded block scale
 //   int32 corr[nbp]     at aux_offset  -zero_point * sum(qs of the block)
 //                                      (zero point 8 for q4_0, 128 for q8_0)
+// Activations for packed k-quant kernels (q8_kp layout), nb = cols / 256:
+//   int8  qs[nb * 256]  at 0           as quantize_row_q8_K (llama.cpp)
+//   float d[nb]         at d_offset
+//   per super-block b, 128 bytes at aux_offset + 128 b:
+//     int16 bsum32[8]   at +0          sums of each 32 consecutive qs
+//     int32 corr16[16]  at +64         -32 * sum of each 16 consecutive qs
 // Computes y for panels [panel_begin, panel_end) and tokens [0, n_tokens).
 using packed_rows_fn = void (*)(const packed_view& w, const quantized_x& x, int n_tokens, int64_t panel_begin,
                                 int64_t panel_end);
@@ -105,6 +131,8 @@ struct matmul_kernel_set {
   matmul_rows_fn q6_k = nullptr;
   packed_rows_fn packed_q4_0 = nullptr;
   packed_rows_fn packed_q8_0 = nullptr;
+  packed_rows_fn packed_q4_k = nullptr;
+  packed_rows_fn packed_q6_k = nullptr;
 };
 
 // The kernel table of the active isa (kernels/cpu_features.hpp), each entry
@@ -115,6 +143,10 @@ const matmul_kernel_set& active_matmul_kernels();
 // on x86 (d = amax / 127 rounded to f16, q = round_half_even(x * 127 / amax)).
 // Writes q[32] and *sum = sum(q); returns the f16-rounded d.
 float quantize_block_q8_32(const float* x, int8_t* q, int* sum);
+
+// Quantizes one super-block of 256 activations as llama.cpp's
+// quantize_row_q8_K does; writes q[256] and returns d.
+float quantize_block_q8_256(const float* x, int8_t* q);
 
 // Zero point subtracted from the stored weight code for q8_32 weight types:
 // 8 (q4_0), 16 (q5_0), 128 (q8_0: AVX-512 offsets int8 weights to uint8).
@@ -128,6 +160,7 @@ void get_matmul_kernels_avx2(matmul_kernel_set* set);
 void get_matmul_kernels_avx512(matmul_kernel_set* set);      // f32/f16/bf16, q8_32 types
 void get_matmul_kernels_avx512_k(matmul_kernel_set* set);    // k-quants
 void get_matmul_kernels_avx512_packed(matmul_kernel_set* set);  // packed q4_0/q8_0
+void get_matmul_kernels_avx512_packed_k(matmul_kernel_set* set);  // packed q4_k/q6_k
 void get_matmul_kernels_scalar_packed(matmul_kernel_set* set);  // kernels/matmul_packed.cpp
 
 }  // namespace cortex::kernels

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
+#include "kernels/matmul_packed_k.hpp"
 
 namespace cortex::kernels {
 
@@ -17,6 +18,15 @@ constexpr int64_t record_header = 64;
 // Code bytes of one 32-column block for 16 rows.
 int64_t block_code_bytes(ggml_type t) { return t == ggml_type::q4_0 ? 256 : 512; }
 int64_t record_bytes(ggml_type t) { return record_header + 2 * block_code_bytes(t); }
+bool is_k(ggml_type t) { return t == ggml_type::q4_k || t == ggml_type::q6_k; }
+
+// Bytes of one panel: records of 64 columns (q4_0/q8_0) or 256 (k-quants).
+size_t panel_bytes_for(ggml_type t, int64_t cols) {
+  if (t == ggml_type::q4_k) return static_cast<size_t>(cols / 256) * packed_record_q4_k;
+  if (t == ggml_type::q6_k) return static_cast<size_t>(cols / 256) * packed_record_q6_k;
+  return round_up(static_cast<size_t>((cols / 32 + 1) / 2 * record_bytes(t)), 64);
+}
+
 int zero_point(ggml_type t) { return t == ggml_type::q4_0 ? q8_32_offset_q4_0 : q8_32_offset_q8_0; }
 
 // The original block (d, then 16 or 32 code bytes) of row r, block b.
@@ -63,11 +73,8 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
   const bool q4 = w.type == ggml_type::q4_0;
   for (int64_t p = p0; p < p1; ++p) {
     const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
-    int s = 0;
-    while (s + 1 < w.n_segments && w.segments[s + 1].panel_begin <= p) ++s;
-    const packed_segment& seg = w.segments[s];
-    const int64_t r0 = (p - seg.panel_begin) * panel_rows;
-    for (int64_t i = 0; i < panel_rows && r0 + i < seg.rows; ++i) {
+    const packed_dest dst = packed_dest_of(w, p);
+    for (int64_t i = 0; i < dst.valid; ++i) {
       for (int t = 0; t < n_tokens; ++t) {
         const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
         const auto* xq = reinterpret_cast<const int8_t*>(xt);
@@ -88,7 +95,7 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
           std::memcpy(&h, panel + scale_offset(w.type, b, i), 2);
           sum += static_cast<float>(dot) * (fp16_to_fp32(h) * xd[b]);
         }
-        seg.y[t * seg.ld + r0 + i] = sum;
+        dst.y[t * dst.ld + i] = sum;
       }
     }
   }
@@ -98,7 +105,15 @@ struct x_layout {
   size_t stride, d_offset, aux_offset;
 };
 
-x_layout layout_for(int64_t cols) {
+x_layout layout_for(ggml_type t, int64_t cols) {
+  if (is_k(t)) {
+    const size_t nb = static_cast<size_t>(cols / 256);
+    x_layout l;
+    l.d_offset = nb * 256;
+    l.aux_offset = round_up(l.d_offset + nb * 4, 64);
+    l.stride = l.aux_offset + nb * 128;
+    return l;
+  }
   const size_t nbp = round_up(static_cast<size_t>(cols / 32), 2);
   x_layout l;
   l.d_offset = nbp * 32;
@@ -116,6 +131,16 @@ struct matmul_job {
   int n_panel_tasks;
   int tokens_per_task;
 };
+
+packed_rows_fn pick_packed(const matmul_kernel_set& s, ggml_type t) {
+  switch (t) {
+    case ggml_type::q4_0: return s.packed_q4_0;
+    case ggml_type::q8_0: return s.packed_q8_0;
+    case ggml_type::q4_k: return s.packed_q4_k;
+    case ggml_type::q6_k: return s.packed_q6_k;
+    default: return nullptr;
+  }
+}
 
 void run_task(void* ctx, int task, int /*thread*/) {
   const auto& j = *static_cast<const matmul_job*>(ctx);
@@ -140,23 +165,39 @@ void run_task(void* ctx, int task, int /*thread*/) {
 
 }  // namespace
 
+packed_dest packed_dest_of(const packed_view& w, int64_t p) {
+  int s = 0;
+  while (s + 1 < w.n_segments && w.segments[s + 1].panel_begin <= p) ++s;
+  const packed_segment& seg = w.segments[s];
+  const int64_t r0 = (p - seg.panel_begin) * panel_rows;
+  return {seg.y + r0, seg.ld, seg.rows - r0 < panel_rows ? seg.rows - r0 : panel_rows};
+}
+
 void get_matmul_kernels_scalar_packed(matmul_kernel_set* set) {
   set->packed_q4_0 = packed_rows_scalar;
   set->packed_q8_0 = packed_rows_scalar;
+  set->packed_q4_k = packed_rows_scalar_k;
+  set->packed_q6_k = packed_rows_scalar_k;
 }
 
 void packed_matrix::free_deleter::operator()(uint8_t* p) const { std::free(p); }
 
-bool packed_supported(ggml_type type) { return type == ggml_type::q4_0 || type == ggml_type::q8_0; }
+bool packed_supported(ggml_type type) {
+  return type == ggml_type::q4_0 || type == ggml_type::q8_0 || type == ggml_type::q4_k || type == ggml_type::q6_k;
+}
 
-bool packed_is_faster(ggml_type type) { return packed_supported(type) && active_isa() == isa::avx512; }
+bool packed_is_faster(ggml_type type) {
+  if (!packed_supported(type) || active_isa() != isa::avx512) return false;
+  matmul_kernel_set scalar;
+  get_matmul_kernels_scalar_packed(&scalar);
+  return pick_packed(active_matmul_kernels(), type) != pick_packed(scalar, type);
+}
 
 packed_matrix pack_matrix(const weight_view* parts, int n_parts, thread_pool& pool) {
   packed_matrix m;
   m.type_ = parts[0].type;
   m.cols_ = parts[0].cols;
-  const int64_t nb = m.cols_ / 32;
-  m.panel_bytes_ = round_up(static_cast<size_t>((nb + 1) / 2 * record_bytes(m.type_)), 64);
+  m.panel_bytes_ = panel_bytes_for(m.type_, m.cols_);
   for (int s = 0; s < n_parts; ++s) {
     m.part_rows_.push_back(parts[s].rows);
     m.part_panel_begin_.push_back(m.n_panels_);
@@ -170,7 +211,12 @@ packed_matrix pack_matrix(const weight_view* parts, int n_parts, thread_pool& po
     std::memset(panel, 0, m.panel_bytes_);
     int s = 0;
     while (s + 1 < n_parts && m.part_panel_begin_[static_cast<size_t>(s) + 1] <= p) ++s;
-    pack_panel(parts[s], (p - m.part_panel_begin_[static_cast<size_t>(s)]) * panel_rows, panel);
+    const int64_t first_row = (p - m.part_panel_begin_[static_cast<size_t>(s)]) * panel_rows;
+    if (is_k(m.type_)) {
+      pack_panel_k(parts[s], first_row, panel);
+    } else {
+      pack_panel(parts[s], first_row, panel);
+    }
   });
   return m;
 }
@@ -179,6 +225,10 @@ void unpack_row(const packed_matrix& w, int part, int64_t row, uint8_t* out) {
   const int64_t p = w.part_panel_begin(part) + row / panel_rows;
   const int64_t i = row % panel_rows;
   const uint8_t* panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
+  if (is_k(w.type())) {
+    unpack_panel_row_k(w.type(), w.cols(), panel, i, out);
+    return;
+  }
   const int n_code_bytes = w.type() == ggml_type::q4_0 ? 16 : 32;
   const size_t block = 2 + static_cast<size_t>(n_code_bytes);
   const uint8_t flip = w.type() == ggml_type::q8_0 ? 0x80 : 0x00;
@@ -193,17 +243,41 @@ void matmul_packed(const packed_matrix& w, const float* x, int n_tokens, float* 
                    matmul_scratch& scratch) {
   const matmul_kernel_set& set = active_matmul_kernels();
   matmul_job job{};
-  job.fn = w.type() == ggml_type::q4_0 ? set.packed_q4_0 : set.packed_q8_0;
+  job.fn = pick_packed(set, w.type());
   packed_segment segs[8];
   const int n_segs = w.n_parts() < 8 ? w.n_parts() : 8;
   for (int s = 0; s < n_segs; ++s) segs[s] = {w.part_panel_begin(s), w.part_rows(s), ys[s], w.part_rows(s)};
   job.view = {w.type(), w.cols(), w.n_panels(), w.data(), w.panel_bytes(), segs, n_segs};
 
-  const x_layout l = layout_for(w.cols());
+  const x_layout l = layout_for(w.type(), w.cols());
   uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
   const int64_t nb = w.cols() / 32;
   const int zp = zero_point(w.type());
-  auto quantize_one = [&](int t, int) {
+  auto quantize_one_k = [&](int t, int) {
+    uint8_t* out = buf + static_cast<size_t>(t) * l.stride;
+    auto* qs = reinterpret_cast<int8_t*>(out);
+    auto* d = reinterpret_cast<float*>(out + l.d_offset);
+    const float* xt = x + static_cast<int64_t>(t) * w.cols();
+    for (int64_t b = 0; b < w.cols() / 256; ++b) {
+      int8_t* q = qs + b * 256;
+      d[b] = quantize_block_q8_256(xt + b * 256, q);
+      uint8_t* aux = out + l.aux_offset + static_cast<size_t>(b) * 128;
+      auto* bsum32 = reinterpret_cast<int16_t*>(aux);
+      auto* corr16 = reinterpret_cast<int32_t*>(aux + 64);
+      for (int g = 0; g < 16; ++g) {
+        int sum = 0;
+        for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
+        corr16[g] = -32 * sum;
+        if (g % 2 == 0) bsum32[g / 2] = static_cast<int16_t>(sum);
+        else bsum32[g / 2] = static_cast<int16_t>(bsum32[g / 2] + sum);
+      }
+    }
+  };
+  auto quantize_one = [&](int t, int thread) {
+    if (is_k(w.type())) {
+      quantize_one_k(t, thread);
+      return;
+    }
     uint8_t* out = buf + static_cast<size_t>(t) * l.stride;
     auto* qs = reinterpret_cast<int8_t*>(out);
     auto* d = reinterpret_cast<float*>(out + l.d_offset);

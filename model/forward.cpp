@@ -25,28 +25,27 @@ forward_pass::forward_pass(const model& m, kernels::thread_pool& pool)
 
 forward_pass::linear_group forward_pass::make_group(const std::vector<const kernels::weight_view*>& parts,
                                                     kernels::thread_pool& pool) {
+  // Runs of consecutive parts with one packable type and cols share a packed
+  // matrix (one activation quantization, one parallel_for); others use matmul.
   linear_group g;
-  const auto& p0 = *parts[0];
-  bool together = kernels::packed_is_faster(p0.type);
-  for (const auto* p : parts) together = together && p->type == p0.type && p->cols == p0.cols;
-  if (together) {
-    std::vector<kernels::weight_view> views;
-    for (const auto* p : parts) views.push_back(*p);
+  const int n = static_cast<int>(parts.size());
+  for (int i = 0; i < n;) {
     linear_unit u;
-    u.packed = kernels::pack_matrix(views.data(), static_cast<int>(views.size()), pool);
-    u.first = 0;
-    u.n = static_cast<int>(parts.size());
-    g.units.push_back(std::move(u));
-    return g;
-  }
-  for (size_t i = 0; i < parts.size(); ++i) {
-    linear_unit u;
-    u.first = static_cast<int>(i);
-    if (kernels::packed_is_faster(parts[i]->type)) {
-      u.packed = kernels::pack_matrix(parts[i], 1, pool);
-    } else {
-      u.view = parts[i];
+    u.first = i;
+    const auto& w = *parts[static_cast<size_t>(i)];
+    if (!kernels::packed_is_faster(w.type)) {
+      u.view = &w;
+      g.units.push_back(std::move(u));
+      ++i;
+      continue;
     }
+    std::vector<kernels::weight_view> run;
+    while (i < n && parts[static_cast<size_t>(i)]->type == w.type && parts[static_cast<size_t>(i)]->cols == w.cols) {
+      run.push_back(*parts[static_cast<size_t>(i)]);
+      ++i;
+    }
+    u.n = static_cast<int>(run.size());
+    u.packed = kernels::pack_matrix(run.data(), u.n, pool);
     g.units.push_back(std::move(u));
   }
   return g;

@@ -110,19 +110,9 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
   }
 
   for (int i = 0; i < NP; ++i) {
-    const int64_t pi = p + i;
-    int s = 0;
-    while (s + 1 < w.n_segments && w.segments[s + 1].panel_begin <= pi) ++s;
-    const packed_segment& seg = w.segments[s];
-    const int64_t r0 = (pi - seg.panel_begin) * packed_panel_rows;
-    const int64_t valid = seg.rows - r0 < packed_panel_rows ? seg.rows - r0 : packed_panel_rows;
-    float* dst = seg.y + r0;
-    if (valid == packed_panel_rows) {
-      for (int j = 0; j < NT; ++j) _mm512_storeu_ps(dst + (t + j) * seg.ld, acc[i][j]);
-    } else {
-      const __mmask16 m = static_cast<__mmask16>((1u << valid) - 1);
-      for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(dst + (t + j) * seg.ld, m, acc[i][j]);
-    }
+    const packed_dest d = packed_dest_of(w, p + i);
+    const __mmask16 m = static_cast<__mmask16>(d.valid == 16 ? 0xffff : (1u << d.valid) - 1);
+    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(d.y + (t + j) * d.ld, m, acc[i][j]);
   }
 }
 

@@ -24,10 +24,20 @@ std::vector<uint8_t> random_blocks(ggml_type t, int64_t rows, int64_t cols, std:
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
   for (auto& b : out) b = static_cast<uint8_t>(byte(rng));
-  const size_t block = t == ggml_type::q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+  size_t block = 0, d_at = 0;
+  switch (t) {
+    case ggml_type::q4_0: block = sizeof(block_q4_0); break;
+    case ggml_type::q8_0: block = sizeof(block_q8_0); break;
+    case ggml_type::q4_k: block = sizeof(block_q4_k); break;
+    default: block = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
+  }
   for (size_t off = 0; off < out.size(); off += block) {
     const uint16_t h = fp32_to_fp16(scale(rng));
-    std::memcpy(out.data() + off, &h, 2);
+    std::memcpy(out.data() + off + d_at, &h, 2);
+    if (t == ggml_type::q4_k) {  // dmin >= 0
+      const uint16_t m = fp32_to_fp16(std::fabs(scale(rng)));
+      std::memcpy(out.data() + off + 2, &m, 2);
+    }
   }
   return out;
 }
@@ -46,13 +56,16 @@ stacked random_parts(ggml_type t, const std::vector<int64_t>& rows, int64_t cols
   return s;
 }
 
-const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q8_0};
+const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q6_k};
+
+int64_t block_of(ggml_type t) { return t == ggml_type::q4_0 || t == ggml_type::q8_0 ? 32 : 256; }
 
 TEST(matmul_packed_test, unpack_row_restores_every_original_row) {
   std::mt19937 rng(7);
   thread_pool pool(2);
   for (ggml_type t : packed_types) {
-    for (int64_t cols : {32, 96, 160, 224, 2048}) {
+    for (int64_t n_blocks : {1, 3, 5, 7, 8}) {
+      const int64_t cols = block_of(t) * n_blocks;
       const stacked s = random_parts(t, {1, 17, 37, 16}, cols, rng);
       const packed_matrix m = pack_matrix(s.views.data(), static_cast<int>(s.views.size()), pool);
       ASSERT_EQ(m.n_parts(), 4);
@@ -85,13 +98,13 @@ TEST_P(matmul_packed_isa_test, matches_reference_per_part_on_odd_shapes) {
   thread_pool pools[] = {thread_pool(1), thread_pool(2), thread_pool(3)};
   matmul_scratch scratch;
   const std::vector<std::vector<int64_t>> row_sets = {{1}, {13}, {37, 5}, {64, 16, 16}, {33, 1, 70}};
-  const int odd_blocks[] = {1, 3, 5, 7, 64};
+  const int odd_blocks[] = {1, 3, 5, 7, 8};
   int iter = 0;
   for (ggml_type t : packed_types) {
     for (const auto& rows : row_sets) {
       for (int n_tokens : {1, 2, 3, 5, 9, 17}) {
         ++iter;
-        const int64_t cols = 32 * odd_blocks[iter % 5];
+        const int64_t cols = block_of(t) * odd_blocks[iter % 5];
         thread_pool& pool = pools[iter % 3];
         SCOPED_TRACE(::testing::Message() << "type " << static_cast<int>(t) << " parts " << rows.size() << " rows0 "
                                           << rows[0] << " cols " << cols << " tokens " << n_tokens);

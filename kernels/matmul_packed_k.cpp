@@ -1,0 +1,178 @@
+#include "kernels/matmul_packed_k.hpp"
+
+#include <cstring>
+
+#include "kernels/fp16.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+constexpr int64_t panel_rows = packed_panel_rows;
+
+void copy4(uint8_t* dst, const uint8_t* src) { std::memcpy(dst, src, 4); }
+
+// 6-bit scale and min of sub-block j of a q4_k super-block (llama.cpp's get_scale_min_k4).
+void k4_scale_min(const uint8_t* s, int j, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+// The inverse: 8 scales and mins (6 bits each) into the 12-byte packing.
+void k4_encode(const uint8_t* sc, const uint8_t* mn, uint8_t* s) {
+  for (int j = 0; j < 4; ++j) {
+    s[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    s[j + 4] = static_cast<uint8_t>((mn[j] & 63) | ((mn[j + 4] >> 4) << 6));
+    s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xf) | ((mn[j + 4] & 0xf) << 4));
+  }
+}
+
+void pack_q4_k(const block_q4_k& b, int64_t i, uint8_t* rec) {
+  std::memcpy(rec + 2 * i, &b.d, 2);
+  std::memcpy(rec + 32 + 2 * i, &b.dmin, 2);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, mn;
+    k4_scale_min(b.scales, j, &sc, &mn);
+    rec[64 + 16 * j + i] = sc;
+    rec[192 + 32 * (j / 2) + 2 * i + j % 2] = mn;
+  }
+  for (int p = 0; p < 4; ++p)
+    for (int g = 0; g < 8; ++g) copy4(rec + 320 + (p * 8 + g) * 64 + 4 * i, b.qs + 32 * p + 4 * g);
+}
+
+void unpack_q4_k(const uint8_t* rec, int64_t i, block_q4_k& b) {
+  std::memcpy(&b.d, rec + 2 * i, 2);
+  std::memcpy(&b.dmin, rec + 32 + 2 * i, 2);
+  uint8_t sc[8], mn[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = rec[64 + 16 * j + i];
+    mn[j] = rec[192 + 32 * (j / 2) + 2 * i + j % 2];
+  }
+  k4_encode(sc, mn, b.scales);
+  for (int p = 0; p < 4; ++p)
+    for (int g = 0; g < 8; ++g) copy4(b.qs + 32 * p + 4 * g, rec + 320 + (p * 8 + g) * 64 + 4 * i);
+}
+
+// Byte offset of group (h, lq, part) in a q6_k record; part 0/1: ql, 2: qh.
+constexpr int64_t q6_group(int h, int lq, int part) { return 320 + ((h * 8 + lq) * 3 + part) * 64; }
+
+void pack_q6_k(const block_q6_k& b, int64_t i, uint8_t* rec) {
+  std::memcpy(rec + 2 * i, &b.d, 2);
+  for (int j = 0; j < 16; ++j) rec[64 + 16 * j + i] = static_cast<uint8_t>(b.scales[j]);
+  for (int h = 0; h < 2; ++h)
+    for (int lq = 0; lq < 8; ++lq) {
+      copy4(rec + q6_group(h, lq, 0) + 4 * i, b.ql + 64 * h + 4 * lq);
+      copy4(rec + q6_group(h, lq, 1) + 4 * i, b.ql + 64 * h + 32 + 4 * lq);
+      copy4(rec + q6_group(h, lq, 2) + 4 * i, b.qh + 32 * h + 4 * lq);
+    }
+}
+
+void unpack_q6_k(const uint8_t* rec, int64_t i, block_q6_k& b) {
+  std::memcpy(&b.d, rec + 2 * i, 2);
+  for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<int8_t>(rec[64 + 16 * j + i]);
+  for (int h = 0; h < 2; ++h)
+    for (int lq = 0; lq < 8; ++lq) {
+      copy4(b.ql + 64 * h + 4 * lq, rec + q6_group(h, lq, 0) + 4 * i);
+      copy4(b.ql + 64 * h + 32 + 4 * lq, rec + q6_group(h, lq, 1) + 4 * i);
+      copy4(b.qh + 32 * h + 4 * lq, rec + q6_group(h, lq, 2) + 4 * i);
+    }
+}
+
+size_t record_of(ggml_type t) { return t == ggml_type::q4_k ? packed_record_q4_k : packed_record_q6_k; }
+
+}  // namespace
+
+void pack_panel_k(const weight_view& w, int64_t first_row, uint8_t* panel) {
+  const int64_t nb = w.cols / 256;
+  const size_t rec = record_of(w.type);
+  for (int64_t i = 0; i < panel_rows && first_row + i < w.rows; ++i) {
+    const uint8_t* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(first_row + i) * w.row_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* r = panel + static_cast<size_t>(b) * rec;
+      if (w.type == ggml_type::q4_k) {
+        block_q4_k blk;
+        std::memcpy(&blk, row + b * sizeof(block_q4_k), sizeof blk);
+        pack_q4_k(blk, i, r);
+      } else {
+        block_q6_k blk;
+        std::memcpy(&blk, row + b * sizeof(block_q6_k), sizeof blk);
+        pack_q6_k(blk, i, r);
+      }
+    }
+  }
+}
+
+void unpack_panel_row_k(ggml_type type, int64_t cols, const uint8_t* panel, int64_t i, uint8_t* out) {
+  const size_t rec = record_of(type);
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    if (type == ggml_type::q4_k) {
+      block_q4_k blk;
+      unpack_q4_k(panel + static_cast<size_t>(b) * rec, i, blk);
+      std::memcpy(out + b * sizeof blk, &blk, sizeof blk);
+    } else {
+      block_q6_k blk;
+      unpack_q6_k(panel + static_cast<size_t>(b) * rec, i, blk);
+      std::memcpy(out + b * sizeof blk, &blk, sizeof blk);
+    }
+  }
+}
+
+void packed_rows_scalar_k(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
+  const int64_t nb = w.cols / 256;
+  const size_t rec = record_of(w.type);
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
+    const packed_dest dst = packed_dest_of(w, p);
+    for (int64_t i = 0; i < dst.valid; ++i) {
+      for (int t = 0; t < n_tokens; ++t) {
+        const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+        const auto* xq = reinterpret_cast<const int8_t*>(xt);
+        const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
+        float sum = 0.f;
+        for (int64_t b = 0; b < nb; ++b) {
+          const int8_t* q = xq + b * 256;
+          const uint8_t* r = panel + static_cast<size_t>(b) * rec;
+          if (w.type == ggml_type::q4_k) {
+            block_q4_k blk;
+            unpack_q4_k(r, i, blk);
+            int isum = 0, msum = 0;
+            for (int j = 0; j < 8; ++j) {
+              uint8_t sc, mn;
+              k4_scale_min(blk.scales, j, &sc, &mn);
+              int dot = 0, qsum = 0;
+              for (int l = 0; l < 32; ++l) {
+                const uint8_t byte = blk.qs[32 * (j / 2) + l];
+                dot += (j % 2 == 0 ? byte & 0xf : byte >> 4) * q[32 * j + l];
+                qsum += q[32 * j + l];
+              }
+              isum += sc * dot;
+              msum += mn * qsum;
+            }
+            sum += xd[b] * (fp16_to_fp32(blk.d) * static_cast<float>(isum) -
+                            fp16_to_fp32(blk.dmin) * static_cast<float>(msum));
+          } else {
+            block_q6_k blk;
+            unpack_q6_k(r, i, blk);
+            int isum = 0;
+            for (int e = 0; e < 256; ++e) {
+              const int half = e / 128, l = e % 128, c = l / 32, li = l % 32;
+              const uint8_t ql = blk.ql[half * 64 + (c & 1) * 32 + li];
+              const int lo = c < 2 ? (ql & 0xf) : (ql >> 4);
+              const int hi = (blk.qh[half * 32 + li] >> (2 * c)) & 3;
+              isum += blk.scales[e / 16] * (((lo | (hi << 4)) - 32) * q[e]);
+            }
+            sum += xd[b] * fp16_to_fp32(blk.d) * static_cast<float>(isum);
+          }
+        }
+        dst.y[t * dst.ld + i] = sum;
+      }
+    }
+  }
+}
+
+}  // namespace cortex::kernels

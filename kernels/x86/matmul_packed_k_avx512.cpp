@@ -1,0 +1,240 @@
+// AVX-512 VNNI kernels for packed q4_k / q6_k weights (layout in
+// kernels/matmul_kernels.hpp) against q8_kp activations. Only
+// get_matmul_kernels_avx512_packed_k is exported.
+//
+// As for q4_0: a 64-byte load gives 4 codes of 16 rows, the token's 4
+// activation bytes are broadcast, and vpdpbusd accumulates one int32 sub-block
+// dot per row. Each sub-block dot is then weighted in float by d * scale
+// (16 rows at once), so per super-block and token
+//   q4_k: y += dx * (sum_j d sc_j dot_j - dmin * sum_j min_j bsum32_j)
+//         (the min term as vpdpwssd of min pairs with bsum32 pairs)
+//   q6_k: y += dx * sum_j d sc_j (dot_j - 32 bsum16_j)
+//         (the zero point as the accumulator's initial value).
+// GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/matmul_kernels.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+constexpr int64_t record_q4_k = 2368;
+constexpr int64_t record_q6_k = 3392;
+
+inline __m512i broadcast_dword(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+inline __m512 scale_u8(const uint8_t* p, __m512 d) {
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))), d);
+}
+
+inline __m512 scale_i8(const uint8_t* p, __m512 d) {
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))), d);
+}
+
+inline __m512 load_half16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+struct x_token {
+  const int8_t* q;
+  const float* d;
+  const uint8_t* aux;
+};
+
+template <int NT>
+void token_pointers(const quantized_x& x, int t, x_token (&xt)[NT]) {
+  for (int j = 0; j < NT; ++j) {
+    const uint8_t* base = x.data + static_cast<size_t>(t + j) * x.stride;
+    xt[j] = {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + x.d_offset),
+             base + x.aux_offset};
+  }
+}
+
+template <int NP, int NT>
+void store_tile(const packed_view& w, int64_t p, int t, const __m512 (&acc)[NP][NT]) {
+  for (int i = 0; i < NP; ++i) {
+    const packed_dest d = packed_dest_of(w, p + i);
+    const __mmask16 m = static_cast<__mmask16>(d.valid == 16 ? 0xffff : (1u << d.valid) - 1);
+    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(d.y + (t + j) * d.ld, m, acc[i][j]);
+  }
+}
+
+template <int NP, int NT>
+void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
+  const int64_t nb = w.cols / 256;
+  const uint8_t* panel[NP];
+  for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
+  x_token xt[NT];
+  token_pointers(x, t, xt);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[NP][NT];
+  for (int i = 0; i < NP; ++i)
+    for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec[NP];
+    for (int i = 0; i < NP; ++i) rec[i] = panel[i] + b * record_q4_k;
+    __m512 sum[NP][NT];
+    for (int i = 0; i < NP; ++i)
+      for (int j = 0; j < NT; ++j) sum[i][j] = _mm512_setzero_ps();
+    for (int pr = 0; pr < 4; ++pr) {
+      __m512i da[NP][NT], db[NP][NT];
+      for (int i = 0; i < NP; ++i)
+        for (int j = 0; j < NT; ++j) da[i][j] = db[i][j] = _mm512_setzero_si512();
+      for (int g = 0; g < 8; ++g) {
+        __m512i lo[NP], hi[NP];
+        for (int i = 0; i < NP; ++i) {
+          const __m512i v = _mm512_load_si512(rec[i] + 320 + (pr * 8 + g) * 64);
+          lo[i] = _mm512_and_si512(v, low4);
+          hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
+        for (int j = 0; j < NT; ++j) {
+          const __m512i xa = broadcast_dword(xt[j].q + b * 256 + 64 * pr + 4 * g);
+          const __m512i xb = broadcast_dword(xt[j].q + b * 256 + 64 * pr + 32 + 4 * g);
+          for (int i = 0; i < NP; ++i) {
+            da[i][j] = _mm512_dpbusd_epi32(da[i][j], lo[i], xa);
+            db[i][j] = _mm512_dpbusd_epi32(db[i][j], hi[i], xb);
+          }
+        }
+      }
+      for (int i = 0; i < NP; ++i) {
+        const __m512 d = load_half16(rec[i]);
+        const __m512 sa = scale_u8(rec[i] + 64 + 16 * (2 * pr), d);
+        const __m512 sb = scale_u8(rec[i] + 64 + 16 * (2 * pr + 1), d);
+        for (int j = 0; j < NT; ++j) {
+          sum[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da[i][j]), sa, sum[i][j]);
+          sum[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db[i][j]), sb, sum[i][j]);
+        }
+      }
+    }
+    __m512i msum[NP][NT];
+    for (int i = 0; i < NP; ++i)
+      for (int j = 0; j < NT; ++j) msum[i][j] = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      __m512i mins[NP];
+      for (int i = 0; i < NP; ++i) {
+        mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(rec[i] + 192 + 32 * k)));
+      }
+      for (int j = 0; j < NT; ++j) {
+        const __m512i bs = broadcast_dword(xt[j].aux + b * 128 + 4 * k);
+        for (int i = 0; i < NP; ++i) msum[i][j] = _mm512_dpwssd_epi32(msum[i][j], mins[i], bs);
+      }
+    }
+    for (int i = 0; i < NP; ++i) {
+      const __m512 dmin = load_half16(rec[i] + 32);
+      for (int j = 0; j < NT; ++j) {
+        const __m512 s = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[i][j]), dmin, sum[i][j]);
+        acc[i][j] = _mm512_fmadd_ps(s, _mm512_set1_ps(xt[j].d[b]), acc[i][j]);
+      }
+    }
+  }
+  store_tile<NP, NT>(w, p, t, acc);
+}
+
+template <int NP, int NT>
+void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
+  const int64_t nb = w.cols / 256;
+  const uint8_t* panel[NP];
+  for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
+  x_token xt[NT];
+  token_pointers(x, t, xt);
+  const __m512i low4 = _mm512_set1_epi8(0x0f), high2 = _mm512_set1_epi8(0x30);
+  // (a & 0x0f) | (b & 0x30) given b already masked: bitwise select by low4.
+  auto merge = [&](__m512i a, __m512i b) { return _mm512_ternarylogic_epi32(a, b, low4, 0xE4); };
+  __m512 acc[NP][NT];
+  for (int i = 0; i < NP; ++i)
+    for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec[NP];
+    for (int i = 0; i < NP; ++i) rec[i] = panel[i] + b * record_q6_k;
+    __m512 sum[NP][NT];
+    for (int i = 0; i < NP; ++i)
+      for (int j = 0; j < NT; ++j) sum[i][j] = _mm512_setzero_ps();
+    for (int h = 0; h < 2; ++h) {
+      for (int half2 = 0; half2 < 2; ++half2) {
+        // Sub-blocks 8h + 2c + half2 for c = 0..3.
+        __m512i dot[NP][NT][4];
+        for (int j = 0; j < NT; ++j) {
+          const auto* corr = reinterpret_cast<const int32_t*>(xt[j].aux + b * 128 + 64);
+          for (int c = 0; c < 4; ++c) {
+            const __m512i c0 = _mm512_set1_epi32(corr[8 * h + 2 * c + half2]);
+            for (int i = 0; i < NP; ++i) dot[i][j][c] = c0;
+          }
+        }
+        for (int lq = 4 * half2; lq < 4 * half2 + 4; ++lq) {
+          __m512i codes[NP][4];
+          for (int i = 0; i < NP; ++i) {
+            const uint8_t* g = rec[i] + 320 + (h * 8 + lq) * 3 * 64;
+            const __m512i a = _mm512_load_si512(g), bq = _mm512_load_si512(g + 64), hb = _mm512_load_si512(g + 128);
+            codes[i][0] = merge(a, _mm512_and_si512(_mm512_slli_epi16(hb, 4), high2));
+            codes[i][1] = merge(bq, _mm512_and_si512(_mm512_slli_epi16(hb, 2), high2));
+            codes[i][2] = merge(_mm512_srli_epi16(a, 4), _mm512_and_si512(hb, high2));
+            codes[i][3] = merge(_mm512_srli_epi16(bq, 4), _mm512_and_si512(_mm512_srli_epi16(hb, 2), high2));
+          }
+          for (int j = 0; j < NT; ++j) {
+            for (int c = 0; c < 4; ++c) {
+              const __m512i xv = broadcast_dword(xt[j].q + b * 256 + 128 * h + 32 * c + 4 * lq);
+              for (int i = 0; i < NP; ++i) dot[i][j][c] = _mm512_dpbusd_epi32(dot[i][j][c], codes[i][c], xv);
+            }
+          }
+        }
+        for (int i = 0; i < NP; ++i) {
+          const __m512 d = load_half16(rec[i]);
+          for (int c = 0; c < 4; ++c) {
+            const __m512 s = scale_i8(rec[i] + 64 + 16 * (8 * h + 2 * c + half2), d);
+            for (int j = 0; j < NT; ++j) sum[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[i][j][c]), s, sum[i][j]);
+          }
+        }
+      }
+    }
+    for (int i = 0; i < NP; ++i)
+      for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_fmadd_ps(sum[i][j], _mm512_set1_ps(xt[j].d[b]), acc[i][j]);
+  }
+  store_tile<NP, NT>(w, p, t, acc);
+}
+
+// Tiles: NP panels x up to NT tokens; decode uses NP_DECODE panels x 1 token.
+template <template <int, int> class Tile, int NP, int NT, int NP_DECODE>
+void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
+  int64_t p = p0;
+  if (n_tokens == 1) {
+    for (; p + NP_DECODE <= p1; p += NP_DECODE) Tile<NP_DECODE, 1>::run(w, x, p, 0);
+    for (; p < p1; ++p) Tile<1, 1>::run(w, x, p, 0);
+    return;
+  }
+  auto tokens = [&](auto np, int64_t pp) {
+    constexpr int n = decltype(np)::value;
+    int t = 0;
+    for (; t + NT <= n_tokens; t += NT) Tile<n, NT>::run(w, x, pp, t);
+    for (; t < n_tokens; ++t) Tile<n, 1>::run(w, x, pp, t);
+  };
+  for (; p + NP <= p1; p += NP) tokens(std::integral_constant<int, NP>{}, p);
+  for (; p < p1; ++p) tokens(std::integral_constant<int, 1>{}, p);
+}
+
+template <int NP, int NT>
+struct q4_k_tile {
+  static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_q4_k<NP, NT>(w, x, p, t); }
+};
+template <int NP, int NT>
+struct q6_k_tile {
+  static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_q6_k<NP, NT>(w, x, p, t); }
+};
+
+}  // namespace
+
+void get_matmul_kernels_avx512_packed_k(matmul_kernel_set* set) {
+  set->packed_q4_k = packed_rows<q4_k_tile, 2, 2, 2>;
+  set->packed_q6_k = packed_rows<q6_k_tile, 1, 3, 2>;
+}
+
+}  // namespace cortex::kernels
