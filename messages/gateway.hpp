@@ -16,8 +16,11 @@ struct gateway_inbound {
 
 // What `models` reports about the loaded model.
 struct model_info {
-  std::string name, arch, quant;
-  uint32_t n_ctx = 0, n_vocab = 0;
+  std::string name;
+  std::string arch;   // "llama", "qwen2"
+  uint32_t n_ctx = 0;
+  uint32_t n_vocab = 0;
+  std::string quant;  // "q4_0"...
   uint64_t n_params = 0;
 };
 

@@ -118,7 +118,7 @@ typename Inspector::result_type inspect(Inspector& f, gateway_inbound& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_info& x) {
-  return f(caf::meta::type_name("model_info"), x.name, x.arch, x.quant, x.n_ctx, x.n_vocab, x.n_params);
+  return f(caf::meta::type_name("model_info"), x.name, x.arch, x.n_ctx, x.n_vocab, x.quant, x.n_params);
 }
 
 }  // namespace cortex

@@ -281,14 +281,7 @@ caf::actor spawn_gateway(caf::actor_system& sys, zmq_server& server, const gatew
         [self](ready_atom, intake_actor intake, model_info& m) {
           auto& st = self->state;
           st.intake = std::move(intake);
-          wire::model_info w;
-          w.name = m.name;
-          w.arch = m.arch;
-          w.quant = m.quant;
-          w.n_ctx = m.n_ctx;
-          w.n_vocab = m.n_vocab;
-          w.n_params = m.n_params;
-          st.models = {w};
+          st.models = {m};
           st.limits.model_names = {m.name};  // a `model` key must name it (else 404)
           st.health = wire::health_status::ready;
         },

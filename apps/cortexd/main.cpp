@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& m = (*rt)->loaded_model();
-  cortex::model_info info{m.name(), cortex::arch_name(m.hparams().arch), m.quant_name(),
-                          static_cast<uint32_t>((*rt)->n_ctx()), static_cast<uint32_t>(m.hparams().n_vocab), m.n_params()};
+  cortex::model_info info{m.name(), cortex::arch_name(m.hparams().arch), static_cast<uint32_t>((*rt)->n_ctx()),
+                          static_cast<uint32_t>(m.hparams().n_vocab), m.quant_name(), m.n_params()};
   caf::anon_send(gw, cortex::ready_atom_v, (*rt)->intake(), info);
   spdlog::info("ready in {:.1f} s: model '{}' ({}, {}), endpoint {}",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), info.name, info.arch, info.quant,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "messages/engine.hpp"
+#include "messages/gateway.hpp"
 #include "messages/errors.hpp"
 #include "messages/request.hpp"
 
@@ -49,17 +50,10 @@ struct server_stats {
   double uptime_s = 0;
 };
 
-enum class health_status : uint8_t { starting, ready, draining };
+using cortex::health_status;  // messages/gateway.hpp
 const char* health_status_name(health_status s);
 
-struct model_info {
-  std::string name;
-  std::string arch;   // "llama"...
-  uint32_t n_ctx = 0;
-  uint32_t n_vocab = 0;
-  std::string quant;  // "q4_0"...
-  uint64_t n_params = 0;
-};
+using cortex::model_info;  // messages/gateway.hpp
 
 // `ignored`: decode_result::ignored of the submit; tags and id come from `a`.
 wire_bytes encode_accepted(const request_accepted& a, uint64_t seq, const std::vector<std::string>& ignored);
