@@ -164,11 +164,16 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
   return m;
 }
 
+// general.name when it says more than the architecture (stories260K's says
+// just "llama"), else the file name without .gguf.
 std::string model::name() const {
-  if (auto n = file_->get_string("general.name")) return std::string(*n);
+  auto n = file_->get_string("general.name");
+  if (n && !n->empty() && *n != arch_name(hp_.arch)) return std::string(*n);
   auto p = file_->path();
   auto slash = p.find_last_of('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
+  std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
+  if (base.size() > 5 && base.compare(base.size() - 5, 5, ".gguf") == 0) base.resize(base.size() - 5);
+  return base;
 }
 
 namespace {
