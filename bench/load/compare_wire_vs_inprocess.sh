@@ -8,8 +8,9 @@
 #
 # Environment: CORTEX_BIN_DIR (default: build/bin of this checkout),
 # THREADS, KV_MEMORY_MB, MAX_BATCH_TOKENS, MAX_RUNNING (runtime options for
-# both modes), WARMUP (default 0), SEED (default 1), OUT_DIR (JSON results;
-# default: a temporary directory, kept and printed).
+# both modes), WARMUP (default 0), SEED (default 1), REPEAT (pairs of runs,
+# default 1; the order alternates), OUT_DIR (JSON results; default: a
+# temporary directory, kept). Also prints CPU per token of both modes.
 set -euo pipefail
 
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -50,29 +51,37 @@ stop_daemon() {
 }
 trap stop_daemon EXIT INT TERM
 
-echo "== wire: cortexd on $endpoint (log: $out_dir/cortexd.log)"
-"$bin/cortexd" --model "$model" --endpoint "$endpoint" --log-level warn "${runtime_opts[@]}" \
-  >"$out_dir/cortexd.log" 2>&1 &
-daemon_pid=$!
-# cortex_load waits for health `ready` itself (--ready-timeout).
-"$bin/cortex_load" --endpoint "$endpoint" "${load_opts[@]}" --json "$out_dir/wire.json" || wire_rc=$?
-stop_daemon
+run_wire() {  # $1: JSON output
+  echo "== wire: cortexd on $endpoint (log: $out_dir/cortexd.log)"
+  "$bin/cortexd" --model "$model" --endpoint "$endpoint" --log-level warn "${runtime_opts[@]}" \
+    >>"$out_dir/cortexd.log" 2>&1 &
+  daemon_pid=$!
+  # cortex_load waits for health `ready` itself (--ready-timeout).
+  "$bin/cortex_load" --endpoint "$endpoint" --server-pid "$daemon_pid" "${load_opts[@]}" --json "$1" || failed=1
+  stop_daemon
+}
+run_inprocess() {  # $1: JSON output
+  echo "== in-process"
+  "$bin/cortex_load" --in-process --model "$model" "${runtime_opts[@]}" "${load_opts[@]}" --json "$1" || failed=1
+}
 
-echo "== in-process"
-"$bin/cortex_load" --in-process --model "$model" "${runtime_opts[@]}" "${load_opts[@]}" \
-  --json "$out_dir/inprocess.json" || inproc_rc=$?
+# Pairs run back to back; the order alternates (wire first, then in-process
+# first, ...) so a drift in the machine's load favours neither mode.
+failed=""
+pairs=()
+for ((i = 1; i <= ${REPEAT:-1}; i++)); do
+  if ((i % 2)); then
+    run_wire "$out_dir/wire_$i.json"; run_inprocess "$out_dir/inprocess_$i.json"
+  else
+    run_inprocess "$out_dir/inprocess_$i.json"; run_wire "$out_dir/wire_$i.json"
+  fi
+  for mode in wire inprocess; do
+    [[ -s "$out_dir/${mode}_$i.json" ]] ||
+      { echo "compare: no $mode results (see above; cortexd log: $out_dir/cortexd.log)" >&2; exit 1; }
+  done
+  pairs+=("$out_dir/wire_$i.json" "$out_dir/inprocess_$i.json")
+done
 
-python3 - "$out_dir/wire.json" "$out_dir/inprocess.json" <<'EOF'
-import json, sys
-w, p = (json.load(open(f)) for f in sys.argv[1:3])
-rw, rp = w["results"], p["results"]
-print("== wire / in-process (results in %s)" % sys.argv[1].rsplit("/", 1)[0])
-print("aggregate tok/s   wire %.2f   in-process %.2f   ratio %.3f (target >= 0.95)"
-      % (rw["tok_per_s"], rp["tok_per_s"], rw["tok_per_s"] / rp["tok_per_s"] if rp["tok_per_s"] else float("nan")))
-for k in ("ttft_ms", "itl_ms"):
-    print("%-8s p50/p99   wire %.1f / %.1f   in-process %.1f / %.1f"
-          % (k, rw[k]["p50"], rw[k]["p99"], rp[k]["p50"], rp[k]["p99"]))
-print("client CPU (wire) %.2f s = %.1f%% of one core" % (rw.get("cpu_s", -1), rw.get("cpu_pct_of_wall", -1)))
-print("load average      wire run %s   in-process run %s" % (w["load_average"], p["load_average"]))
-EOF
-[[ -z "${wire_rc:-}" && -z "${inproc_rc:-}" ]] || { echo "compare: some requests failed (see above)" >&2; exit 1; }
+echo "== wire / in-process (JSON in $out_dir)"
+python3 "$here/compare_summary.py" "${pairs[@]}"
+[[ -z "$failed" ]] || { echo "compare: some requests failed (see above)" >&2; exit 1; }

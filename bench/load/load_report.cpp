@@ -1,12 +1,15 @@
 #include "bench/load/load_report.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 
 namespace cortex::load {
 
@@ -15,7 +18,10 @@ percentiles compute_percentiles(std::vector<double>& v) {
   p.n = v.size();
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
-  auto rank = [&](double q) { return v[std::min(v.size() - 1, size_t(std::ceil(q * double(v.size()))) - (q > 0 ? 1 : 0))]; };
+  auto rank = [&](double q) {  // the smallest value with at least q of the samples at or below it
+    const size_t k = size_t(std::ceil(q * double(v.size())));
+    return v[std::min(v.size(), std::max<size_t>(k, 1)) - 1];
+  };
   p.p50 = rank(0.50);
   p.p90 = rank(0.90);
   p.p99 = rank(0.99);
@@ -66,6 +72,10 @@ nlohmann::json summary_json(const load_summary& s) {
     j["cpu_s"] = s.cpu_s;
     j["cpu_pct_of_wall"] = s.wall_s > 0 ? 100.0 * s.cpu_s / s.wall_s : 0.0;
   }
+  if (s.server_cpu_s >= 0) {
+    j["server_cpu_s"] = s.server_cpu_s;
+    j["server_cpu_pct_of_wall"] = s.wall_s > 0 ? 100.0 * s.server_cpu_s / s.wall_s : 0.0;
+  }
   return j;
 }
 
@@ -96,6 +106,11 @@ std::string summary_text(const load_summary& s, const std::string& cpu_label) {
                   s.wall_s > 0 ? 100.0 * s.cpu_s / s.wall_s : 0.0);
     out += buf;
   }
+  if (s.server_cpu_s >= 0) {
+    std::snprintf(buf, sizeof buf, "server        %.2f s CPU (%.1f%% of one core over the window)\n", s.server_cpu_s,
+                  s.wall_s > 0 ? 100.0 * s.server_cpu_s / s.wall_s : 0.0);
+    out += buf;
+  }
   return out;
 }
 
@@ -104,6 +119,25 @@ double process_cpu_seconds() {
   getrusage(RUSAGE_SELF, &ru);
   auto sec = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) * 1e-6; };
   return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
+double pid_cpu_seconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return -1;
+  // Fields after the parenthesised command name (which may hold spaces):
+  // state is field 3; utime and stime are fields 14 and 15.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  double utime = -1, stime = -1;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::atof(field.c_str());
+    if (i == 15) stime = std::atof(field.c_str());
+  }
+  if (utime < 0 || stime < 0) return -1;
+  return (utime + stime) / double(sysconf(_SC_CLK_TCK));
 }
 
 nlohmann::json load_average_json() {

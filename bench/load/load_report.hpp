@@ -29,6 +29,7 @@ struct load_summary {
   percentiles ttft_ms, itl_ms;
   std::map<std::string, int> errors;  // outcome ("error:429 overloaded", "finished:cancelled", "timeout") -> count
   double cpu_s = -1;                  // process CPU time (user + system) over the window; < 0 = not measured
+  double server_cpu_s = -1;           // wire with --server-pid: cortexd's CPU time over the window
 };
 
 load_summary summarize(phase_result& res);
@@ -42,6 +43,10 @@ std::string summary_text(const load_summary& s, const std::string& cpu_label);
 
 // Process CPU time so far (user + system), seconds.
 double process_cpu_seconds();
+
+// CPU time (user + system) of process `pid` on this machine, seconds, from
+// /proc/PID/stat; -1 when it cannot be read.
+double pid_cpu_seconds(int pid);
 
 // The 1, 5 and 15 minute load averages, or -1s when unavailable.
 nlohmann::json load_average_json();

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "apps/common/args.hpp"
 #include "bench/load/inprocess_transport.hpp"
@@ -37,7 +38,8 @@ const char* k_summary =
     "              (a chunk of k tokens counts k intervals of gap/k), p50/p90/p99\n"
     "  errors      requests that did not finish with length/stop, by protocol code or finish reason\n"
     "  CPU         wire: this client's CPU time over the window (if it nears 100% of a core, the client\n"
-    "              is the bottleneck); in-process: the whole process (engine included)\n"
+    "              is the bottleneck), and cortexd's with --server-pid; in-process: the whole process.\n"
+    "              On a shared machine CPU per token is steadier than tok/s.\n"
     "Exit code: 0 when every request finished with length or stop, 1 otherwise, 2 on bad options.";
 
 std::vector<cortex::cli::option_spec> option_specs() {
@@ -57,6 +59,7 @@ std::vector<cortex::cli::option_spec> option_specs() {
       {"seed", "S", "seed of prompts and arrival times", "1"},
       {"warmup", "K", "requests run before the measured window", "0"},
       {"timeout", "S", "give up when no event arrives for S seconds", "300"},
+      {"server-pid", "PID", "wire: cortexd's process id (same machine); its CPU time over the window is reported too", ""},
       {"ready-timeout", "S", "wire: wait up to S seconds for cortexd to be ready", "300"},
       {"json", "FILE", "write the load, the settings and every figure as JSON", ""},
       {"quiet", "", "print only the summary", ""},
@@ -71,6 +74,7 @@ int fail(const std::string& msg, int code = 2) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up at once when piped to a log
   cortex::cli::args a("cortex_load", k_summary, option_specs(), "");
   if (!a.parse(argc - 1, argv + 1)) return fail(a.error());
   if (a.help_requested()) {
@@ -120,9 +124,19 @@ int main(int argc, char** argv) {
   spec.timeout_s = *timeout;
   spec.seed = uint64_t(*seed);
   const bool quiet = a.has("quiet");
+  std::optional<long long> server_pid_opt;
+  if (a.has("server-pid")) {
+    if (in_process) return fail("--server-pid applies to the wire mode only");
+    server_pid_opt = a.get_int("server-pid");
+    if (!server_pid_opt) return fail(a.error());
+    if (pid_cpu_seconds(int(*server_pid_opt)) < 0) {
+      return fail("--server-pid " + a.get("server-pid") + ": no such process on this machine (cannot read /proc/PID/stat)");
+    }
+  }
 
   // The engine: started (in-process) or reached (wire); both say vocab and context.
   std::unique_ptr<load_transport> transport;
+  wire_transport* wire = nullptr;  // set in wire mode (for the server's stats)
   int n_vocab = 0, n_ctx = 0;
   json target;
   if (in_process) {
@@ -144,6 +158,7 @@ int main(int argc, char** argv) {
     if (!t) return fail(t.error(), 1);
     n_vocab = (*t)->model_info().n_vocab;
     n_ctx = (*t)->model_info().n_ctx;
+    wire = t->get();
     target = {{"endpoint", endpoint}, {"model", (*t)->model_info().name}, {"quant", (*t)->model_info().quant}};
     transport = std::move(*t);
   }
@@ -162,11 +177,13 @@ int main(int argc, char** argv) {
     std::printf("measuring: %d requests, %d streams, prompt %d, output %d, %s\n", spec.requests, spec.streams, spec.prompt_tokens,
                 spec.output_tokens, spec.rate > 0 ? ("Poisson " + std::to_string(spec.rate) + " req/s").c_str() : "closed loop");
   }
-  const double cpu0 = process_cpu_seconds();
+  const int server_pid = server_pid_opt ? int(*server_pid_opt) : 0;
+  const double cpu0 = process_cpu_seconds(), server_cpu0 = server_pid ? pid_cpu_seconds(server_pid) : -1;
   auto res = run_phase(*transport, spec, plan, false);
-  const double cpu1 = process_cpu_seconds();
+  const double cpu1 = process_cpu_seconds(), server_cpu1 = server_pid ? pid_cpu_seconds(server_pid) : -1;
   auto summary = summarize(res);
   summary.cpu_s = cpu1 - cpu0;
+  if (server_cpu0 >= 0 && server_cpu1 >= 0) summary.server_cpu_s = server_cpu1 - server_cpu0;
   const json loadavg = load_average_json();
 
   std::printf("== cortex_load %s ==\n", in_process ? "in-process" : "wire");
@@ -181,7 +198,7 @@ int main(int argc, char** argv) {
                  {{"streams", spec.streams}, {"requests", spec.requests}, {"prompt_tokens", spec.prompt_tokens},
                   {"output_tokens", spec.output_tokens}, {"rate", spec.rate}, {"seed", spec.seed}, {"warmup", spec.warmup}}},
                 {"results", summary_json(summary)},
-                {"cpu_scope", in_process ? "process (engine included)" : "client"},
+                {"cpu_scope", in_process ? "process (engine included)" : "client (server_cpu_s: cortexd, with --server-pid)"},
                 {"load_average", loadavg},
                 {"timed_out", res.timed_out}};
     json per_request = json::array();
@@ -194,6 +211,10 @@ int main(int argc, char** argv) {
       per_request.push_back(std::move(j));
     }
     out["requests"] = std::move(per_request);
+    if (wire) {
+      auto st = wire->server_stats();
+      out["server_stats"] = st ? json::parse(*st, nullptr, false) : json(st.error());
+    }
     std::ofstream f(a.get("json"));
     if (!f) return fail("cannot write '" + a.get("json") + "'", 1);
     f << out.dump(2) << "\n";

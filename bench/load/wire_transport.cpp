@@ -98,6 +98,12 @@ wire_transport::~wire_transport() {
   if (ctx_) zmq_ctx_term(ctx_);
 }
 
+expected<std::string> wire_transport::server_stats() {
+  auto s = ask(sockets_[0], json{{"v", 1}, {"t", "stats"}}, "stats", 5000);
+  if (!s) return make_error(s.error());
+  return s->dump();
+}
+
 void wire_transport::submit(const planned_request& r) {
   const json msg = {{"v", 1},
                     {"t", "submit"},

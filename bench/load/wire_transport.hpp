@@ -25,6 +25,8 @@ class wire_transport : public load_transport {
   ~wire_transport() override;
 
   const wire_model_info& model_info() const { return info_; }
+  // The server's `stats` reply as JSON text (protocol.md), or the error.
+  expected<std::string> server_stats();
   void submit(const planned_request& r) override;
   // Drains every readable socket; events are stamped at receipt.
   void poll(std::vector<load_event>& out, std::chrono::milliseconds timeout) override;
