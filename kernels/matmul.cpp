@@ -65,7 +65,9 @@ x_layout layout_for(x_format f, int64_t cols) {
 }
 
 // x (cols,) -> q8_32 layout at out (llama.cpp's quantize_row_q8_0 on x86).
-void quantize_q8_32(const float* x, int64_t cols, int offset, const x_layout& l, uint8_t* out) {
+using quantize_q8_32_fn = float (*)(const float*, int8_t*, int*);
+
+void quantize_q8_32(const float* x, int64_t cols, int offset, const x_layout& l, uint8_t* out, quantize_q8_32_fn qfn) {
   const int64_t nb = cols / 32;
   const int64_t nbp = static_cast<int64_t>(round_up(static_cast<size_t>(nb), 2));
   auto* qs = reinterpret_cast<int8_t*>(out);
@@ -73,7 +75,7 @@ void quantize_q8_32(const float* x, int64_t cols, int offset, const x_layout& l,
   auto* cxv = reinterpret_cast<float*>(out + l.aux_offset);
   for (int64_t b = 0; b < nb; ++b) {
     int sum = 0;
-    const float d_stored = quantize_block_q8_32(x + b * 32, qs + b * 32, &sum);
+    const float d_stored = qfn(x + b * 32, qs + b * 32, &sum);
     for (int j = 0; j < 8; ++j) {
       dxv[b * 8 + j] = d_stored;
       cxv[b * 8 + j] = 0.f;
@@ -103,9 +105,9 @@ void quantize_q8_256(const float* x, int64_t cols, const x_layout& l, uint8_t* o
   }
 }
 
-void quantize_token(const weight_view& w, const float* x, const x_layout& l, uint8_t* out) {
+void quantize_token(const weight_view& w, const float* x, const x_layout& l, uint8_t* out, quantize_q8_32_fn qfn) {
   if (format_for(w.type) == x_format::q8_32) {
-    quantize_q8_32(x, w.cols, q8_32_offset(w.type), l, out);
+    quantize_q8_32(x, w.cols, q8_32_offset(w.type), l, out, qfn);
   } else {
     quantize_q8_256(x, w.cols, l, out);
   }
@@ -143,6 +145,7 @@ void overlay(matmul_kernel_set& base, const matmul_kernel_set& top) {
   set(base.packed_q8_0, top.packed_q8_0);
   set(base.packed_q4_k, top.packed_q4_k);
   set(base.packed_q6_k, top.packed_q6_k);
+  set(base.quantize_q8_32, top.quantize_q8_32);
 }
 
 struct kernel_tables {
@@ -150,6 +153,7 @@ struct kernel_tables {
   kernel_tables() {
     get_matmul_kernels_scalar(&by_isa[0]);
     get_matmul_kernels_scalar_packed(&by_isa[0]);
+    by_isa[0].quantize_q8_32 = quantize_block_q8_32;
     by_isa[1] = by_isa[0];
     by_isa[2] = by_isa[0];
     // The isa translation units may use their instructions anywhere, even
@@ -167,6 +171,7 @@ struct kernel_tables {
       get_matmul_kernels_avx512_k(&avx512);
       get_matmul_kernels_avx512_packed(&avx512);
       get_matmul_kernels_avx512_packed_k(&avx512);
+      get_matmul_kernels_avx512_quantize(&avx512);
       overlay(by_isa[2], avx512);
     }
   }
@@ -291,7 +296,8 @@ void matmul(const weight_view& w, const float* x, int n_tokens, float* y, thread
     quantize_job qj{&w, x, &l, buf};
     auto quantize_one = [](void* ctx, int t, int) {
       const auto& q = *static_cast<const quantize_job*>(ctx);
-      quantize_token(*q.w, q.x + static_cast<int64_t>(t) * q.w->cols, *q.l, q.out + static_cast<size_t>(t) * q.l->stride);
+      quantize_token(*q.w, q.x + static_cast<int64_t>(t) * q.w->cols, *q.l, q.out + static_cast<size_t>(t) * q.l->stride,
+                     active_matmul_kernels().quantize_q8_32);
     };
     if (n_tokens == 1) {
       quantize_one(&qj, 0, 0);
@@ -333,7 +339,8 @@ void matmul_reference(const weight_view& w, const float* x, int n_tokens, float*
   matmul_scratch scratch;
   uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
   for (int t = 0; t < n_tokens; ++t) {
-    quantize_token(w, x + static_cast<int64_t>(t) * w.cols, l, buf + static_cast<size_t>(t) * l.stride);
+    quantize_token(w, x + static_cast<int64_t>(t) * w.cols, l, buf + static_cast<size_t>(t) * l.stride,
+                   quantize_block_q8_32);
   }
   fn(w, {buf, l.stride, l.d_offset, l.aux_offset}, n_tokens, y, 0, w.rows);
 }

@@ -133,6 +133,8 @@ struct matmul_kernel_set {
   packed_rows_fn packed_q8_0 = nullptr;
   packed_rows_fn packed_q4_k = nullptr;
   packed_rows_fn packed_q6_k = nullptr;
+  // quantize_block_q8_32, bit-identical to the scalar one.
+  float (*quantize_q8_32)(const float* x, int8_t* q, int* sum) = nullptr;
 };
 
 // The kernel table of the active isa (kernels/cpu_features.hpp), each entry
@@ -161,6 +163,7 @@ void get_matmul_kernels_avx512(matmul_kernel_set* set);      // f32/f16/bf16, q8
 void get_matmul_kernels_avx512_k(matmul_kernel_set* set);    // k-quants
 void get_matmul_kernels_avx512_packed(matmul_kernel_set* set);  // packed q4_0/q8_0
 void get_matmul_kernels_avx512_packed_k(matmul_kernel_set* set);  // packed q4_k/q6_k
+void get_matmul_kernels_avx512_quantize(matmul_kernel_set* set);   // activation quantization
 void get_matmul_kernels_scalar_packed(matmul_kernel_set* set);  // kernels/matmul_packed.cpp
 
 }  // namespace cortex::kernels

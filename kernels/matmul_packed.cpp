@@ -285,7 +285,7 @@ void matmul_packed(const packed_matrix& w, const float* x, int n_tokens, float* 
     const float* xt = x + static_cast<int64_t>(t) * w.cols();
     for (int64_t b = 0; b < nb; ++b) {
       int sum = 0;
-      d[b] = quantize_block_q8_32(xt + b * 32, qs + b * 32, &sum);
+      d[b] = set.quantize_q8_32(xt + b * 32, qs + b * 32, &sum);
       corr[b] = -zp * sum;
     }
     if (nb % 2 == 1) {

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -136,6 +138,28 @@ TEST_P(matmul_packed_isa_test, matches_reference_per_part_on_odd_shapes) {
         }
       }
     }
+  }
+}
+
+TEST_P(matmul_packed_isa_test, activation_quantizer_is_bit_identical_to_scalar) {
+  std::mt19937 rng(77);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  const auto simd = active_matmul_kernels().quantize_q8_32;
+  for (int iter = 0; iter < 2000; ++iter) {
+    float x[32];
+    const float scale = std::ldexp(1.f, exponent(rng));
+    for (float& v : x) v = normal(rng) * scale;
+    if (iter % 7 == 0) x[iter % 32] = 0.f;
+    if (iter % 11 == 0) std::fill(std::begin(x), std::end(x), 0.f);
+    if (iter % 13 == 0) x[3] = -x[5];  // ties in |x|
+    int8_t q_ref[32], q[32];
+    int sum_ref = 0, sum = 0;
+    const float d_ref = quantize_block_q8_32(x, q_ref, &sum_ref);
+    const float d = simd(x, q, &sum);
+    ASSERT_EQ(0, std::memcmp(&d, &d_ref, 4)) << iter;
+    ASSERT_EQ(0, std::memcmp(q, q_ref, 32)) << iter;
+    ASSERT_EQ(sum, sum_ref) << iter;
   }
 }
 
