@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <caf/actor_clock.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/local_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -12,8 +13,12 @@ namespace cortex {
 
 namespace {
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+// The session's clock is the actor system's clock (steady_clock in
+// production), so its timings and its deadline check agree with the timer
+// that delayed_send sets, also under CAF's test coordinator, whose clock
+// moves only when a test advances it.
+double ms_of(caf::actor_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(t.time_since_epoch()).count();
 }
 
 struct session_state {
@@ -59,6 +64,7 @@ session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, ses
   acc.prompt_tokens = cfg.prompt_tokens;
   acc.queue_pos = queue_pos;
   acc.tags = cfg.request.tags;
+  auto now_ms = [self] { return ms_of(self->clock().now()); };
   st.core = std::make_unique<session_core>(*tok, std::move(cfg), now_ms);
   self->send(st.links.sink, std::move(acc));
   if (auto at = st.core->deadline_at_ms()) {
