@@ -15,6 +15,7 @@
 #include <caf/test/dsl.hpp>
 #include <caf/test/unit_test_impl.hpp>  // main() of this executable
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -253,7 +254,6 @@ struct fixture : test_coordinator_fixture<dsl_config> {
   intake_actor intake;
   request_sink_actor sink;
   static constexpr int32_t k_block_size = 16;
-  static constexpr int32_t k_blocks = 64;
 
   fixture() {
     spdlog::set_level(spdlog::level::err);
@@ -270,16 +270,17 @@ struct fixture : test_coordinator_fixture<dsl_config> {
   }
 
   // Spawns the graph; each test picks its limits.
-  void spawn_graph(int32_t max_running) {
+  void spawn_graph(int32_t max_running, int32_t n_blocks = 64, uint32_t max_waiting = 256) {
     exec_raw = sys.spawn(fake_executor, script);
     exec = caf::actor_cast<executor_actor>(exec_raw);
     scheduler_config sc;
     sc.max_batch_tokens = 64;
     sc.max_running = max_running;
-    kv_cache_config kc{k_blocks, k_block_size, true};
+    kv_cache_config kc{n_blocks, k_block_size, true};
     scheduler = spawn_scheduler(sys, mdl, exec, sc, kc);
     intake_config ic;
-    ic.limits.n_ctx = mdl->hparams().n_ctx_train;
+    ic.limits.n_ctx = std::min(mdl->hparams().n_ctx_train, n_blocks * k_block_size);  // as runtime::start
+    ic.max_waiting = max_waiting;
     ic.limits.n_vocab = mdl->tokenizer().n_vocab();
     ic.seed = 1;
     intake = spawn_intake(sys, mdl, scheduler, ic);
@@ -567,6 +568,70 @@ CAF_TEST(events of concurrent requests arrive in order per request) {
   std::set<uint64_t> rids;
   for (size_t i = 0; i < prompts.size(); ++i) rids.insert(view_of(*log, "r" + std::to_string(i)).rid);
   CAF_CHECK_EQUAL(rids.size(), prompts.size());
+  check_idle();
+}
+
+CAF_TEST(a full waiting queue rejects with overloaded until a request starts) {
+  spawn_graph(1, 64, 1);  // one waiting request at most
+  script->hold = true;
+  submit(make_request("first", "Once upon a time", 3));
+  submit(make_request("second", "The sun was", 3));
+  expect((submit_atom, generation_request, request_sink_actor), from(self).to(intake));
+  expect((submit_atom, generation_request, request_sink_actor), from(self).to(intake));
+  expect((request_rejected), from(intake).to(sink));
+  auto v = view_of(*log, "second");
+  CAF_CHECK_EQUAL(v.problem, "");
+  CAF_CHECK_EQUAL(v.n_rejected, 1u);
+  CAF_CHECK_EQUAL(std::string(errc_name(v.code)), std::string(errc_name(errc::overloaded)));
+  consume_messages();  // "first" started (its slot is free again); its step is held
+  submit(make_request("third", "Mom said", 3));
+  consume_messages();
+  CAF_CHECK_EQUAL(view_of(*log, "third").n_accepted, 1u);
+  self->send(exec_raw, ready_atom_v);
+  run();
+  check_completed("first", 3);
+  check_completed("third", 3);
+  check_idle();
+}
+
+CAF_TEST(shutdown ends running and waiting requests once and refuses new ones) {
+  spawn_graph(1);
+  script->hold = true;
+  submit(make_request("running", "Once upon a time", 8));
+  submit(make_request("waiting", "The sun was", 8));
+  consume_messages();
+  CAF_REQUIRE_EQUAL(script->held.size(), 1u);
+  self->send(intake, shutdown_atom_v);
+  consume_messages();
+  auto w = view_of(*log, "waiting");
+  CAF_CHECK_EQUAL(w.problem, "");
+  CAF_CHECK_EQUAL(reason_name(w.reason), "shutdown");
+  CAF_CHECK_EQUAL(view_of(*log, "running").n_finished, 0u);  // at the step boundary
+  self->send(exec_raw, ready_atom_v);
+  run();
+  auto r = view_of(*log, "running");
+  CAF_CHECK_EQUAL(r.problem, "");
+  CAF_CHECK_EQUAL(reason_name(r.reason), "shutdown");
+  CAF_CHECK_EQUAL(r.ids, expected_ids(r, 1));
+  submit(make_request("too-late", "Mom said", 3));
+  run();
+  auto late = view_of(*log, "too-late");
+  CAF_CHECK_EQUAL(late.n_rejected, 1u);
+  CAF_CHECK_EQUAL(std::string(errc_name(late.code)), std::string(errc_name(errc::draining)));
+  CAF_CHECK_EQUAL(finished_by(stats(), finish_reason::shutdown), 2u);
+  check_idle();
+}
+
+CAF_TEST(a KV pool too small for both requests preempts and both finish correctly) {
+  spawn_graph(8, 4);  // 64 token slots; each request needs 45
+  submit(make_request("p0", "Once upon a time", 40));
+  submit(make_request("p1", "The little dog", 40));
+  run();
+  check_completed("p0", 40);
+  check_completed("p1", 40);
+  auto s = stats();
+  CAF_CHECK_GREATER(s.preemptions, 0u);
+  CAF_CHECK_EQUAL(s.kv_blocks_total, 4u);
   check_idle();
 }
 
