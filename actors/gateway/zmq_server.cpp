@@ -32,6 +32,7 @@ expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options&
   set_int(s->router_, ZMQ_HEARTBEAT_TIMEOUT, opts.heartbeat_timeout_ms);
   set_int(s->router_, ZMQ_HEARTBEAT_TTL, opts.heartbeat_timeout_ms);
   set_int(s->router_, ZMQ_LINGER, opts.linger_ms);
+  if (opts.sndbuf_bytes > 0) set_int(s->router_, ZMQ_SNDBUF, opts.sndbuf_bytes);
   if (zmq_bind(s->router_, opts.endpoint.c_str()) != 0) {
     return make_error("cannot bind ZeroMQ endpoint '" + opts.endpoint + "': " + zmq_error_text() +
                       " (is another server using it? choose another with --endpoint)");

@@ -34,6 +34,7 @@ struct zmq_server_options {
   int heartbeat_ivl_ms = 1000;          // ZMTP heartbeats: a silent peer is disconnected
   int heartbeat_timeout_ms = 5000;
   int linger_ms = 1000;                 // flush time at stop()
+  int sndbuf_bytes = 0;                 // kernel send buffer per connection (ZMQ_SNDBUF); 0 = OS default
   size_t max_peer_backlog = 4096;       // frames queued here for a blocked peer before it is dropped
 };
 

@@ -26,6 +26,7 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"ctx", "N", "context per request; 0 = the model's", "0"},
       {"max-message-bytes", "N", "largest accepted client message; larger ones drop the connection", "8388608"},
       {"sndhwm", "N", "messages ZeroMQ queues per client before chunks are merged", "1000"},
+      {"sndbuf-bytes", "N", "kernel send buffer per client connection; 0 = the OS default", "0"},
       {"grace-ms", "MS", "on SIGTERM/SIGINT: time in-flight requests get before they end with 'shutdown'", "5000"},
       {"log-level", "L", "trace, debug, info, warn, error, critical, off", "info"},
       {"log-json", "", "log JSON lines instead of text", ""},
@@ -121,6 +122,7 @@ std::string resolve_daemon_options(cli::args& a, daemon_options& out) {
       {"ctx", 0, 1 << 24, [&](long long v) { r.n_ctx = int(v); }},
       {"max-message-bytes", 1024, 1ll << 31, [&](long long v) { out.zmq.max_message_bytes = v; }},
       {"sndhwm", 1, 1 << 20, [&](long long v) { out.zmq.sndhwm = int(v); }},
+      {"sndbuf-bytes", 0, 1 << 30, [&](long long v) { out.zmq.sndbuf_bytes = int(v); }},
       {"grace-ms", 0, 3600000, [&](long long v) { out.grace_ms = int(v); }},
   };
   for (auto& o : ints) {
