@@ -159,6 +159,7 @@ constexpr int q8_32_offset_q8_0 = 128;
 // Filled in by each isa's translation unit. The scalar set is complete.
 void get_matmul_kernels_scalar(matmul_kernel_set* set);
 void get_matmul_kernels_avx2(matmul_kernel_set* set);
+void get_matmul_kernels_avx2_k(matmul_kernel_set* set);  // k-quants
 void get_matmul_kernels_avx512(matmul_kernel_set* set);      // f32/f16/bf16, q8_32 types
 void get_matmul_kernels_avx512_k(matmul_kernel_set* set);    // k-quants
 void get_matmul_kernels_avx512_packed(matmul_kernel_set* set);  // packed q4_0/q8_0

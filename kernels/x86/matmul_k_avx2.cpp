@@ -1,0 +1,218 @@
+// AVX2 matmul kernels for the k-quants (q4_k, q5_k, q6_k) against q8_k
+// activations, the same integer math as kernels/matmul_scalar.cpp. Only
+// get_matmul_kernels_avx2_k is exported (compiled with -mavx2 -mfma -mf16c).
+//
+// A super-block (256) is four chunks of 64 codes, two ymm of 32 codes each.
+// Codes are unsigned (q6_k's -32 comes back through bsums), so per ymm
+//   p = maddubs(codes u8, x s8)            16 int16, |lane| <= 2 * 63 * 128
+//   isum += madd(p, scale)                 8 int32, scale as int16 per lane
+// and per super-block y += d * dx * isum (- dmin * dx * sum(min * bsum)).
+// The float sums are in a different order than the reference: results agree
+// within float rounding, not bit for bit.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/matmul_tile_loop.hpp"
+
+namespace cortex::kernels {
+
+namespace {
+
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// pshufb mask that puts int16 lane k0 of the low 128 bits in every int16 of
+// the low half and lane k1 of the high 128 bits in every int16 of the high half.
+__m256i pick_int16(int k0, int k1) {
+  const auto pair = [](int k) { return static_cast<short>((2 * k) | ((2 * k + 1) << 8)); };
+  return _mm256_set_m128i(_mm_set1_epi16(pair(k1)), _mm_set1_epi16(pair(k0)));
+}
+
+__m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// q4_k / q5_k (High = q5_k): 6-bit scales and mins, codes 0..15 (0..31).
+// Chunk c holds sub-blocks 2c (low nibbles of qs[32c..]) and 2c+1 (high).
+template <class Block, bool High>
+struct k4_policy {
+  using block = Block;
+
+  struct row_state {
+    __m256i scales;  // int16 lane j and j + 8: scale j (j < 8)
+    __m256i mins;    // int16 lane 2j, 2j+1: min j (matches bsums 2j, 2j+1)
+    float d, dmin;
+  };
+
+  // The 12 packed bytes, decoded as in quant_k_scales.hpp four bytes at a time.
+  static void prepare(const block& b, row_state& s) {
+    uint32_t a, m, c;
+    std::memcpy(&a, b.scales, 4);
+    std::memcpy(&m, b.scales + 4, 4);
+    std::memcpy(&c, b.scales + 8, 4);
+    const uint32_t sc_lo = a & 0x3f3f3f3fu, mn_lo = m & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | (((m >> 6) & 0x03030303u) << 4);
+    const __m128i sc8 = _mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo));
+    const __m128i mn8 = _mm_set_epi32(0, 0, static_cast<int>(mn_hi), static_cast<int>(mn_lo));
+    s.scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
+    s.mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+    s.d = _cvtsh_ss(b.d);
+    s.dmin = _cvtsh_ss(b.dmin);
+  }
+
+  // Codes of chunk c: out[0] sub-block 2c, out[1] sub-block 2c + 1.
+  static void codes(const block& b, int c, __m256i out[2]) {
+    const __m256i v = load32(b.qs + 32 * c);
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    out[0] = _mm256_and_si256(v, nibble);
+    out[1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+    if constexpr (High) {
+      // Bit 2c (2c + 1) of qh[i] is bit 4 of code i of sub-block 2c (2c + 1).
+      const __m256i qh = _mm256_srli_epi16(load32(b.qh), 2 * c);
+      const __m256i bit4 = _mm256_set1_epi8(0x10);
+      out[0] = _mm256_or_si256(out[0], _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4));
+      out[1] = _mm256_or_si256(out[1], _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4));
+    }
+  }
+
+  static void scale(const row_state& s, int c, __m256i out[2]) {
+    out[0] = _mm256_shuffle_epi8(s.scales, pick_int16(2 * c, 2 * c));
+    out[1] = _mm256_shuffle_epi8(s.scales, pick_int16(2 * c + 1, 2 * c + 1));
+  }
+
+  // acc += dx * (d * isum - dmin * sum_j min_j * (bsum_2j + bsum_2j+1))
+  static __m256 finish(const row_state& s, __m256i isum, __m256i bsums, float dx, __m256 acc) {
+    const __m256i mins = _mm256_madd_epi16(s.mins, bsums);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(s.d * dx), acc);
+    return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(s.dmin * dx), acc);
+  }
+};
+
+// q6_k: int8 scale per 16 codes, codes 0..63 with zero point 32. Chunk c is
+// half h = c / 2, quarters 2(c % 2) and 2(c % 2) + 1 of that half; quarter q
+// (32 codes, sub-blocks 8h + 2q and 8h + 2q + 1) takes its low 4 bits from
+// ql[64h + 32(q % 2) ..] (low nibbles for q < 2) and bits 2q, 2q+1 of qh[32h ..].
+struct q6_policy {
+  using block = block_q6_k;
+
+  struct row_state {
+    __m256i scales[2];   // int16, both 128-bit halves: scales 8h .. 8h + 7
+    __m256i scales_m32;  // int16 lane j: -32 * scale j
+    float d;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    s.scales[0] = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+    s.scales[1] = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+    s.scales_m32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+    s.d = _cvtsh_ss(b.d);
+  }
+
+  static void codes(const block& b, int c, __m256i out[2]) {
+    const int h = c >> 1;
+    const __m256i l0 = load32(b.ql + 64 * h), l1 = load32(b.ql + 64 * h + 32);
+    const __m256i qh = load32(b.qh + 32 * h);
+    const __m256i nibble = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+    if ((c & 1) == 0) {
+      out[0] = _mm256_or_si256(_mm256_and_si256(l0, nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 4), top));
+      out[1] = _mm256_or_si256(_mm256_and_si256(l1, nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 2), top));
+    } else {
+      out[0] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nibble), _mm256_and_si256(qh, top));
+      out[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
+                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), top));
+    }
+  }
+
+  // Sub-blocks of chunk c: 4c .. 4c + 3, two per ymm (16 codes per 128 bits).
+  static void scale(const row_state& s, int c, __m256i out[2]) {
+    const __m256i& sc = s.scales[c >> 1];
+    const int k = (4 * c) & 7;
+    out[0] = _mm256_shuffle_epi8(sc, pick_int16(k, k + 1));
+    out[1] = _mm256_shuffle_epi8(sc, pick_int16(k + 2, k + 3));
+  }
+
+  // acc += dx * d * (isum - 32 * sum_j scale_j * bsum_j)
+  static __m256 finish(const row_state& s, __m256i isum, __m256i bsums, float dx, __m256 acc) {
+    const __m256i total = _mm256_add_epi32(isum, _mm256_madd_epi16(s.scales_m32, bsums));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(s.d * dx), acc);
+  }
+};
+
+// y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols); each weight block is
+// decoded once and used for all nt tokens.
+template <class Policy>
+struct k_tile {
+  using block = typename Policy::block;
+  const weight_view& w;
+  const quantized_x& x;
+  float* y;
+
+  template <int nr, int nt>
+  void run(int64_t r, int t) const {
+    const int64_t nb = w.cols / 256;
+    const block* rows[nr];
+    const uint8_t* xs[nt];
+    for (int i = 0; i < nr; ++i) rows[i] = reinterpret_cast<const block*>(weight_row(w, r + i));
+    for (int j = 0; j < nt; ++j) xs[j] = x.data + static_cast<size_t>(t + j) * x.stride;
+    __m256 acc[nr][nt];
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      typename Policy::row_state rs[nr];
+      for (int i = 0; i < nr; ++i) Policy::prepare(rows[i][b], rs[i]);
+      __m256i isum[nr][nt];
+      for (int i = 0; i < nr; ++i)
+        for (int j = 0; j < nt; ++j) isum[i][j] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        __m256i wq[nr][2], sc[nr][2];
+        for (int i = 0; i < nr; ++i) {
+          Policy::codes(rows[i][b], c, wq[i]);
+          Policy::scale(rs[i], c, sc[i]);
+        }
+        for (int j = 0; j < nt; ++j) {
+          const uint8_t* xc = xs[j] + b * 256 + c * 64;
+          const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(xc));
+          const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(xc + 32));
+          for (int i = 0; i < nr; ++i) {
+            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i][0], x0), sc[i][0]);
+            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i][1], x1), sc[i][1]);
+            isum[i][j] = _mm256_add_epi32(isum[i][j], _mm256_add_epi32(p0, p1));
+          }
+        }
+      }
+      for (int j = 0; j < nt; ++j) {
+        const __m256i bsums = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs[j] + x.aux_offset) + b);
+        const float dx = reinterpret_cast<const float*>(xs[j] + x.d_offset)[b];
+        for (int i = 0; i < nr; ++i) acc[i][j] = Policy::finish(rs[i], isum[i][j], bsums, dx, acc[i][j]);
+      }
+    }
+    for (int i = 0; i < nr; ++i)
+      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = hsum(acc[i][j]);
+  }
+};
+
+template <class Policy>
+void k_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const k_tile<Policy> tile{w, x, y};
+  if (n_tokens == 1) {
+    for_each_tile<2, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<2, 2>(r0, r1, n_tokens, tile);
+  }
+}
+
+}  // namespace
+
+void get_matmul_kernels_avx2_k(matmul_kernel_set* set) {
+  set->q4_k = k_rows<k4_policy<block_q4_k, false>>;
+  set->q5_k = k_rows<k4_policy<block_q5_k, true>>;
+  set->q6_k = k_rows<q6_policy>;
+}
+
+}  // namespace cortex::kernels
