@@ -33,6 +33,7 @@
 #include "kernels/ops.hpp"
 #include "model/forward.hpp"
 #include "model/model.hpp"
+#include "model/sampler.hpp"
 
 namespace cortex::bench {
 namespace {
@@ -165,7 +166,8 @@ int roofline_main(const options& o) {
   std::printf("peaks: read %.2f GB/s (scalar loads %.2f) | f32 fma %.1f GFLOP/s | int8 vnni %.1f GOP/s (vpdpbusd)\n\n", peaks.read_bytes_per_s / 1e9,
               peaks.read_scalar_bytes_per_s / 1e9, peaks.fma_flop_per_s / 1e9, peaks.vnni_op_per_s / 1e9);
 
-  const int max_t = *std::max_element(o.tokens.begin(), o.tokens.end());
+  // At least 16 rows: the rmsnorm / rope rows below use 16 tokens.
+  const int max_t = std::max(16, *std::max_element(o.tokens.begin(), o.tokens.end()));
   const int max_dim = std::max({hp.n_embd, hp.n_ff, hp.n_head * hp.head_dim});
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -282,6 +284,22 @@ int roofline_main(const options& o) {
   step_row("decode batch 16 (ctx 64)", 16, 1, 64);
   for (int n : o.tokens)
     if (n >= 128) step_row("prefill " + std::to_string(n), 1, n, 0);
+  // Sampling over the vocabulary, part of the step overhead (16 rows, one per
+  // sequence of a batch-16 decode step), greedy and temperature + top-p.
+  for (const float temp : {0.0f, 0.8f}) {
+    sampling_params sp;
+    sp.temperature = temp;
+    sp.top_p = temp > 0 ? 0.95f : 1.0f;
+    sampler smp(sp);
+    std::vector<int32_t> history(64, 1);
+    std::vector<float> logits(static_cast<size_t>(hp.n_vocab) * 16);
+    for (auto& v : logits) v = 4 * nd(rng);
+    const double s = time_calls(1, 5, 0.1, [&](int) {
+      for (int r = 0; r < 16; ++r) smp.sample(logits.data() + static_cast<size_t>(r) * hp.n_vocab, hp.n_vocab, history);
+    });
+    std::printf("sampling 16 rows x %d (%s)%*s %10.3f ms\n", hp.n_vocab, temp > 0 ? "temp 0.8, top-p 0.95" : "greedy", temp > 0 ? 1 : 13, "",
+                s * 1e3);
+  }
   std::printf("\n%%bw: bytes read / measured read bandwidth; %%peak: ops / measured vnni (int8 matmuls) or fma peak;\n"
               "matmul-sum: n_layer x matmul times above (+ output) -- the rest of the step is norms, rope, attention,\n"
               "K/V writes, embedding and thread-pool joins.\n");
