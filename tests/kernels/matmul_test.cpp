@@ -162,6 +162,33 @@ TEST_P(matmul_isa_test, decode_and_batched_shapes_agree_with_reference) {
   }
 }
 
+// k-quants on every tile edge: rows not a multiple of the tile, token counts
+// around the token tile, several super-blocks per row, 1 to 3 threads.
+TEST_P(matmul_isa_test, k_quants_match_reference_on_tile_edges) {
+  std::mt19937 rng(4321);
+  thread_pool pools[] = {thread_pool(1), thread_pool(2), thread_pool(3)};
+  matmul_scratch scratch;
+  int iter = 0;
+  for (ggml_type t : {ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k}) {
+    for (int64_t cols : {256, 768, 1280}) {
+      for (int n_tokens : {1, 3, 4, 5, 9, 17}) {
+        const int64_t rows = 1 + (iter * 5) % 11;
+        thread_pool& pool = pools[iter++ % 3];
+        SCOPED_TRACE(::testing::Message() << "type " << static_cast<int>(t) << " rows " << rows << " cols " << cols
+                                          << " tokens " << n_tokens << " threads " << pool.size());
+        const std::vector<uint8_t> wbytes = random_weights(t, rows, cols, rng);
+        const weight_view w{t, rows, cols, wbytes.data(), matmul_row_bytes(t, cols)};
+        const std::vector<float> x = random_x(n_tokens, cols, rng);
+        std::vector<float> y(static_cast<size_t>(n_tokens * rows), -1.f), y_ref(y.size(), -2.f);
+        matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
+        matmul_reference(w, x.data(), n_tokens, y_ref.data());
+        const std::vector<double> mag = magnitudes(dequantized(w), x, rows, cols, n_tokens);
+        for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 2e-5 * mag[i] + 1e-6) << "output " << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(isas, matmul_isa_test, ::testing::Values(isa::scalar, isa::avx2, isa::avx512),
                          [](const ::testing::TestParamInfo<isa>& info) { return std::string(isa_name(info.param)); });
 
