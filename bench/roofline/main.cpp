@@ -273,8 +273,9 @@ int roofline_main(const options& o) {
       auto it = mm_seconds[kname].find(T);
       est += it == mm_seconds[kname].end() ? NAN : hp.n_layer * it->second;
     }
+    // The output rows (one per sequence) count only when that n was measured.
     auto it = mm_seconds["output"].find(n_seqs);
-    est += it == mm_seconds["output"].end() ? NAN : it->second;
+    if (it != mm_seconds["output"].end()) est += it->second;
     const double ops = 2.0 * params * T;
     std::printf("%-34s %10.2f %9.2f %5.0f%% %9.1f %5.0f%%  %.2f (%.0f%%)\n", name.c_str(), s * 1e3, wbytes / s / 1e9,
                 100 * wbytes / s / peaks.read_bytes_per_s, ops / s / 1e9, peaks.vnni_op_per_s > 0 ? 100 * ops / s / peaks.vnni_op_per_s : 0,
