@@ -86,13 +86,19 @@ engine_step_result step_runner::run(const engine_step& step) {
   try {
     fwd_.run(batch_, kv_);
     const int n_vocab = model_->hparams().n_vocab;
-    int row = 0;
+    // Sequences that sample this step, in batch order (= logits row order).
+    std::vector<std::pair<const engine_step_entry*, open_seq*>> todo;
     for (const auto& e : step.entries) {
-      if (!e.sample) continue;
-      auto& sq = seqs_.at(e.rid);
-      auto tok = sq.smp.sample(fwd_.logits(row++), n_vocab, sq.history);
-      sampled_output out;
-      out.rid = e.rid;
+      if (e.sample) todo.emplace_back(&e, &seqs_.at(e.rid));
+    }
+    // Samplers are independent (own RNG, own history): sample them in
+    // parallel on the compute pool; each task writes only its own slot.
+    res.outputs.resize(todo.size());
+    pool_.parallel_for(static_cast<int>(todo.size()), [&](int i, int) {
+      const auto& [e, sq] = todo[static_cast<size_t>(i)];
+      auto tok = sq->smp.sample(fwd_.logits(i), n_vocab, sq->history);
+      sampled_output& out = res.outputs[static_cast<size_t>(i)];
+      out.rid = e->rid;
       out.token = tok.id;
       out.logprob.id = tok.id;
       out.logprob.lp = tok.logprob;
@@ -100,8 +106,7 @@ engine_step_result step_runner::run(const engine_step& step) {
         out.logprob.top_ids.push_back(id);
         out.logprob.top_lps.push_back(lp);
       }
-      res.outputs.push_back(std::move(out));
-    }
+    });
   } catch (const std::exception& ex) {
     res.outputs.clear();
     res.failed = true;
