@@ -116,6 +116,96 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
   }
 }
 
+// Batched q4_0 (>= 8 tokens): a panel pair against every token of the task.
+// Each weight block is loaded and unpacked once (16 zmm) and feeds all tokens,
+// 4 at a time; the float accumulators of all tokens live in an L1 buffer. The
+// panels are read once per call instead of once per 4-token tile.
+#define CORTEX_INLINE inline __attribute__((always_inline))
+
+constexpr int q4_panel_max_tokens = 32;
+constexpr int q4_all_tokens_min = 8;  // below: the 2x4 register tiles
+
+template <int NP, int G>
+CORTEX_INLINE void q4_group(const __m512i (&wl)[NP][4], const __m512i (&wh)[NP][4], const __m512 (&dw)[NP],
+                            const uint8_t* xbase, size_t stride, size_t d_off, size_t c_off, int64_t b, float* acc) {
+  __m512i ia[NP][G];
+  for (int j = 0; j < G; ++j) {
+    const __m512i c = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(xbase + j * stride + c_off)[b]);
+    for (int i = 0; i < NP; ++i) ia[i][j] = c;
+  }
+  for (int g = 0; g < 4; ++g) {
+    for (int j = 0; j < G; ++j) {
+      const int8_t* xq = reinterpret_cast<const int8_t*>(xbase + j * stride) + b * 32;
+      const __m512i xl = broadcast_dword(xq + 4 * g), xh = broadcast_dword(xq + 16 + 4 * g);
+      for (int i = 0; i < NP; ++i) {
+        ia[i][j] = _mm512_dpbusd_epi32(ia[i][j], wl[i][g], xl);
+        ia[i][j] = _mm512_dpbusd_epi32(ia[i][j], wh[i][g], xh);
+      }
+    }
+  }
+  for (int j = 0; j < G; ++j) {
+    const __m512 dx = _mm512_set1_ps(reinterpret_cast<const float*>(xbase + j * stride + d_off)[b]);
+    for (int i = 0; i < NP; ++i) {
+      float* a = acc + (i * q4_panel_max_tokens + j) * 16;
+      _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[i][j]), _mm512_mul_ps(dw[i], dx), _mm512_load_ps(a)));
+    }
+  }
+}
+
+template <int NP>
+void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
+  constexpr int64_t record = record_header + 2 * fmt_q4_0::block_code_bytes;
+  const int64_t n_records = (w.cols / 32 + 1) / 2;
+  const uint8_t* panel[NP];
+  for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  alignas(64) float acc[NP * q4_panel_max_tokens * 16];
+  for (int t0 = 0; t0 < n_tokens; t0 += q4_panel_max_tokens) {
+    const int nt = n_tokens - t0 < q4_panel_max_tokens ? n_tokens - t0 : q4_panel_max_tokens;
+    const uint8_t* xt = x.data + static_cast<size_t>(t0) * x.stride;
+    for (int i = 0; i < NP; ++i)
+      for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + (i * q4_panel_max_tokens + j) * 16, _mm512_setzero_ps());
+    for (int64_t rec = 0; rec < n_records; ++rec) {
+      for (int h = 0; h < 2; ++h) {
+        const int64_t b = 2 * rec + h;
+        __m512i wl[NP][4], wh[NP][4];
+        __m512 dw[NP];
+        for (int i = 0; i < NP; ++i) {
+          const uint8_t* codes = panel[i] + rec * record + record_header + h * fmt_q4_0::block_code_bytes;
+          for (int g = 0; g < 4; ++g) {
+            const __m512i v = _mm512_load_si512(codes + 64 * g);
+            wl[i][g] = _mm512_and_si512(v, low4);
+            wh[i][g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+          }
+          dw[i] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(panel[i] + rec * record + h * 32)));
+        }
+        constexpr int GM = NP == 1 ? 8 : 4;
+        int j = 0;
+        for (; j + GM <= nt; j += GM) {
+          q4_group<NP, GM>(wl, wh, dw, xt + j * x.stride, x.stride, x.d_offset, x.aux_offset, b, acc + 16 * j);
+        }
+        const uint8_t* xr = xt + j * x.stride;
+        float* ar = acc + 16 * j;
+        switch (nt - j) {
+          case 7: q4_group<NP, 7 % GM>(wl, wh, dw, xr, x.stride, x.d_offset, x.aux_offset, b, ar); break;
+          case 6: q4_group<NP, 6 % GM>(wl, wh, dw, xr, x.stride, x.d_offset, x.aux_offset, b, ar); break;
+          case 5: q4_group<NP, 5 % GM>(wl, wh, dw, xr, x.stride, x.d_offset, x.aux_offset, b, ar); break;
+          case 3: q4_group<NP, 3>(wl, wh, dw, xr, x.stride, x.d_offset, x.aux_offset, b, ar); break;
+          case 2: q4_group<NP, 2>(wl, wh, dw, xr, x.stride, x.d_offset, x.aux_offset, b, ar); break;
+          case 1: q4_group<NP, 1>(wl, wh, dw, xr, x.stride, x.d_offset, x.aux_offset, b, ar); break;
+          default: if (nt - j == 4) q4_group<NP, (4 % GM ? 4 % GM : 1)>(wl, wh, dw, xr, x.stride, x.d_offset, x.aux_offset, b, ar); break;
+        }
+      }
+    }
+    for (int i = 0; i < NP; ++i) {
+      const packed_dest d = packed_dest_of(w, p + i);
+      const __mmask16 m = static_cast<__mmask16>(d.valid == 16 ? 0xffff : (1u << d.valid) - 1);
+      for (int j = 0; j < nt; ++j)
+        _mm512_mask_storeu_ps(d.y + (t0 + j) * d.ld, m, _mm512_load_ps(acc + (i * q4_panel_max_tokens + j) * 16));
+    }
+  }
+}
+
 template <class Fmt, int NP>
 void token_loop(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
   int t = 0;
@@ -135,6 +225,11 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
     // Decode: four panels (four weight streams) per pass.
     for (; p + 4 <= p1; p += 4) tile<Fmt, 4, 1>(w, x, p, 0);
     for (; p < p1; ++p) tile<Fmt, 1, 1>(w, x, p, 0);
+    return;
+  }
+  if (Fmt::block_code_bytes == 256 && n_tokens >= q4_all_tokens_min) {
+    for (; p + 2 <= p1; p += 2) q4_panel_all_tokens<2>(w, x, n_tokens, p);
+    for (; p < p1; ++p) q4_panel_all_tokens<1>(w, x, n_tokens, p);
     return;
   }
   for (; p + 2 <= p1; p += 2) token_loop<Fmt, 2>(w, x, n_tokens, p);
