@@ -27,6 +27,8 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"max-message-bytes", "N", "largest accepted client message; larger ones drop the connection", "8388608"},
       {"sndhwm", "N", "messages ZeroMQ queues per client before chunks are merged", "1000"},
       {"sndbuf-bytes", "N", "kernel send buffer per client connection; 0 = the OS default", "0"},
+      {"heartbeat-ms", "MS", "ZMTP heartbeat interval to clients", "1000"},
+      {"heartbeat-timeout-ms", "MS", "a client silent this long (incl. one whose buffers stay full) is gone", "5000"},
       {"grace-ms", "MS", "on SIGTERM/SIGINT: time in-flight requests get before they end with 'shutdown'", "5000"},
       {"log-level", "L", "trace, debug, info, warn, error, critical, off", "info"},
       {"log-json", "", "log JSON lines instead of text", ""},
@@ -123,6 +125,8 @@ std::string resolve_daemon_options(cli::args& a, daemon_options& out) {
       {"max-message-bytes", 1024, 1ll << 31, [&](long long v) { out.zmq.max_message_bytes = v; }},
       {"sndhwm", 1, 1 << 20, [&](long long v) { out.zmq.sndhwm = int(v); }},
       {"sndbuf-bytes", 0, 1 << 30, [&](long long v) { out.zmq.sndbuf_bytes = int(v); }},
+      {"heartbeat-ms", 100, 3600000, [&](long long v) { out.zmq.heartbeat_ivl_ms = int(v); }},
+      {"heartbeat-timeout-ms", 100, 3600000, [&](long long v) { out.zmq.heartbeat_timeout_ms = int(v); }},
       {"grace-ms", 0, 3600000, [&](long long v) { out.grace_ms = int(v); }},
   };
   for (auto& o : ints) {

@@ -14,8 +14,10 @@ N_TOKENS = 1500
 
 
 class SlowReaderTest(support.ServerTestCase):
-    # Tiny socket buffers so the backlog reaches the gateway quickly.
-    SERVER_ARGS = ("--sndhwm", "2", "--sndbuf-bytes", "4096")
+    # Tiny socket buffers so the backlog reaches the gateway quickly. A client
+    # whose buffers stay full cannot answer heartbeats either; the long
+    # timeout keeps a slow machine from turning this reader into a gone one.
+    SERVER_ARGS = ("--sndhwm", "2", "--sndbuf-bytes", "4096", "--heartbeat-timeout-ms", "600000")
 
     def test_tokens_are_merged_never_lost_and_generation_never_waits(self):
         request = {"v": 1, "t": "submit", "id": "slow", "prompt": "Once upon a time",
@@ -42,7 +44,8 @@ class SlowReaderTest(support.ServerTestCase):
                     break
                 time.sleep(0.02)
             else:
-                self.fail("generation stalled behind a reader that does not read")
+                self.fail("generation stalled behind a reader that does not read: %s" % st)
+            self.assertEqual(st["requests_finished"]["client_gone"], 0, st)
 
             # Now read everything.
             msgs = []
