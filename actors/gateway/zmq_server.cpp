@@ -178,6 +178,10 @@ void zmq_server::receive_all() {
     if (frames.size() < 2) continue;
     inbound_frame in;
     in.peer = std::move(frames[0]);
+    if (fd >= 0 && monitor_) {
+      auto known = peers_.find(in.peer);
+      if (known == peers_.end() || known->second.fd != fd) handle_monitor();  // see run()
+    }
     auto& ps = peers_[in.peer];
     if (fd >= 0 && ps.fd != fd) {
       ps.fd = fd;
@@ -248,8 +252,12 @@ void zmq_server::run() {
       uint64_t v;
       [[maybe_unused]] auto n = ::read(wake_fd_, &v, sizeof v);
     }
+    // Monitor events first, always: a connection's fd is reused by the next
+    // one, and the old connection's DISCONNECTED must be applied before the
+    // new connection's first message ties its peer to that fd, or the new
+    // peer would be taken for gone.
+    if (monitor_) handle_monitor();
     if (items[0].revents & ZMQ_POLLIN) receive_all();
-    if (n_items > 2 && (items[2].revents & ZMQ_POLLIN)) handle_monitor();
     drain_posts();
     std::vector<std::string> blocked;
     for (auto& [p, ps] : peers_) {
