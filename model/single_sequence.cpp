@@ -25,7 +25,8 @@ int single_sequence::feed(const std::vector<int32_t>& tokens, logits_mode mode, 
     s.block_table = table_.data();
     s.n_blocks = static_cast<int32_t>(table_.size());
     s.logits = mode == logits_mode::all ? logits_mode::all : (last_chunk && mode == logits_mode::last ? logits_mode::last : logits_mode::none);
-    const int rows = fwd_.run({s}, kv_);
+    batch_.assign(1, s);
+    const int rows = fwd_.run(batch_, kv_);
     rows_.resize((static_cast<size_t>(n_rows) + rows) * n_vocab);
     if (rows > 0) std::memcpy(rows_.data() + n_rows * n_vocab, fwd_.logits(0), sizeof(float) * rows * n_vocab);
     n_rows += rows;

@@ -37,6 +37,7 @@ class single_sequence {
   int n_ctx_;
   int n_past_ = 0;
   std::vector<float> rows_;  // (rows, n_vocab) of the last feed
+  std::vector<batch_seq> batch_;  // one entry, reused (no allocation per step)
 };
 
 }  // namespace cortex

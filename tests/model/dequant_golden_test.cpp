@@ -15,22 +15,18 @@
 #include "kernels/ggml_type.hpp"
 #include "kernels/quant.hpp"
 #include "model/gguf.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string shared_dir = CORTEX_SHARED_DIR;
+const std::string shared_dir = testing::shared_dir();
+using testing::model_path;  // golden/models/ first, then models/
 const std::vector<std::string> golden_models = {
     "stories260K-q8_0", "tiny-llama-f16", "tiny-llama-q4_0", "tiny-llama-q4_k_m", "tiny-llama-q8_0",
 };
-
-// The tiny models live in golden/models/, the trained stories260K ones in models/.
-std::string model_path(const std::string& file_name) {
-  const std::string golden = shared_dir + "/golden/models/" + file_name;
-  return fs::exists(golden) ? golden : shared_dir + "/models/" + file_name;
-}
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -11,16 +11,12 @@
 #include "kernels/ggml_type.hpp"
 #include "kernels/quant.hpp"
 #include "model/gguf.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace {
 
-const std::string shared_dir = CORTEX_SHARED_DIR;
-
-std::string model_path(const std::string& file_name) {
-  const std::string golden = shared_dir + "/golden/models/" + file_name;
-  return std::filesystem::exists(golden) ? golden : shared_dir + "/models/" + file_name;
-}
+using testing::model_path;  // golden/models/ first, then models/
 
 struct quantized_pair {
   const char* source;     // F32 weights
