@@ -1,5 +1,7 @@
 #include "messages/request.hpp"
 
+#include <algorithm>
+
 namespace cortex {
 
 const char* finish_reason_name(finish_reason r) {
@@ -13,6 +15,13 @@ const char* finish_reason_name(finish_reason r) {
     case finish_reason::error: return "error";
   }
   return "error";
+}
+
+token_stop stop_by_token(const request_params& p, bool is_eog, int32_t token, uint32_t n_generated) {
+  if (n_generated <= p.min_tokens) return token_stop::none;
+  if (is_eog && !p.ignore_eos) return token_stop::eos;
+  const auto& ids = p.stop_token_ids;
+  return std::find(ids.begin(), ids.end(), token) != ids.end() ? token_stop::token : token_stop::none;
 }
 
 }  // namespace cortex

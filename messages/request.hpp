@@ -77,6 +77,14 @@ struct request_chunk {
 enum class finish_reason : uint8_t { stop, length, cancelled, deadline, shutdown, client_gone, error };
 const char* finish_reason_name(finish_reason r);
 
+// Whether a sampled token ends the request by itself (stop strings aside):
+// EOS / end-of-generation unless ignore_eos, else a stop token id, and only
+// once at least min_tokens tokens precede it. `n_generated` counts this
+// token (1 for the first). The one rule the scheduler (to stop computing at
+// once) and the session (to report the end) both apply.
+enum class token_stop : uint8_t { none, eos, token };
+token_stop stop_by_token(const request_params& p, bool is_eog, int32_t token, uint32_t n_generated);
+
 struct request_timings {
   double queue_ms = 0, prefill_ms = 0, ttft_ms = 0, decode_ms = 0, total_ms = 0, tokens_per_s = 0;
 };

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -24,7 +23,6 @@ struct request_slot {
   bool opened = false;           // the executor has its sampler
   bool started = false;          // scheduled at least once
   bool prefill_done = false;
-  std::unordered_set<int32_t> stop_tokens;
 };
 
 struct scheduler_state {
@@ -43,15 +41,6 @@ struct scheduler_state {
 };
 
 using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
-
-// Would the session stop on this token without a stop string? (Same rule as
-// the session's, so the scheduler stops computing at once.)
-bool ends_sequence(const request_slot& slot, const tokenizer& tok, int32_t token, int32_t n_generated) {
-  const auto& p = slot.admission.params;
-  if (n_generated < static_cast<int32_t>(p.min_tokens)) return false;
-  if (slot.stop_tokens.count(token)) return true;
-  return !p.ignore_eos && tok.is_eog(token);
-}
 
 void report_finished(self_ptr self) {
   auto& st = self->state;
@@ -91,7 +80,10 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
       by_seq[seq_id] = &o;
       auto* s = st.core->find(seq_id);
       auto it = st.slots.find(seq_id);
-      const bool finished = s && it != st.slots.end() && ends_sequence(it->second, tok, o.token, s->n_tokens_generated() + 1);
+      // The session applies the same rule; stopping here saves the next step.
+      const bool finished = s && it != st.slots.end() &&
+                            stop_by_token(it->second.admission.params, tok.is_eog(o.token), o.token,
+                                          static_cast<uint32_t>(s->n_tokens_generated() + 1)) != token_stop::none;
       sampled.push_back({seq_id, o.token, finished});
     }
     // Progress notes for the sessions, taken before update() may end sequences.
@@ -216,7 +208,6 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
         }
         request_slot slot;
         slot.session = std::move(session);
-        slot.stop_tokens.insert(a.params.stop_token_ids.begin(), a.params.stop_token_ids.end());
         slot.admission = std::move(a);
         st.slots.emplace(static_cast<int64_t>(slot.admission.rid), std::move(slot));
         kick(self);

@@ -58,11 +58,6 @@ void session_core::enter_decoding(double now) {
   state_ = session_state::decoding;
 }
 
-bool session_core::is_stop_token(int32_t id) const {
-  const auto& ids = cfg_.request.params.stop_token_ids;
-  return std::find(ids.begin(), ids.end(), id) != ids.end();
-}
-
 session_events session_core::on_tokens(const std::vector<sampled_output>& tokens) {
   session_events ev;
   if (state_ == session_state::finished) return ev;
@@ -96,16 +91,10 @@ session_events session_core::on_tokens(const std::vector<sampled_output>& tokens
     }
     // A stopping token needs min_tokens tokens before it; until then it is an
     // ordinary token (EOS then renders as nothing).
-    const bool may_stop = n_generated_ > p.min_tokens;
-    if (may_stop && !p.ignore_eos && tok_.is_eog(t.token)) {
+    const token_stop by_token = stop_by_token(p, tok_.is_eog(t.token), t.token, n_generated_);
+    if (by_token != token_stop::none) {
       reason = finish_reason::stop;
-      stop_kind_ = "eos";
-      stop_value_ = std::to_string(t.token);
-      break;
-    }
-    if (may_stop && is_stop_token(t.token)) {
-      reason = finish_reason::stop;
-      stop_kind_ = "token";
+      stop_kind_ = by_token == token_stop::eos ? "eos" : "token";
       stop_value_ = std::to_string(t.token);
       break;
     }

@@ -119,7 +119,6 @@ class session_core {
 
  private:
   void enter_decoding(double now);
-  bool is_stop_token(int32_t id) const;
   session_events end(finish_reason reason, error_report error, double now);
   request_timings timings(double now) const;
 

@@ -357,5 +357,31 @@ TEST(runtime, invalid_requests_are_rejected_with_their_code) {
   }
 }
 
+// min_tokens holds back stop tokens, and the scheduler (which stops
+// computing at once) and the session (which reports) agree on when.
+TEST(runtime, min_tokens_defers_a_stop_token_until_enough_tokens_precede_it) {
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  auto plain = greedy_request("plain", "Once upon a time", 40);
+  plain.want_token_ids = true;
+  const auto ids = run_alone(fx, plain).token_ids();
+  ASSERT_EQ(ids.size(), 40u);
+  // Stop on the first generated token, but only once one token precedes it.
+  const int32_t stop_id = ids[0];
+  size_t next = 1;
+  while (next < ids.size() && ids[next] != stop_id) ++next;
+  ASSERT_LT(next, ids.size()) << "the test needs the first token to recur (it is ',' in this story)";
+  auto req = greedy_request("deferred", "Once upon a time", 40);
+  req.want_token_ids = true;
+  req.params.stop_token_ids = {stop_id};
+  req.params.min_tokens = 1;
+  auto r = run_alone(fx, req);
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.finished->reason, finish_reason::stop);
+  EXPECT_EQ(r.finished->stop_kind, "token");
+  EXPECT_EQ(r.finished->completion_tokens, next + 1);
+  EXPECT_EQ(r.token_ids(), std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<long>(next + 1)));
+}
+
 }  // namespace
 }  // namespace cortex
