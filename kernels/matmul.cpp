@@ -22,7 +22,11 @@ inline int nearest_int(float f) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
-enum class x_format { f32, q8_32, q8_256 };
+// f16 / bf16 weights: llama.cpp's vec_dot_type for them is the weight type
+// itself, i.e. it rounds activations to f16 / bf16 (nearest even) before
+// the dot. We do the same (the rounded values stay stored as f32), so f16
+// models give llama.cpp's numbers, not slightly more precise ones.
+enum class x_format { f32, f16_rounded, bf16_rounded, q8_32, q8_256 };
 
 x_format format_for(ggml_type t) {
   switch (t) {
@@ -32,6 +36,8 @@ x_format format_for(ggml_type t) {
     case ggml_type::q4_k:
     case ggml_type::q5_k:
     case ggml_type::q6_k: return x_format::q8_256;
+    case ggml_type::f16: return x_format::f16_rounded;
+    case ggml_type::bf16: return x_format::bf16_rounded;
     default: return x_format::f32;
   }
 }
@@ -60,6 +66,8 @@ x_layout layout_for(x_format f, int64_t cols) {
     l.d_offset = nb * 256;
     l.aux_offset = round_up(l.d_offset + nb * 4, 32);
     l.stride = round_up(l.aux_offset + nb * 32, 64);
+  } else {
+    l.stride = round_up(static_cast<size_t>(cols) * 4, 64);
   }
   return l;
 }
@@ -105,11 +113,17 @@ void quantize_q8_256(const float* x, int64_t cols, const x_layout& l, uint8_t* o
   }
 }
 
-void quantize_token(const weight_view& w, const float* x, const x_layout& l, uint8_t* out, quantize_q8_32_fn qfn) {
-  if (format_for(w.type) == x_format::q8_32) {
-    quantize_q8_32(x, w.cols, q8_32_offset(w.type), l, out, qfn);
-  } else {
-    quantize_q8_256(x, w.cols, l, out);
+void quantize_token(const weight_view& w, const float* x, const x_layout& l, uint8_t* out,
+                    const matmul_kernel_set& ks) {
+  auto* y = reinterpret_cast<float*>(out);
+  switch (format_for(w.type)) {
+    case x_format::q8_32: quantize_q8_32(x, w.cols, q8_32_offset(w.type), l, out, ks.quantize_q8_32); break;
+    case x_format::q8_256: quantize_q8_256(x, w.cols, l, out); break;
+    case x_format::f16_rounded: ks.round_to_f16(x, y, w.cols); break;
+    case x_format::bf16_rounded:
+      for (int64_t k = 0; k < w.cols; ++k) y[k] = bf16_to_fp32(fp32_to_bf16(x[k]));
+      break;
+    case x_format::f32: break;  // not prepared: the kernels read x itself
   }
 }
 
@@ -146,6 +160,7 @@ void overlay(matmul_kernel_set& base, const matmul_kernel_set& top) {
   set(base.packed_q4_k, top.packed_q4_k);
   set(base.packed_q6_k, top.packed_q6_k);
   set(base.quantize_q8_32, top.quantize_q8_32);
+  set(base.round_to_f16, top.round_to_f16);
 }
 
 struct kernel_tables {
@@ -154,6 +169,7 @@ struct kernel_tables {
     get_matmul_kernels_scalar(&by_isa[0]);
     get_matmul_kernels_scalar_packed(&by_isa[0]);
     by_isa[0].quantize_q8_32 = quantize_block_q8_32;
+    by_isa[0].round_to_f16 = round_to_f16;
     by_isa[1] = by_isa[0];
     by_isa[2] = by_isa[0];
     // The isa translation units may use their instructions anywhere, even
@@ -254,6 +270,10 @@ float quantize_block_q8_256(const float* xb, int8_t* q) {
   return 1.f / iscale;
 }
 
+void round_to_f16(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+}
+
 matmul_scratch::~matmul_scratch() { std::free(data_); }
 
 uint8_t* matmul_scratch::reserve(size_t n) {
@@ -298,7 +318,7 @@ void matmul(const weight_view& w, const float* x, int n_tokens, float* y, thread
     auto quantize_one = [](void* ctx, int t, int) {
       const auto& q = *static_cast<const quantize_job*>(ctx);
       quantize_token(*q.w, q.x + static_cast<int64_t>(t) * q.w->cols, *q.l, q.out + static_cast<size_t>(t) * q.l->stride,
-                     active_matmul_kernels().quantize_q8_32);
+                     active_matmul_kernels());
     };
     if (n_tokens == 1) {
       quantize_one(&qj, 0, 0);
@@ -341,7 +361,7 @@ void matmul_reference(const weight_view& w, const float* x, int n_tokens, float*
   uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
   for (int t = 0; t < n_tokens; ++t) {
     quantize_token(w, x + static_cast<int64_t>(t) * w.cols, l, buf + static_cast<size_t>(t) * l.stride,
-                   quantize_block_q8_32);
+                   tables().by_isa[0]);
   }
   fn(w, {buf, l.stride, l.d_offset, l.aux_offset}, n_tokens, y, 0, w.rows);
 }

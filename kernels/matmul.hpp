@@ -38,7 +38,8 @@ bool matmul_supports(ggml_type type);
 // Quantized weights: x is first quantized like llama.cpp does (q8_0-style
 // blocks of 32 for q4_0/q5_0/q8_0, q8_k blocks of 256 for k-quants), then
 // dotted in integers; the result matches llama.cpp's vec_dot semantics.
-// Float weights: f32 dot products.
+// F16 / BF16 weights: x is first rounded to f16 / bf16 (llama.cpp's
+// vec_dot_type for them), then f32 dot products. F32 weights: f32 dots.
 // REQUIRES: matmul_supports(w.type); w.cols a multiple of the block size;
 // n_tokens >= 1; y does not alias x; not called from inside a task of pool.
 void matmul(const weight_view& w, const float* x, int n_tokens, float* y, thread_pool& pool,

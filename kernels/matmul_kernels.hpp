@@ -26,6 +26,8 @@ struct weight_view {
 // starts at data + t * stride (stride is a multiple of 64, data 64-aligned).
 //
 // f32 weights: data is x itself (stride = cols * 4, no alignment promise).
+// f16 / bf16 weights: f32 values of x rounded to f16 / bf16 (as llama.cpp
+// does), stride a multiple of 64.
 //
 // q8_32 layout (q4_0, q8_0, q5_0 weights), nb = cols / 32 blocks, nbp = nb
 // rounded up to even, padding blocks all zero:
@@ -135,11 +137,17 @@ struct matmul_kernel_set {
   packed_rows_fn packed_q6_k = nullptr;
   // quantize_block_q8_32, bit-identical to the scalar one.
   float (*quantize_q8_32)(const float* x, int8_t* q, int* sum) = nullptr;
+  // round_to_f16, bit-identical to the scalar one (NaN payloads aside).
+  void (*round_to_f16)(const float* x, float* y, int64_t n) = nullptr;
 };
 
 // The kernel table of the active isa (kernels/cpu_features.hpp), each entry
 // falling back to a lower isa where the active one has none.
 const matmul_kernel_set& active_matmul_kernels();
+
+// y[i] = x[i] rounded to the nearest f16 (ties to even, overflow to inf,
+// subnormals kept), as f32: the activations of f16 weights.
+void round_to_f16(const float* x, float* y, int64_t n);
 
 // Quantizes one block of 32 activations as llama.cpp's quantize_row_q8_0 does
 // on x86 (d = amax / 127 rounded to f16, q = round_half_even(x * 127 / amax)).

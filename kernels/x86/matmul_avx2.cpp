@@ -182,6 +182,17 @@ struct q8_32_tile {
   }
 };
 
+// Activations of f16 weights: F16C conversions round to nearest even with
+// subnormals and overflow to inf, like the scalar fp32_to_fp16.
+void round_to_f16_avx2(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) y[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 template <class Unpack>
 void q8_32_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
   const q8_32_tile<Unpack> tile{w, x, y};
@@ -201,6 +212,7 @@ void get_matmul_kernels_avx2(matmul_kernel_set* set) {
   set->q4_0 = q8_32_rows<unpack_q4_0>;
   set->q5_0 = q8_32_rows<unpack_q5_0>;
   set->q8_0 = q8_32_rows<unpack_q8_0>;
+  set->round_to_f16 = round_to_f16_avx2;
 }
 
 }  // namespace cortex::kernels

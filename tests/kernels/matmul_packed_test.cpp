@@ -163,6 +163,33 @@ TEST_P(matmul_packed_isa_test, activation_quantizer_is_bit_identical_to_scalar) 
   }
 }
 
+TEST_P(matmul_packed_isa_test, f16_rounding_of_activations_is_bit_identical_to_scalar) {
+  std::mt19937 rng(78);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_int_distribution<int> exponent(-30, 20);
+  std::uniform_int_distribution<uint32_t> bits;
+  const auto simd = active_matmul_kernels().round_to_f16;
+  std::vector<float> x(1003), y(x.size()), y_ref(x.size());
+  for (int iter = 0; iter < 200; ++iter) {
+    for (float& v : x) v = normal(rng) * std::ldexp(1.f, exponent(rng));
+    // Ties (13 low mantissa bits exactly half), f16 subnormals, overflow, random bit patterns.
+    for (size_t i = 0; i < x.size(); i += 17) {
+      uint32_t b = bits(rng);
+      b = (b & 0xffffe000u) | 0x1000u;
+      std::memcpy(&x[i], &b, 4);
+      if (!std::isfinite(x[i])) x[i] = 1.f;
+    }
+    x[1] = 3.0e-6f;  x[2] = -6.0e-8f;  x[3] = 65519.f;  x[4] = 65520.f;  x[5] = -1e9f;  x[6] = INFINITY;
+    round_to_f16(x.data(), y_ref.data(), static_cast<int64_t>(x.size()));
+    simd(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    ASSERT_EQ(0, std::memcmp(y.data(), y_ref.data(), y.size() * 4)) << iter;
+  }
+  const float rounded[] = {y_ref[3], y_ref[4], y_ref[6]};
+  EXPECT_EQ(rounded[0], 65504.f);
+  EXPECT_TRUE(std::isinf(rounded[1]));
+  EXPECT_TRUE(std::isinf(rounded[2]));
+}
+
 INSTANTIATE_TEST_SUITE_P(isas, matmul_packed_isa_test, ::testing::Values(isa::scalar, isa::avx2, isa::avx512),
                          [](const ::testing::TestParamInfo<isa>& info) { return std::string(isa_name(info.param)); });
 

@@ -199,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(isas, matmul_isa_test, ::testing::Values(isa::scalar, i
 TEST(matmul_reference_test, within_activation_quantization_error_of_float_math) {
   std::mt19937 rng(7);
   const ggml_type types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q5_0, ggml_type::q4_k,
-                             ggml_type::q5_k, ggml_type::q6_k, ggml_type::f16,  ggml_type::f32};
+                             ggml_type::q5_k, ggml_type::q6_k, ggml_type::f16,  ggml_type::bf16, ggml_type::f32};
   for (ggml_type t : types) {
     const int64_t rows = 24, cols = 768;
     const int n_tokens = 3;
@@ -210,7 +210,7 @@ TEST(matmul_reference_test, within_activation_quantization_error_of_float_math) 
     const std::vector<float> x = random_x(n_tokens, cols, rng);
     std::vector<float> y(static_cast<size_t>(n_tokens * rows));
     matmul_reference(w, x.data(), n_tokens, y.data());
-    const bool float_weights = t == ggml_type::f16 || t == ggml_type::f32;
+    const bool float_weights = t == ggml_type::f16 || t == ggml_type::bf16 || t == ggml_type::f32;
     double err2 = 0, expected2 = 0;
     for (int tk = 0; tk < n_tokens; ++tk) {
       std::vector<double> step(static_cast<size_t>(cols));
@@ -218,6 +218,20 @@ TEST(matmul_reference_test, within_activation_quantization_error_of_float_math) 
         double amax = 0;
         for (int j = 0; j < block; ++j) amax = std::fmax(amax, std::fabs(x[tk * cols + b * block + j]));
         for (int j = 0; j < block; ++j) step[b * block + j] = float_weights ? 0.0 : amax / 127.0;
+      }
+      // f16 / bf16 weights: activations rounded to f16 / bf16 (as llama.cpp
+      // does); the step is x's ulp in that type (10 / 7 mantissa bits).
+      if (t == ggml_type::f16 || t == ggml_type::bf16) {
+        const int mant = t == ggml_type::f16 ? 10 : 7;
+        for (int64_t k = 0; k < cols; ++k) {
+          const double ax = std::fabs(x[tk * cols + k]);
+          if (ax == 0) {
+            step[k] = 0;
+          } else {
+            step[k] = t == ggml_type::f16 && ax < std::ldexp(1.0, -14) ? std::ldexp(1.0, -24)
+                                                                       : std::ldexp(1.0, std::ilogb(ax) - mant);
+          }
+        }
       }
       for (int64_t r = 0; r < rows; ++r) {
         double exact = 0, bound = 0, mag = 0, var = 0;
@@ -234,9 +248,9 @@ TEST(matmul_reference_test, within_activation_quantization_error_of_float_math) 
         expected2 += var;
       }
     }
-    if (!float_weights) {
+    if (t != ggml_type::f32) {
       EXPECT_LT(err2, 2.0 * expected2) << "type " << static_cast<int>(t);
-      EXPECT_GT(err2, 0.25 * expected2) << "type " << static_cast<int>(t) << ": activations not quantized?";
+      EXPECT_GT(err2, 0.25 * expected2) << "type " << static_cast<int>(t) << ": activations not quantized / rounded?";
     }
   }
 }

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <memory>
 
 #include "kernels/thread_pool.hpp"
@@ -24,18 +27,29 @@ int argmax(const float* x, int n) { return static_cast<int>(std::max_element(x, 
 
 // Tally of logit checks against the README tolerance.
 //
-// F32/F16 files: every listed logit must be within tolerance. Quantized
-// files: llama.cpp and we both quantize activations to 8 bits; a float
-// summation-order difference flips an occasional rounding and the random
-// weights amplify it (our own scalar, AVX2 and AVX-512 paths, identical math
-// in a different order, differ from each other by up to 0.5 on tiny-qwen2
-// logits near 40). There the bar is: at most 1% of checks outside the
-// tolerance, and none outside 1.5x it.
+// Every file is held to the README tolerance on every listed logit, except
+// tiny-qwen2-q8_0 (see relaxed_files): llama.cpp and we both quantize
+// activations to 8 bits, and we do not reproduce llama.cpp's float
+// summation order (8 fma lanes per q8_0 dot, its exp approximation, its
+// attention); where a value lands within an ulp of a rounding boundary the
+// two round differently, and this file's logits (top logit 130-190, the
+// listed ones down to ~40) turn that into differences around the tolerance of
+// the smaller listed logits. Our own scalar, AVX2 and AVX-512 paths differ
+// from each other by as much. There the bar is: at most 1% of checks outside
+// the tolerance, none beyond 1.5x it. CORTEX_GOLDEN_VERBOSE=1 prints every
+// check beyond half its tolerance.
+const char* const relaxed_files[] = {"tiny-qwen2-q8_0"};
+
+bool is_relaxed(const std::string& name) {
+  return std::find(std::begin(relaxed_files), std::end(relaxed_files), name) != std::end(relaxed_files);
+}
+
 struct logit_checks {
   bool strict = true;
   long n_checked = 0;
   long n_outside = 0;
   double worst_ratio = 0;  // max diff / allowed
+  bool verbose = std::getenv("CORTEX_GOLDEN_VERBOSE") != nullptr;
 
   void check_top8(const float* ours, const json& ref, const tolerance& tol, const std::string& where) {
     for (const auto& e : ref) {
@@ -44,6 +58,9 @@ struct logit_checks {
       const double diff = std::abs(static_cast<double>(ours[id]) - r);
       const double allowed = tol.atol + tol.rtol * std::abs(r);
       ++n_checked;
+      if (verbose && diff > 0.5 * allowed) {
+        std::printf("  %s: token %d ours %g ref %g diff/allowed %.3f\n", where.c_str(), id, ours[id], r, diff / allowed);
+      }
       worst_ratio = std::max(worst_ratio, diff / allowed);
       if (diff > allowed && ++n_outside <= 3 && (strict || diff > 1.5 * allowed)) {
         ADD_FAILURE() << where << ": token " << id << " ours " << ours[id] << " ref " << r << " diff " << diff;
@@ -85,7 +102,7 @@ class golden_generation : public ::testing::TestWithParam<std::string> {
 // Prefill logits at every position, teacher-forced decode logits, greedy ids.
 TEST_P(golden_generation, logits_and_greedy_match_reference) {
   const int n_vocab = model_->hparams().n_vocab;
-  logit_checks checks{tol_.greedy_must_match};
+  logit_checks checks{!is_relaxed(GetParam())};
   int case_no = 0;
   for (const auto& c : golden_["cases"]) {
     const auto tokens = c["tokens"].get<std::vector<int32_t>>();
@@ -151,7 +168,7 @@ TEST_P(golden_generation_exact, free_running_greedy_text) {
 // step: prefill in chunks of 7, and all cases together in one ragged batch.
 TEST_P(golden_generation, chunked_and_batched_prefill_match_reference) {
   const auto& cases = golden_["cases"];
-  logit_checks chunked{tol_.greedy_must_match}, batched{tol_.greedy_must_match};
+  logit_checks chunked{!is_relaxed(GetParam())}, batched{!is_relaxed(GetParam())};
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const auto tokens = cases[ci]["tokens"].get<std::vector<int32_t>>();
     single_sequence seq(*model_, pool_, static_cast<int>(tokens.size()));
