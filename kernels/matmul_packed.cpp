@@ -187,7 +187,7 @@ bool packed_supported(ggml_type type) {
 }
 
 bool packed_is_faster(ggml_type type) {
-  if (!packed_supported(type) || active_isa() != isa::avx512) return false;
+  if (!packed_supported(type) || active_isa() < isa::avx2) return false;
   matmul_kernel_set scalar;
   get_matmul_kernels_scalar_packed(&scalar);
   return pick_packed(active_matmul_kernels(), type) != pick_packed(scalar, type);

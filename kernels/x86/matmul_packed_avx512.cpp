@@ -16,19 +16,11 @@
 #include <cstring>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/matmul_tile_loop.hpp"
 
 namespace cortex::kernels {
 
 namespace {
-
-constexpr int64_t record_header = 64;  // two blocks' f16 scales
-
-struct fmt_q4_0 {
-  static constexpr int64_t block_code_bytes = 256;
-};
-struct fmt_q8_0 {
-  static constexpr int64_t block_code_bytes = 512;
-};
 
 inline __m512i broadcast_dword(const int8_t* p) {
   int32_t v;
@@ -44,15 +36,10 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
   const int64_t n_records = (nb + 1) / 2;
   const uint8_t* panel[NP];
   for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
-  const int8_t* xq[NT];
-  const float* xd[NT];
-  const int32_t* xc[NT];
-  for (int j = 0; j < NT; ++j) {
-    const uint8_t* base = x.data + static_cast<size_t>(t + j) * x.stride;
-    xq[j] = reinterpret_cast<const int8_t*>(base);
-    xd[j] = reinterpret_cast<const float*>(base + x.d_offset);
-    xc[j] = reinterpret_cast<const int32_t*>(base + x.aux_offset);
-  }
+  const q8p_tokens<NT> xt(x, t);
+  const auto& xq = xt.q;
+  const auto& xd = xt.d;
+  const auto& xc = xt.c;
   __m512 acc[NP][NT];
   for (int i = 0; i < NP; ++i)
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
