@@ -28,16 +28,17 @@ int argmax(const float* x, int n) { return static_cast<int>(std::max_element(x, 
 // Tally of logit checks against the README tolerance.
 //
 // Every file is held to the README tolerance on every listed logit, except
-// tiny-qwen2-q8_0 (see relaxed_files): llama.cpp and we both quantize
-// activations to 8 bits, and we do not reproduce llama.cpp's float
-// summation order (8 fma lanes per q8_0 dot, its exp approximation, its
-// attention); where a value lands within an ulp of a rounding boundary the
-// two round differently, and this file's logits (top logit 130-190, the
-// listed ones down to ~40) turn that into differences around the tolerance of
-// the smaller listed logits. Our own scalar, AVX2 and AVX-512 paths differ
-// from each other by as much. There the bar is: at most 1% of checks outside
-// the tolerance, none beyond 1.5x it. CORTEX_GOLDEN_VERBOSE=1 prints every
-// check beyond half its tolerance.
+// tiny-qwen2-q8_0 (see relaxed_files). Its logits are large (top 130-190, the
+// listed ones down to ~40) and both llama.cpp and we quantize activations to
+// 8 bits: a float difference of one ulp anywhere (summation order, exp
+// approximation) occasionally flips a rounding, and this file turns a flip
+// into differences around the tolerance of its smaller listed logits.
+// llama.cpp itself does not stay within the README tolerance on this file
+// when built differently: the golden commit (c392e50) built for AVX2 only has
+// 4 of 5,456 checks outside (worst 1.10x), built without tinyBLAS 3 (1.08x);
+// our AVX-512 / AVX2 / scalar paths have 6 / 5-8 / 10 (worst 1.27x). There
+// the bar is: at most 0.5% of checks outside the tolerance, none beyond 1.5x.
+// CORTEX_GOLDEN_VERBOSE=1 prints every check beyond half its tolerance.
 const char* const relaxed_files[] = {"tiny-qwen2-q8_0"};
 
 bool is_relaxed(const std::string& name) {
@@ -73,7 +74,7 @@ struct logit_checks {
     if (strict) {
       EXPECT_EQ(n_outside, 0) << what << ": " << n_outside << " of " << n_checked << " logits outside tolerance";
     } else {
-      EXPECT_LE(n_outside * 100, n_checked) << what << ": " << n_outside << " of " << n_checked << " logits outside tolerance";
+      EXPECT_LE(n_outside * 200, n_checked) << what << ": " << n_outside << " of " << n_checked << " logits outside tolerance";
       EXPECT_LE(worst_ratio, 1.5) << what;
     }
     std::printf("[ golden   ] %s: %ld logits checked, %ld outside tolerance, worst diff/allowed %.3f\n", what.c_str(),
