@@ -62,9 +62,6 @@ sampled_token sampler::sample(const float* logits, int n_vocab,
   apply_logit_bias(n_vocab);
   const float log_z = kernels::log_sum_exp(logits_.data(), n_vocab);
 
-  const auto better = [](const candidate& a, const candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
   sampled_token out{};
   if (params_.temperature <= 0.0f) {
     int32_t best = 0;
@@ -73,44 +70,21 @@ sampled_token sampler::sample(const float* logits, int n_vocab,
     }
     out.id = best;
   } else {
-    candidates_.clear();
-    for (int32_t i = 0; i < n_vocab; ++i) {
-      if (logits_[i] != -INFINITY) candidates_.push_back({logits_[i], i});
-    }
-    bool sorted = false;
-    const int k = params_.top_k;
-    if (k > 0 && static_cast<size_t>(k) < candidates_.size()) {
-      std::partial_sort(candidates_.begin(), candidates_.begin() + k, candidates_.end(), better);
-      candidates_.resize(k);
-      sorted = true;
-    }
-    if (params_.top_p < 1.0f) {
-      // Sort only as deep as the nucleus reaches: widen the sorted prefix
-      // until its mass covers top_p of the total.
-      const float m = std::max_element(candidates_.begin(), candidates_.end(),
-                                       [](const candidate& a, const candidate& b) {
-                                         return a.logit < b.logit;
-                                       })->logit;
-      double total = 0.0;
-      for (const auto& c : candidates_) total += std::exp(static_cast<double>(c.logit - m));
-      const double target = params_.top_p * total;
-      size_t depth = sorted ? candidates_.size() : std::min<size_t>(64, candidates_.size());
-      for (;;) {
-        if (!sorted || depth < candidates_.size()) {
-          std::partial_sort(candidates_.begin(), candidates_.begin() + depth, candidates_.end(),
-                            better);
-        }
-        double cum = 0.0;
-        size_t keep = 0;
-        while (keep < depth && cum < target) {
-          cum += std::exp(static_cast<double>(candidates_[keep].logit - m));
-          ++keep;
-        }
-        if (cum >= target || depth == candidates_.size()) {
-          candidates_.resize(std::max<size_t>(keep, 1));
-          break;
-        }
-        depth = std::min(candidates_.size(), depth * 8);
+    // Truncation in llama.cpp's order: top-k, top-p, min-p. Each step builds
+    // or filters candidates_ without sorting the whole vocabulary.
+    if (params_.top_k > 0 && params_.top_k < n_vocab) {
+      select_best(static_cast<size_t>(params_.top_k));
+      if (params_.top_p < 1.0f) apply_top_p_sorted();
+    } else if (params_.top_p < 1.0f) {
+      select_top_p(n_vocab);
+    } else {
+      // No top-k / top-p: everything at or above min-p's cut survives.
+      float m = -INFINITY;
+      for (int32_t i = 0; i < n_vocab; ++i) m = std::max(m, logits_[i]);
+      const float cut = params_.min_p > 0.0f ? m + std::log(params_.min_p) : -INFINITY;
+      candidates_.clear();
+      for (int32_t i = 0; i < n_vocab; ++i) {
+        if (logits_[i] != -INFINITY && logits_[i] >= cut) candidates_.push_back({logits_[i], i});
       }
     }
     if (params_.min_p > 0.0f) {
@@ -126,18 +100,101 @@ sampled_token sampler::sample(const float* logits, int n_vocab,
   out.logprob = logits_[out.id] - log_z;
 
   if (params_.n_logprobs > 0) {
-    candidates_.clear();
-    for (int32_t i = 0; i < n_vocab; ++i) {
-      if (logits_[i] != -INFINITY) candidates_.push_back({logits_[i], i});
-    }
-    const size_t n = std::min(candidates_.size(), static_cast<size_t>(params_.n_logprobs));
-    std::partial_sort(candidates_.begin(), candidates_.begin() + n, candidates_.end(), better);
-    out.top.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      out.top.emplace_back(candidates_[i].id, candidates_[i].logit - log_z);
-    }
+    select_best(static_cast<size_t>(params_.n_logprobs));
+    out.top.reserve(candidates_.size());
+    for (const auto& c : candidates_) out.top.emplace_back(c.id, c.logit - log_z);
   }
   return out;
+}
+
+// candidates_ = the min(k, finite) best of logits_, sorted best first. One
+// pass with a heap of the k best so far (worst on top): most tokens only
+// cost a comparison with the current k-th logit.
+void sampler::select_best(size_t k) {
+  const size_t n = logits_.size();
+  candidates_.clear();
+  if (k == 0) return;
+  size_t i = 0;
+  for (; i < n && candidates_.size() < k; ++i) {
+    if (logits_[i] != -INFINITY) candidates_.push_back({logits_[i], static_cast<int32_t>(i)});
+  }
+  std::make_heap(candidates_.begin(), candidates_.end(), ranks_before);
+  float worst = candidates_.empty() ? INFINITY : candidates_.front().logit;
+  for (; i < n; ++i) {
+    // Ids only grow: a token equal to the worst never ranks before it.
+    if (logits_[i] > worst) {
+      std::pop_heap(candidates_.begin(), candidates_.end(), ranks_before);
+      candidates_.back() = {logits_[i], static_cast<int32_t>(i)};
+      std::push_heap(candidates_.begin(), candidates_.end(), ranks_before);
+      worst = candidates_.front().logit;
+    }
+  }
+  std::sort(candidates_.begin(), candidates_.end(), ranks_before);
+}
+
+// Top-p over sorted candidates_ (after top-k): the shortest prefix whose
+// probability mass, renormalized over candidates_, reaches top_p.
+void sampler::apply_top_p_sorted() {
+  const size_t n = candidates_.size();
+  if (n == 0) return;
+  std::vector<float>& p = probs_;
+  p.resize(n);
+  for (size_t i = 0; i < n; ++i) p[i] = candidates_[i].logit;
+  kernels::softmax(p.data(), static_cast<int>(n));
+  double cum = 0.0;
+  size_t keep = 0;
+  while (keep < n && cum < params_.top_p) cum += p[keep++];
+  candidates_.resize(std::max<size_t>(keep, 1));
+}
+
+// Top-p over the whole vocabulary: candidates_ = the smallest set of best
+// tokens (by logit, then id) whose probability mass reaches top_p. Linear
+// time whatever the nucleus size: tokens are bucketed by how far their logit
+// is below the best one; buckets are kept whole while the mass stays below
+// the target, and only the bucket where it crosses is sorted.
+void sampler::select_top_p(int n_vocab) {
+  const auto n = static_cast<size_t>(n_vocab);
+  work_.assign(logits_.begin(), logits_.end());
+  kernels::softmax(work_.data(), n_vocab);  // probabilities
+  const double target = params_.top_p;
+  // 64 buckets of 1/4 nat below the best logit; the last one takes the rest.
+  constexpr int n_buckets = 64;
+  constexpr float per_nat = 4.0f;
+  float m = -INFINITY;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, logits_[i]);
+  const auto bucket_of = [&](float logit) {
+    const float b = (m - logit) * per_nat;
+    return b < static_cast<float>(n_buckets - 1) ? static_cast<int>(b) : n_buckets - 1;
+  };
+  // Four interleaved histograms: consecutive tokens in one bucket (the tail
+  // of a flat distribution) would otherwise chain every add through memory.
+  double mass[4][n_buckets] = {};
+  for (size_t i = 0; i < n; ++i) mass[i & 3][bucket_of(logits_[i])] += work_[i];
+  double cum = 0.0;
+  int edge = 0;  // the bucket where the mass reaches the target
+  auto mass_of = [&](int b) { return (mass[0][b] + mass[1][b]) + (mass[2][b] + mass[3][b]); };
+  while (edge < n_buckets - 1 && cum + mass_of(edge) < target) cum += mass_of(edge++);
+  // Branch-free compaction: write every token, advance only for the chosen.
+  candidates_.resize(n);
+  boundary_.resize(n);
+  size_t n_kept = 0, n_edge = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int b = bucket_of(logits_[i]);
+    const bool finite = logits_[i] != -INFINITY;
+    candidates_[n_kept] = {logits_[i], static_cast<int32_t>(i)};
+    n_kept += static_cast<size_t>(finite && b < edge);
+    boundary_[n_edge] = static_cast<uint32_t>(i);
+    n_edge += static_cast<size_t>(finite && b == edge);
+  }
+  candidates_.resize(n_kept);
+  boundary_.resize(n_edge);
+  std::sort(boundary_.begin(), boundary_.end(), [&](uint32_t x, uint32_t y) {
+    return logits_[x] > logits_[y] || (logits_[x] == logits_[y] && x < y);
+  });
+  for (size_t j = 0; j < boundary_.size() && (cum < target || candidates_.empty()); ++j) {
+    candidates_.push_back({logits_[boundary_[j]], static_cast<int32_t>(boundary_[j])});
+    cum += work_[boundary_[j]];
+  }
 }
 
 int32_t sampler::draw() {

@@ -61,8 +61,15 @@ class sampler {
     int32_t id;
   };
 
+  // Best first: higher logit, then lower id.
+  static bool ranks_before(const candidate& a, const candidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  }
   void apply_penalties(int n_vocab, const std::vector<int32_t>& history);
   void apply_logit_bias(int n_vocab);
+  void select_best(size_t k);      // candidates_ = the k best, sorted
+  void apply_top_p_sorted();       // truncates sorted candidates_ to top_p
+  void select_top_p(int n_vocab);  // candidates_ = the top_p nucleus of logits_
   int32_t draw();  // from candidates_, after truncation and temperature
   // Uniform double in [0, 1) from the sampler's own generator.
   double uniform();
@@ -71,7 +78,9 @@ class sampler {
   std::mt19937_64 rng_;
   std::vector<float> logits_;           // (n_vocab,) working copy
   std::vector<candidate> candidates_;   // surviving tokens
-  std::vector<float> probs_;            // (candidates_.size(),) in draw()
+  std::vector<float> probs_;            // (candidates_.size(),) in draw() and top-p
+  std::vector<float> work_;             // (n_vocab,) selection / probabilities
+  std::vector<uint32_t> boundary_;      // top-p: ids in the bucket where it ends
   std::vector<int32_t> window_;         // penalty window, sorted
 };
 

@@ -217,23 +217,29 @@ TEST(sampler, min_p_keeps_tokens_above_a_fraction_of_the_best) {
                   {{0.25f, {1, 2, 3}}, {0.5f, {1, 3}}, {0.9f, {1}}, {0.05f, {0, 1, 2, 3}}});
 }
 
-TEST(sampler, top_p_over_a_wide_nucleus) {
-  // Flat-ish logits: the nucleus holds hundreds of tokens, deeper than the
-  // first partial sort.
-  const int n_vocab = 1000;
-  const auto l = random_logits(n_vocab, 77, 0.0f, 1.0f);
-  std::vector<int32_t> order(n_vocab);
-  for (int i = 0; i < n_vocab; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+// The top-p nucleus by a full sort in double: the shortest prefix of tokens
+// by decreasing logit whose mass reaches top_p.
+std::set<int32_t> exact_nucleus(const std::vector<float>& l, float top_p) {
+  std::vector<int32_t> order(l.size());
+  for (size_t i = 0; i < l.size(); ++i) order[i] = static_cast<int32_t>(i);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
   double z = 0.0;
   for (float x : l) z += std::exp(static_cast<double>(x));
   std::set<int32_t> nucleus;
   double cum = 0.0;
-  for (int id : order) {
-    if (cum >= 0.6 * z) break;
+  for (int32_t id : order) {
+    if (cum >= top_p * z) break;
     cum += std::exp(static_cast<double>(l[id]));
     nucleus.insert(id);
   }
+  return nucleus;
+}
+
+TEST(sampler, top_p_over_a_wide_nucleus) {
+  // Flat-ish logits: the nucleus holds hundreds of tokens, deeper than the
+  // first partial sort.
+  const auto l = random_logits(1000, 77, 0.0f, 1.0f);
+  const std::set<int32_t> nucleus = exact_nucleus(l, 0.6f);
   ASSERT_GT(nucleus.size(), 100u);
   sampling_params p;
   p.top_p = 0.6f;
@@ -242,6 +248,40 @@ TEST(sampler, top_p_over_a_wide_nucleus) {
   const auto seen = support(histogram(s, l, 5000));
   EXPECT_TRUE(std::includes(nucleus.begin(), nucleus.end(), seen.begin(), seen.end()));
   EXPECT_GT(seen.size(), nucleus.size() * 9 / 10);  // and it is not narrower
+}
+
+// The nucleus ends inside a run of equal logits: ties go to the lower ids.
+// p = {0.649, 0.088 x4, ~0}: cumulative 0.649, 0.737, 0.825 >= 0.8 -> {0, 1, 2}.
+TEST(sampler, top_p_breaks_ties_at_the_edge_by_id) {
+  std::vector<float> l(3000, -20.0f);
+  l[0] = 5.0f;
+  for (int i = 1; i <= 4; ++i) l[i] = 3.0f;
+  sampling_params p;
+  p.top_p = 0.8f;
+  p.seed = 9;
+  sampler s(p);
+  EXPECT_EQ(support(histogram(s, l, 3000)), (std::set<int32_t>{0, 1, 2}));
+}
+
+// Logits spread over 30 nats (the nucleus spans many of the sampler's
+// internal buckets) in shuffled id order: the support is exactly the sorted
+// prefix reaching top_p, computed here by a full sort.
+TEST(sampler, top_p_matches_a_full_sort_over_a_wide_range) {
+  const int n_vocab = 5000;
+  std::vector<float> l(n_vocab);
+  for (int i = 0; i < n_vocab; ++i) l[i] = -0.006f * static_cast<float>(i);  // 0 .. -30
+  std::shuffle(l.begin(), l.end(), std::mt19937_64(3));
+  for (const float top_p : {0.3f, 0.9f}) {
+    const std::set<int32_t> nucleus = exact_nucleus(l, top_p);
+    ASSERT_GT(nucleus.size(), 40u);
+    sampling_params p;
+    p.top_p = top_p;
+    p.temperature = 50.0f;  // nearly uniform over the nucleus: every member shows up
+    p.seed = 10;
+    sampler s(p);
+    const auto seen = support(histogram(s, l, 25 * static_cast<int>(nucleus.size())));
+    EXPECT_EQ(seen, nucleus) << "top_p " << top_p;
+  }
 }
 
 TEST(sampler, logprobs_are_the_full_distribution_before_temperature) {
