@@ -45,7 +45,8 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
 
   executor_config ec{threads, rt->kv_blocks_, c.block_size};
   rt->executor_ = spawn_executor(sys, rt->model_, ec);
-  scheduler_config sc{c.max_batch_tokens, c.max_running, c.max_prefill_chunk, c.aging_per_step};
+  scheduler_config sc{c.max_batch_tokens, c.max_running, c.max_prefill_chunk, c.aging_per_step,
+                      c.max_prefill_with_decode};
   kv_cache_config kc{rt->kv_blocks_, c.block_size, c.prefix_cache};
   rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc);
   intake_config ic;

@@ -12,6 +12,7 @@ status runtime_config::validate() const {
   if (max_batch_tokens < 1) return bad("max-batch-tokens", "must be >= 1");
   if (max_running < 1) return bad("max-running", "must be >= 1");
   if (max_prefill_chunk < 0) return bad("max-prefill-chunk", "must be >= 0");
+  if (max_prefill_with_decode < 0) return bad("max-prefill-with-decode", "must be >= 0 (0 = up to the budget)");
   if (max_waiting < 1) return bad("max-waiting", "must be >= 1");
   if (max_queued_tokens < 1) return bad("max-queued-tokens", "must be >= 1");
   if (aging_per_step < 0) return bad("aging-per-step", "must be >= 0");

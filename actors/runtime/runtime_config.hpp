@@ -19,6 +19,7 @@ struct runtime_config {
   int max_batch_tokens = 512;   // tokens computed per engine step
   int max_running = 64;         // sequences decoding at once
   int max_prefill_chunk = 0;    // prefill tokens of one sequence per step; 0 = up to the budget
+  int max_prefill_with_decode = 128;  // prefill tokens per step while sequences decode; 0 = up to the budget
   int max_waiting = 256;        // admission: requests waiting to start (429 beyond)
   int max_queued_tokens = 262144;  // admission: prompt tokens waiting to start (429 beyond)
   bool prefix_cache = true;

@@ -62,6 +62,9 @@ sched_plan scheduler_core::schedule() {
       schedule_running(s, 1, true, plan, budget);
     }
   }
+  if (cfg_.max_prefill_with_decode > 0 && !plan.entries.empty()) {
+    budget = std::min(budget, cfg_.max_prefill_with_decode);  // decodes are in: short prefill chunks
+  }
   for (const int64_t id : order) {  // then prefill chunks of admitted sequences
     if (budget == 0) break;
     const auto it = seqs_.find(id);

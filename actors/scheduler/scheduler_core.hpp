@@ -39,6 +39,10 @@ struct scheduler_config {
   int32_t max_running = 64;        // sequences admitted at once (>= 1)
   int32_t max_prefill_chunk = 0;   // prefill tokens of one sequence per step; 0: up to the budget
   double aging_per_step = 0.01;    // priority gained per step since arrival (>= 0)
+  // Prefill tokens per step while the step also carries decode tokens; 0: up
+  // to the budget. On a CPU a 512-token prefill chunk takes seconds, and every
+  // decoding sequence waits for it: this bounds their inter-token latency.
+  int32_t max_prefill_with_decode = 0;
 };
 
 struct scheduler_totals {

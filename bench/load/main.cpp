@@ -51,6 +51,7 @@ std::vector<cortex::cli::option_spec> option_specs() {
       {"kv-memory-mb", "MB", "in-process: memory for the K/V cache", "1024"},
       {"max-batch-tokens", "N", "in-process: tokens computed per engine step", "512"},
       {"max-running", "N", "in-process: sequences running at once", "64"},
+      {"max-prefill-with-decode", "N", "in-process: prefill tokens per step while requests decode; 0 = up to the budget", "128"},
       {"streams", "N", "concurrent clients", "16"},
       {"requests", "R", "measured requests in total; default = --streams", ""},
       {"prompt-tokens", "P", "prompt length in token ids", "128"},
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
   if (in_process == a.has("endpoint")) return fail("give exactly one of --endpoint E (wire) or --in-process (see --help)");
   if (in_process && a.get("model").empty()) return fail("--in-process needs --model PATH (a GGUF file)");
   if (!in_process) {
-    for (const char* o : {"model", "threads", "kv-memory-mb", "max-batch-tokens", "max-running"}) {
+    for (const char* o : {"model", "threads", "kv-memory-mb", "max-batch-tokens", "max-running", "max-prefill-with-decode"}) {
       if (a.has(o)) return fail(std::string("--") + o + " applies to --in-process only; give it to cortexd instead");
     }
   }
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
       {"output-tokens", 1, 1 << 20, &spec.output_tokens}, {"warmup", 0, 1 << 20, &spec.warmup},
       {"threads", 0, 1024, &rc.threads},             {"kv-memory-mb", 1, 1 << 20, &rc.kv_memory_mb},
       {"max-batch-tokens", 1, 1 << 20, &rc.max_batch_tokens}, {"max-running", 1, 1 << 16, &rc.max_running},
+      {"max-prefill-with-decode", 0, 1 << 20, &rc.max_prefill_with_decode},
   };
   for (auto& o : ints) {
     auto v = a.get_int(o.name);
@@ -149,7 +151,8 @@ int main(int argc, char** argv) {
     n_vocab = (*t)->n_vocab();
     n_ctx = (*t)->n_ctx();
     target = {{"model", rc.model_path}, {"threads", rc.threads}, {"kv_memory_mb", rc.kv_memory_mb},
-              {"max_batch_tokens", rc.max_batch_tokens}, {"max_running", rc.max_running}};
+              {"max_batch_tokens", rc.max_batch_tokens}, {"max_running", rc.max_running},
+              {"max_prefill_with_decode", rc.max_prefill_with_decode}};
     transport = std::move(*t);
   } else {
     const std::string endpoint = a.get("endpoint");

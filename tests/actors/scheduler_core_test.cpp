@@ -288,6 +288,31 @@ TEST(scheduler_core, long_prefill_never_starves_running_decodes) {
   ASSERT_TRUE(h.run_until_idle(1000));
 }
 
+// max_prefill_with_decode: while sequences decode, a step carries at most
+// that many prefill tokens (short steps, low inter-token latency); with no
+// decode in the step, prefill gets the whole budget again.
+TEST(scheduler_core, prefill_is_capped_while_sequences_decode) {
+  scheduler_config cfg = sched_cfg(128, 16);
+  cfg.max_prefill_with_decode = 24;
+  harness h(cfg, {256, 16, true});
+  h.add(2, iota_tokens(4, 500), 5);
+  EXPECT_EQ(h.step().stats.n_tokens_prefill, 4);  // its first token
+  h.add(1, iota_tokens(300, 1), 1);
+  for (int i = 0; i < 4; ++i) {  // sequence 2 decodes its tokens 2..5: sequence 1 gets 24 per step
+    const sched_plan plan = h.step();
+    EXPECT_EQ(plan.stats.n_tokens_decode, 1) << "step " << plan.stats.step;
+    EXPECT_EQ(plan.stats.n_tokens_prefill, 24) << "step " << plan.stats.step;
+  }
+  ASSERT_EQ(h.finished.count(2), 1u);
+  const sched_plan alone = h.step();  // no decode any more: the whole budget
+  EXPECT_EQ(alone.stats.n_tokens_decode, 0);
+  EXPECT_EQ(alone.stats.n_tokens_prefill, 128);
+  EXPECT_EQ(h.step().stats.n_tokens_prefill, 300 - 96 - 128);
+  EXPECT_FALSE(h.core.has_work());
+  EXPECT_EQ(h.exec.generated_[2], h.expected_output(2, 4, 5));
+  EXPECT_EQ(h.exec.generated_[1], h.expected_output(1, 300, 1));
+}
+
 TEST(scheduler_core, cancel_while_waiting_in_prefill_and_in_decode_frees_blocks) {
   harness h(sched_cfg(32, 3), {64, 16, true});
   h.add(1, iota_tokens(8, 1), 50);      // decoding
