@@ -116,7 +116,7 @@ caf::behavior fake_executor(caf::event_based_actor* self, std::shared_ptr<exec_s
 enum class ev { accepted, chunk, finished, rejected };
 
 struct sink_event {
-  ev kind;
+  ev kind = ev::accepted;
   uint64_t rid = 0;
   std::string client_id;
   std::string text;
@@ -133,14 +133,16 @@ struct sink_log {
 request_sink_actor::behavior_type recording_sink(request_sink_actor::pointer, std::shared_ptr<sink_log> log) {
   return {
       [log](request_accepted& a) {
-        sink_event e{ev::accepted};
+        sink_event e;
+        e.kind = ev::accepted;
         e.rid = a.rid;
         e.client_id = a.client_id;
         e.prompt_tokens = a.prompt_tokens;
         log->events.push_back(std::move(e));
       },
       [log](request_chunk& c) {
-        sink_event e{ev::chunk};
+        sink_event e;
+        e.kind = ev::chunk;
         e.rid = c.rid;
         e.client_id = c.client_id;
         e.text = c.text;
@@ -148,7 +150,8 @@ request_sink_actor::behavior_type recording_sink(request_sink_actor::pointer, st
         log->events.push_back(std::move(e));
       },
       [log](request_finished& f) {
-        sink_event e{ev::finished};
+        sink_event e;
+        e.kind = ev::finished;
         e.rid = f.rid;
         e.client_id = f.client_id;
         e.text = f.text;
@@ -160,7 +163,8 @@ request_sink_actor::behavior_type recording_sink(request_sink_actor::pointer, st
         log->events.push_back(std::move(e));
       },
       [log](request_rejected& r) {
-        sink_event e{ev::rejected};
+        sink_event e;
+        e.kind = ev::rejected;
         e.client_id = r.client_id;
         e.code = r.error.code;
         log->events.push_back(std::move(e));
