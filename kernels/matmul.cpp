@@ -180,6 +180,7 @@ struct kernel_tables {
       get_matmul_kernels_avx2(&avx2);
       get_matmul_kernels_avx2_k(&avx2);
       get_matmul_kernels_avx2_packed(&avx2);
+      get_matmul_kernels_avx2_packed_k(&avx2);
       overlay(by_isa[1], avx2);
       by_isa[2] = by_isa[1];
     }

@@ -171,6 +171,7 @@ void get_matmul_kernels_avx2_k(matmul_kernel_set* set);  // k-quants
 void get_matmul_kernels_avx512(matmul_kernel_set* set);      // f32/f16/bf16, q8_32 types
 void get_matmul_kernels_avx512_k(matmul_kernel_set* set);    // k-quants
 void get_matmul_kernels_avx2_packed(matmul_kernel_set* set);    // packed q4_0/q8_0
+void get_matmul_kernels_avx2_packed_k(matmul_kernel_set* set);  // packed q4_k/q6_k
 void get_matmul_kernels_avx512_packed(matmul_kernel_set* set);  // packed q4_0/q8_0
 void get_matmul_kernels_avx512_packed_k(matmul_kernel_set* set);  // packed q4_k/q6_k
 void get_matmul_kernels_avx512_quantize(matmul_kernel_set* set);   // activation quantization

@@ -17,9 +17,9 @@ namespace cortex::kernels {
 // Types pack_matrix accepts: q4_0, q8_0, q4_k and q6_k.
 bool packed_supported(ggml_type type);
 
-// Whether the active isa has a SIMD packed kernel for the type (AVX-512 VNNI:
-// all four; AVX2: q4_0, q8_0); elsewhere the packed path is the scalar
-// reference: use matmul.
+// Whether the active isa has a SIMD packed kernel for the type (AVX-512 VNNI
+// and AVX2: all four); elsewhere the packed path is the scalar reference:
+// use matmul.
 bool packed_is_faster(ggml_type type);
 
 // Several weight matrices of one type and cols, stacked: part s has rows_s

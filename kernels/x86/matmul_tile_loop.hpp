@@ -4,8 +4,11 @@
 // for a caller on another CPU (the ODR hazard of inline functions).
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/matmul_kernels.hpp"
 
@@ -26,22 +29,82 @@ struct fmt_q8_0 {
   static constexpr int64_t block_code_bytes = 512;
 };
 
-// Pointers into the q8_p activations (kernels/matmul_kernels.hpp) of tokens
-// [t, t + NT): codes, block scales, zero-point corrections.
-template <int NT>
+// Pointers into the q8_p / q8_kp activations (kernels/matmul_kernels.hpp) of
+// tokens [t, t + NT): codes, block scales, and the aux data: Aux = int32_t
+// for q8_p (zero-point correction per block), uint8_t for q8_kp (128-byte
+// records of bsum32 and corr16 per super-block).
+template <int NT, class Aux = int32_t>
 struct q8p_tokens {
   const int8_t* q[NT];
   const float* d[NT];
-  const int32_t* c[NT];
+  const Aux* c[NT];
   q8p_tokens(const quantized_x& x, int t) {
     for (int j = 0; j < NT; ++j) {
       const uint8_t* base = x.data + static_cast<size_t>(t + j) * x.stride;
       q[j] = reinterpret_cast<const int8_t*>(base);
       d[j] = reinterpret_cast<const float*>(base + x.d_offset);
-      c[j] = reinterpret_cast<const int32_t*>(base + x.aux_offset);
+      c[j] = reinterpret_cast<const Aux*>(base + x.aux_offset);
     }
   }
 };
+
+// AVX2 packed kernels work on half panels: 8 rows of a 16-row panel, row
+// lane0 + r in 32-bit lane r of one ymm half of every 64-byte group, so
+// results come out as 8 contiguous outputs with no horizontal sums.
+// Half panel k is panel k / 2, rows 8 * (k % 2) ..; `valid` rows (0..8) of
+// it are real (0: the panel's padding).
+struct half_panel_ref {
+  const uint8_t* panel;
+  int64_t lane0;  // 0 or 8
+  float* y;
+  int64_t ld;
+  int valid;
+};
+
+inline half_panel_ref half_panel_at(const packed_view& w, int64_t k) {
+  const int64_t p = k / 2;
+  const packed_dest d = packed_dest_of(w, p);
+  const int64_t lane0 = 8 * (k % 2);
+  const int64_t v = d.valid - lane0;
+  return {w.data + static_cast<size_t>(p) * w.panel_bytes, lane0, d.y + lane0, d.ld,
+          static_cast<int>(v < 0 ? 0 : (v > 8 ? 8 : v))};
+}
+
+// Writes the first `valid` (0..8) floats of v to y.
+inline void store_half_panel_rows(float* y, int valid, __m256 v) {
+  if (valid == 8) {
+    _mm256_storeu_ps(y, v);
+  } else if (valid > 0) {
+    alignas(32) float tmp[8];
+    _mm256_store_ps(tmp, v);
+    std::memcpy(y, tmp, static_cast<size_t>(valid) * 4);
+  }
+}
+
+// Calls tile.run<nh, nt>(k, t) over the half panels of panels [p0, p1) and
+// tokens [0, n_tokens): decode (one token) 4 half panels at a time, i.e. four
+// weight streams per pass; batches one half panel against 4 tokens at a time,
+// then the leftover tokens at once.
+template <class Tile>
+void for_each_half_panel_tile(int64_t p0, int64_t p1, int n_tokens, const Tile& tile) {
+  int64_t k = 2 * p0;
+  const int64_t k1 = 2 * p1;
+  if (n_tokens == 1) {
+    for (; k + 4 <= k1; k += 4) tile.template run<4, 1>(k, 0);
+    for (; k < k1; ++k) tile.template run<1, 1>(k, 0);
+    return;
+  }
+  for (; k < k1; ++k) {
+    int t = 0;
+    for (; t + 4 <= n_tokens; t += 4) tile.template run<1, 4>(k, t);
+    switch (n_tokens - t) {
+      case 3: tile.template run<1, 3>(k, t); break;
+      case 2: tile.template run<1, 2>(k, t); break;
+      case 1: tile.template run<1, 1>(k, t); break;
+      default: break;
+    }
+  }
+}
 
 // Calls tile.run<nr, nt>(r, t) over rows [r0, r1) x tokens [0, n_tokens):
 // NR x NT tiles, NR x 1 for leftover tokens, then single rows at the end.

@@ -99,7 +99,9 @@ TEST_P(matmul_packed_isa_test, matches_reference_per_part_on_odd_shapes) {
   std::mt19937 rng(4321);
   thread_pool pools[] = {thread_pool(1), thread_pool(2), thread_pool(3)};
   matmul_scratch scratch;
-  const std::vector<std::vector<int64_t>> row_sets = {{1}, {13}, {37, 5}, {64, 16, 16}, {33, 1, 70}};
+  // Half panels (8 rows) full, partial and empty: 8 and 24 leave a panel's
+  // second half empty, 9 fills one row of it.
+  const std::vector<std::vector<int64_t>> row_sets = {{1}, {13}, {37, 5}, {64, 16, 16}, {33, 1, 70}, {8, 24, 9}};
   const int odd_blocks[] = {1, 3, 5, 7, 8};
   int iter = 0;
   for (ggml_type t : packed_types) {
@@ -134,6 +136,61 @@ TEST_P(matmul_packed_isa_test, matches_reference_per_part_on_odd_shapes) {
               const size_t i = static_cast<size_t>(tok * w.rows + r);
               ASSERT_NEAR(ys[p][i], y_ref[i], 2e-5 * mag + 1e-6) << "part " << p << " row " << r << " token " << tok;
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every code and scale at its extreme against activations all at +-127 (x
+// constant, or its sign flipped every 16 columns): the SIMD kernels' int16
+// partial sums reach their proven bounds and must not saturate.
+TEST_P(matmul_packed_isa_test, k_quants_at_code_extremes_match_reference) {
+  thread_pool pool(2);
+  matmul_scratch scratch;
+  const int64_t rows = 24, cols = 512;
+  const uint16_t d = fp32_to_fp16(0.01f);
+  for (ggml_type t : {ggml_type::q4_k, ggml_type::q6_k}) {
+    for (uint8_t code : {uint8_t{0x00}, uint8_t{0xff}}) {
+      std::vector<uint8_t> bytes(matmul_row_bytes(t, cols) * rows, code);
+      if (t == ggml_type::q4_k) {
+        for (size_t off = 0; off < bytes.size(); off += sizeof(block_q4_k)) {
+          auto* b = reinterpret_cast<block_q4_k*>(bytes.data() + off);
+          std::memcpy(&b->d, &d, 2);
+          std::memcpy(&b->dmin, &d, 2);
+          std::memset(b->scales, 0xff, sizeof b->scales);  // every scale and min 63
+        }
+      } else {
+        for (size_t off = 0; off < bytes.size(); off += sizeof(block_q6_k)) {
+          auto* b = reinterpret_cast<block_q6_k*>(bytes.data() + off);
+          std::memcpy(&b->d, &d, 2);
+          for (int j = 0; j < 16; ++j) b->scales[j] = static_cast<int8_t>(j % 3 == 0 ? 127 : -128);
+        }
+      }
+      const weight_view w{t, rows, cols, bytes.data(), matmul_row_bytes(t, cols)};
+      const packed_matrix m = pack_matrix(&w, 1, pool);
+      std::vector<float> wf(static_cast<size_t>(cols));
+      for (int pattern = 0; pattern < 4; ++pattern) {
+        const int n_tokens = pattern < 2 ? 1 : 5;  // decode and batch tiles
+        std::vector<float> x(static_cast<size_t>(n_tokens * cols));
+        for (size_t k = 0; k < x.size(); ++k) {
+          const float sign = pattern % 2 == 0 ? 1.f : ((k / 16) % 2 == 0 ? 1.f : -1.f);
+          x[k] = (k / static_cast<size_t>(cols)) % 2 == 0 ? sign : -sign;
+        }
+        std::vector<float> y(static_cast<size_t>(rows * n_tokens)), y_ref(y.size());
+        float* y_ptr = y.data();
+        matmul_packed(m, x.data(), n_tokens, &y_ptr, pool, scratch);
+        matmul_reference(w, x.data(), n_tokens, y_ref.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          dequantize_row(t, bytes.data() + r * w.row_bytes, wf.data(), cols);
+          for (int tok = 0; tok < n_tokens; ++tok) {
+            double mag = 0;
+            for (int64_t k = 0; k < cols; ++k) mag += std::fabs(double(wf[k]) * x[tok * cols + k]);
+            const size_t i = static_cast<size_t>(tok * rows + r);
+            ASSERT_NEAR(y[i], y_ref[i], 2e-5 * mag + 1e-6)
+                << "type " << static_cast<int>(t) << " code " << int(code) << " pattern " << pattern << " row " << r
+                << " token " << tok;
           }
         }
       }
