@@ -30,41 +30,13 @@ inline __m256i broadcast_dword(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Where half panel k (panel k / 2, rows 8 * (k % 2) ..) starts and writes.
-struct half_panel {
-  const uint8_t* panel;
-  int64_t lane0;  // 0 or 8
-  float* y;
-  int64_t ld;
-  int valid;  // rows to write, 0..8
-};
-
-inline half_panel half_of(const packed_view& w, int64_t k) {
-  const int64_t p = k / 2;
-  const packed_dest d = packed_dest_of(w, p);
-  const int64_t lane0 = 8 * (k % 2);
-  const int64_t v = d.valid - lane0;
-  return {w.data + static_cast<size_t>(p) * w.panel_bytes, lane0, d.y + lane0, d.ld,
-          static_cast<int>(v < 0 ? 0 : (v > 8 ? 8 : v))};
-}
-
-inline void store_rows(float* y, int valid, __m256 v) {
-  if (valid == 8) {
-    _mm256_storeu_ps(y, v);
-  } else if (valid > 0) {
-    alignas(32) float tmp[8];
-    _mm256_store_ps(tmp, v);
-    std::memcpy(y, tmp, static_cast<size_t>(valid) * 4);
-  }
-}
-
 // y for half panels [k, k + NH) and tokens [t, t + NT).
 template <class Fmt, int NH, int NT>
 void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
   constexpr int64_t record = record_header + 2 * Fmt::block_code_bytes;
   const int64_t n_records = (w.cols / 32 + 1) / 2;
-  half_panel hp[NH];
-  for (int i = 0; i < NH; ++i) hp[i] = half_of(w, k + i);
+  half_panel_ref hp[NH];
+  for (int i = 0; i < NH; ++i) hp[i] = half_panel_at(w, k + i);
   const q8p_tokens<NT> xt(x, t);
   const auto& xq = xt.q;
   const auto& xd = xt.d;
@@ -140,30 +112,22 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
   }
 
   for (int i = 0; i < NH; ++i)
-    for (int j = 0; j < NT; ++j) store_rows(hp[i].y + (t + j) * hp[i].ld, hp[i].valid, acc[i][j]);
+    for (int j = 0; j < NT; ++j) store_half_panel_rows(hp[i].y + (t + j) * hp[i].ld, hp[i].valid, acc[i][j]);
 }
 
 template <class Fmt>
+struct tiles {
+  const packed_view& w;
+  const quantized_x& x;
+  template <int NH, int NT>
+  void run(int64_t k, int t) const {
+    tile<Fmt, NH, NT>(w, x, k, t);
+  }
+};
+
+template <class Fmt>
 void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
-  int64_t k = 2 * p0;
-  const int64_t k1 = 2 * p1;
-  if (n_tokens == 1) {
-    // Decode: four half panels (four weight streams) per pass.
-    for (; k + 4 <= k1; k += 4) tile<Fmt, 4, 1>(w, x, k, 0);
-    for (; k < k1; ++k) tile<Fmt, 1, 1>(w, x, k, 0);
-    return;
-  }
-  // Batches: a half panel against 4 tokens at a time.
-  for (; k < k1; ++k) {
-    int t = 0;
-    for (; t + 4 <= n_tokens; t += 4) tile<Fmt, 1, 4>(w, x, k, t);
-    switch (n_tokens - t) {
-      case 3: tile<Fmt, 1, 3>(w, x, k, t); break;
-      case 2: tile<Fmt, 1, 2>(w, x, k, t); break;
-      case 1: tile<Fmt, 1, 1>(w, x, k, t); break;
-      default: break;
-    }
-  }
+  for_each_half_panel_tile(p0, p1, n_tokens, tiles<Fmt>{w, x});
 }
 
 }  // namespace
