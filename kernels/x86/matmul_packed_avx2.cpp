@@ -70,8 +70,8 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
             const __m256i xl = broadcast_dword(xq[j] + b * 32 + 4 * g);
             const __m256i xh = broadcast_dword(xq[j] + b * 32 + 16 + 4 * g);
             for (int i = 0; i < NH; ++i) {
-              ia[i][j] = _mm256_add_epi16(ia[i][j], _mm256_maddubs_epi16(lo[i], xl));
-              ia[i][j] = _mm256_add_epi16(ia[i][j], _mm256_maddubs_epi16(hi[i], xh));
+              ia[i][j] = _mm256_adds_epi16(ia[i][j], _mm256_maddubs_epi16(lo[i], xl));
+              ia[i][j] = _mm256_adds_epi16(ia[i][j], _mm256_maddubs_epi16(hi[i], xh));
             }
           }
         }
