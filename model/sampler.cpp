@@ -189,7 +189,7 @@ void sampler::select_top_p(int n_vocab) {
   candidates_.resize(n_kept);
   boundary_.resize(n_edge);
   std::sort(boundary_.begin(), boundary_.end(), [&](uint32_t x, uint32_t y) {
-    return logits_[x] > logits_[y] || (logits_[x] == logits_[y] && x < y);
+    return ranks_before({logits_[x], static_cast<int32_t>(x)}, {logits_[y], static_cast<int32_t>(y)});
   });
   for (size_t j = 0; j < boundary_.size() && (cum < target || candidates_.empty()); ++j) {
     candidates_.push_back({logits_[boundary_[j]], static_cast<int32_t>(boundary_[j])});
