@@ -55,10 +55,9 @@ struct float_tile {
   // y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols)
   template <int nr, int nt>
   void run(int64_t r, int t) const {
-    const uint8_t* rows[nr];
-    const float* xs[nt];
-    for (int i = 0; i < nr; ++i) rows[i] = weight_row(w, r + i);
-    for (int j = 0; j < nt; ++j) xs[j] = reinterpret_cast<const float*>(x.data + static_cast<size_t>(t + j) * x.stride);
+    const tile_operands<uint8_t, float, nr, nt> op(w, x, r, t);
+    const auto& rows = op.rows;
+    const auto& xs = op.xs;
     __m256 acc[nr][nt];
     for (int i = 0; i < nr; ++i)
       for (int j = 0; j < nt; ++j) acc[i][j] = _mm256_setzero_ps();
@@ -80,16 +79,6 @@ struct float_tile {
     }
   }
 };
-
-template <class Load>
-void float_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
-  const float_tile<Load> tile{w, x, y};
-  if (n_tokens == 1) {
-    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
-  } else {
-    for_each_tile<2, 4>(r0, r1, n_tokens, tile);
-  }
-}
 
 // ---- q8_32 weights (blocks of 32 with one f16 scale) ----------------------
 
@@ -140,10 +129,9 @@ struct q8_32_tile {
   template <int nr, int nt>
   void run(int64_t r, int t) const {
     const int64_t nb = w.cols / 32;
-    const block* rows[nr];
-    const uint8_t* xs[nt];
-    for (int i = 0; i < nr; ++i) rows[i] = reinterpret_cast<const block*>(weight_row(w, r + i));
-    for (int j = 0; j < nt; ++j) xs[j] = x.data + static_cast<size_t>(t + j) * x.stride;
+    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
+    const auto& rows = op.rows;
+    const auto& xs = op.xs;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[nr][nt];
     for (int i = 0; i < nr; ++i)
@@ -193,25 +181,15 @@ void round_to_f16_avx2(const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-template <class Unpack>
-void q8_32_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
-  const q8_32_tile<Unpack> tile{w, x, y};
-  if (n_tokens == 1) {
-    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
-  } else {
-    for_each_tile<2, 3>(r0, r1, n_tokens, tile);
-  }
-}
-
 }  // namespace
 
 void get_matmul_kernels_avx2(matmul_kernel_set* set) {
-  set->f32 = float_rows<load_f32>;
-  set->f16 = float_rows<load_f16>;
-  set->bf16 = float_rows<load_bf16>;
-  set->q4_0 = q8_32_rows<unpack_q4_0>;
-  set->q5_0 = q8_32_rows<unpack_q5_0>;
-  set->q8_0 = q8_32_rows<unpack_q8_0>;
+  set->f32 = tiled_rows<float_tile<load_f32>, 4, 2, 4>;
+  set->f16 = tiled_rows<float_tile<load_f16>, 4, 2, 4>;
+  set->bf16 = tiled_rows<float_tile<load_bf16>, 4, 2, 4>;
+  set->q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 2, 3>;
+  set->q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 2, 3>;
+  set->q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 2, 3>;
   set->round_to_f16 = round_to_f16_avx2;
 }
 

@@ -132,10 +132,9 @@ struct k_tile {
   template <int nr, int nt>
   void run(int64_t r, int t) const {
     const int64_t nb = w.cols / 256;
-    const block* rows[nr];
-    const uint8_t* xs[nt];
-    for (int i = 0; i < nr; ++i) rows[i] = reinterpret_cast<const block*>(weight_row(w, r + i));
-    for (int j = 0; j < nt; ++j) xs[j] = x.data + static_cast<size_t>(t + j) * x.stride;
+    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
+    const auto& rows = op.rows;
+    const auto& xs = op.xs;
     __m512 acc[nr][nt];
     for (int i = 0; i < nr; ++i)
       for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
@@ -170,22 +169,12 @@ struct k_tile {
   }
 };
 
-template <class Policy>
-void k_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
-  const k_tile<Policy> tile{w, x, y};
-  if (n_tokens == 1) {
-    for_each_tile<4, 1>(r0, r1, n_tokens, tile);
-  } else {
-    for_each_tile<2, 4>(r0, r1, n_tokens, tile);
-  }
-}
-
 }  // namespace
 
 void get_matmul_kernels_avx512_k(matmul_kernel_set* set) {
-  set->q4_k = k_rows<k4_policy<block_q4_k, false>>;
-  set->q5_k = k_rows<k4_policy<block_q5_k, true>>;
-  set->q6_k = k_rows<q6_policy>;
+  set->q4_k = tiled_rows<k_tile<k4_policy<block_q4_k, false>>, 4, 2, 4>;
+  set->q5_k = tiled_rows<k_tile<k4_policy<block_q5_k, true>>, 4, 2, 4>;
+  set->q6_k = tiled_rows<k_tile<q6_policy>, 4, 2, 4>;
 }
 
 }  // namespace cortex::kernels

@@ -19,6 +19,18 @@ inline const uint8_t* weight_row(const weight_view& w, int64_t r) {
   return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_bytes;
 }
 
+// The operands of one rows x tokens tile: weight rows r .. r+nr-1 (viewed as
+// Block) and the activations of tokens t .. t+nt-1 (viewed as X).
+template <class Block, class X, int nr, int nt>
+struct tile_operands {
+  const Block* rows[nr];
+  const X* xs[nt];
+  tile_operands(const weight_view& w, const quantized_x& x, int64_t r, int t) {
+    for (int i = 0; i < nr; ++i) rows[i] = reinterpret_cast<const Block*>(weight_row(w, r + i));
+    for (int j = 0; j < nt; ++j) xs[j] = reinterpret_cast<const X*>(x.data + static_cast<size_t>(t + j) * x.stride);
+  }
+};
+
 // Packed q4_0 / q8_0 records (kernels/matmul_kernels.hpp): a 64-byte header
 // of two blocks' f16 scales, then each block's code groups.
 constexpr int64_t record_header = 64;
@@ -120,6 +132,18 @@ void for_each_tile(int64_t r0, int64_t r1, int n_tokens, const Tile& tile) {
     int t = 0;
     for (; t + NT <= n_tokens; t += NT) tile.template run<1, NT>(r, t);
     for (; t < n_tokens; ++t) tile.template run<1, 1>(r, t);
+  }
+}
+
+// A matmul_rows_fn from a tile type {w, x, y} with run<nr, nt>(r, t):
+// DecodeNR x 1 tiles for one token, NR x NT tiles for batches.
+template <class Tile, int DecodeNR, int NR, int NT>
+void tiled_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const Tile tile{w, x, y};
+  if (n_tokens == 1) {
+    for_each_tile<DecodeNR, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<NR, NT>(r0, r1, n_tokens, tile);
   }
 }
 
