@@ -72,6 +72,7 @@ sampled_token sampler::sample(const float* logits, int n_vocab,
   } else {
     // Truncation in llama.cpp's order: top-k, top-p, min-p. Each step builds
     // or filters candidates_ without sorting the whole vocabulary.
+    bool min_p_done = false;
     if (params_.top_k > 0 && params_.top_k < n_vocab) {
       select_best(static_cast<size_t>(params_.top_k));
       if (params_.top_p < 1.0f) apply_top_p_sorted();
@@ -86,8 +87,9 @@ sampled_token sampler::sample(const float* logits, int n_vocab,
       for (int32_t i = 0; i < n_vocab; ++i) {
         if (logits_[i] != -INFINITY && logits_[i] >= cut) candidates_.push_back({logits_[i], i});
       }
+      min_p_done = true;
     }
-    if (params_.min_p > 0.0f) {
+    if (params_.min_p > 0.0f && !min_p_done) {
       float m = -INFINITY;
       for (const auto& c : candidates_) m = std::max(m, c.logit);
       const float threshold = m + std::log(params_.min_p);
