@@ -33,11 +33,23 @@ struct request_params {
   std::vector<float> logit_bias_values;
 };
 
+// What a request asks the engine for: generated text, or (prefill only) an
+// embedding of the prompt (http.md `/v1/embeddings`).
+enum class request_kind : uint8_t { generate, embed };
+
 struct generation_request {
   std::string client_id;        // the submitter's id (wire `id`), for logs and replies
-  std::string prompt;           // exactly one of prompt / tokens
+  request_kind kind = request_kind::generate;
+  std::string prompt;           // exactly one of prompt / tokens / messages_json
   std::vector<int32_t> tokens;
   bool use_tokens = false;
+  // Chat turns (protocol.md `messages`, http.md) as a JSON array of
+  // {role, content, ...} objects, rendered by intake with the model's chat
+  // template; empty when the request has none. `chat_template_kwargs_json`
+  // is a JSON object of extra template variables (empty: none).
+  std::string messages_json;
+  std::string chat_template_kwargs_json;
+  bool add_generation_prompt = true;
   int8_t add_bos = -1;          // -1: the model's default
   bool stream = true;           // false: only accepted and finished (with all text)
   int32_t priority = 0;         // higher is served first

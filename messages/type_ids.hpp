@@ -31,7 +31,8 @@ typename Inspector::result_type inspect(Inspector& f, request_params& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
-  return f(caf::meta::type_name("generation_request"), x.client_id, x.prompt, x.tokens, x.use_tokens, x.add_bos,
+  return f(caf::meta::type_name("generation_request"), x.client_id, x.kind, x.prompt, x.tokens, x.use_tokens,
+           x.messages_json, x.chat_template_kwargs_json, x.add_generation_prompt, x.add_bos,
            x.stream, x.priority, x.deadline_ms, x.want_text, x.want_token_ids, x.n_logprobs, x.tags, x.params);
 }
 
