@@ -43,11 +43,21 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   rt->n_ctx_ = std::min(rt->n_ctx_, rt->kv_blocks_ * c.block_size);
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  executor_config ec{threads, rt->kv_blocks_, c.block_size};
+  executor_config ec;
+  ec.n_threads = threads;
+  ec.n_kv_blocks = rt->kv_blocks_;
+  ec.block_size = c.block_size;
   rt->executor_ = spawn_executor(sys, rt->model_, ec);
-  scheduler_config sc{c.max_batch_tokens, c.max_running, c.max_prefill_chunk, c.aging_per_step,
-                      c.max_prefill_with_decode};
-  kv_cache_config kc{rt->kv_blocks_, c.block_size, c.prefix_cache};
+  scheduler_config sc;
+  sc.max_batch_tokens = c.max_batch_tokens;
+  sc.max_running = c.max_running;
+  sc.max_prefill_chunk = c.max_prefill_chunk;
+  sc.aging_per_step = c.aging_per_step;
+  sc.max_prefill_with_decode = c.max_prefill_with_decode;
+  kv_cache_config kc;
+  kc.n_blocks = rt->kv_blocks_;
+  kc.block_size = c.block_size;
+  kc.enable_prefix_caching = c.prefix_cache;
   rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc);
   intake_config ic;
   ic.limits.n_ctx = rt->n_ctx_;

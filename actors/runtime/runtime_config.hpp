@@ -1,6 +1,6 @@
 // Settings of the engine graph, CAF-free. Filled from configs/cortexstream.ini
-// and the command line by cortex_config (runtime_options.hpp), or directly by
-// an embedding program.
+// and the command line by resolve_daemon_options (apps/cortexd/daemon_options.hpp),
+// or field by field by an embedding program.
 #pragma once
 
 #include <cstdint>

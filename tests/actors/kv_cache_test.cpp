@@ -9,9 +9,12 @@
 
 #include "actors/kv_cache/block_pool.hpp"
 #include "actors/kv_cache/kv_cache_manager.hpp"
+#include "tests/support/engine_configs.hpp"
 
 namespace cortex {
 namespace {
+
+using testing::kv_cfg;
 
 #define EXPECT_CONSISTENT(kv) EXPECT_EQ((kv).check_invariants(), "")
 
@@ -86,7 +89,7 @@ TEST(block_pool, hash_depends_on_parent_and_every_token) {
 }
 
 TEST(kv_cache_manager, block_table_covers_positions) {
-  kv_cache_manager kv({8, 16, true});
+  kv_cache_manager kv(kv_cfg(8, 16, true));
   EXPECT_EQ(kv.lookup_prefix(1, iota_tokens(40, 0)), 0);
   const kv_alloc_plan plan = kv.plan_allocation({{1, 0, 40}});
   ASSERT_EQ(plan.entries.size(), 1u);
@@ -107,7 +110,7 @@ TEST(kv_cache_manager, block_table_covers_positions) {
 }
 
 TEST(kv_cache_manager, plan_has_no_side_effects_and_stale_plans_are_refused) {
-  kv_cache_manager kv({4, 16, true});
+  kv_cache_manager kv(kv_cfg(4, 16, true));
   const kv_alloc_plan too_big = kv.plan_allocation({{1, 0, 48}, {2, 0, 32}});
   EXPECT_FALSE(too_big.fits);
   EXPECT_TRUE(too_big.entries[0].fits);
@@ -129,7 +132,7 @@ TEST(kv_cache_manager, plan_has_no_side_effects_and_stale_plans_are_refused) {
 
 // Two requests sharing a 200-token prefix, block size 16.
 TEST(kv_cache_manager, shared_200_token_prefix_is_reused) {
-  kv_cache_manager kv({64, 16, true});
+  kv_cache_manager kv(kv_cfg(64, 16, true));
   const std::vector<int32_t> prefix = iota_tokens(200, 1000);
   const std::vector<int32_t> a = concat(prefix, iota_tokens(20, 5000));
   EXPECT_EQ(kv.lookup_prefix(1, a), 0);
@@ -173,7 +176,7 @@ TEST(kv_cache_manager, shared_200_token_prefix_is_reused) {
 }
 
 TEST(kv_cache_manager, prefix_caching_off_shares_nothing) {
-  kv_cache_manager kv({64, 16, false});
+  kv_cache_manager kv(kv_cfg(64, 16, false));
   const std::vector<int32_t> a = iota_tokens(100, 0);
   kv.lookup_prefix(1, a);
   compute(kv, 1, a, 0, 100);
@@ -185,7 +188,7 @@ TEST(kv_cache_manager, prefix_caching_off_shares_nothing) {
 }
 
 TEST(kv_cache_manager, evicts_cached_blocks_lru_only_when_the_free_list_is_empty) {
-  kv_cache_manager kv({8, 4, true});
+  kv_cache_manager kv(kv_cfg(8, 4, true));
   const std::vector<int32_t> a = iota_tokens(16, 0);
   kv.lookup_prefix(1, a);
   compute(kv, 1, a, 0, 16);  // blocks 0..3
@@ -214,7 +217,7 @@ TEST(kv_cache_manager, evicts_cached_blocks_lru_only_when_the_free_list_is_empty
 }
 
 TEST(kv_cache_manager, duplicate_content_computed_twice_stays_private) {
-  kv_cache_manager kv({8, 4, true});
+  kv_cache_manager kv(kv_cfg(8, 4, true));
   const std::vector<int32_t> a = iota_tokens(9, 0);
   kv.lookup_prefix(1, a);
   kv.lookup_prefix(2, a);  // both miss: computed twice concurrently
@@ -239,7 +242,7 @@ TEST(kv_cache_manager, random_workload_keeps_invariants_and_contents) {
       std::mt19937 rng(seed);
       const int32_t n_blocks = 48;
       const int32_t bs = 4;
-      kv_cache_manager kv({n_blocks, bs, caching});
+      kv_cache_manager kv(kv_cfg(n_blocks, bs, caching));
       std::vector<int32_t> slots(static_cast<size_t>(n_blocks * bs), -1);
       std::vector<std::vector<int32_t>> prefixes;
       for (int i = 0; i < 3; ++i) prefixes.push_back(iota_tokens(13 + 7 * i, 1000 * (i + 1)));

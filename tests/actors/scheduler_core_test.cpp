@@ -10,9 +10,13 @@
 #include <vector>
 
 #include "actors/scheduler/scheduler_core.hpp"
+#include "tests/support/engine_configs.hpp"
 
 namespace cortex {
 namespace {
+
+using testing::kv_cfg;
+using testing::sched_cfg;
 
 std::vector<int32_t> iota_tokens(int32_t n, int32_t first) {
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -117,16 +121,8 @@ struct harness {
   std::map<int64_t, seq_finished> finished;
 };
 
-scheduler_config sched_cfg(int32_t max_batch_tokens, int32_t max_running, double aging = 0.0) {
-  scheduler_config c;
-  c.max_batch_tokens = max_batch_tokens;
-  c.max_running = max_running;
-  c.aging_per_step = aging;
-  return c;
-}
-
 TEST(scheduler_core, rejects_bad_requests) {
-  kv_cache_manager kv({8, 16, true});
+  kv_cache_manager kv(kv_cfg(8, 16, true));
   scheduler_core core(sched_cfg(64, 4), kv);
   EXPECT_TRUE(core.add({1, 0, {1, 2}, 4}).is_ok());
   EXPECT_FALSE(core.add({1, 0, {1, 2}, 4}).is_ok());
@@ -136,7 +132,7 @@ TEST(scheduler_core, rejects_bad_requests) {
 }
 
 TEST(scheduler_core, prefills_in_chunks_then_decodes_to_max_tokens) {
-  harness h(sched_cfg(16, 4), {8, 16, true});
+  harness h(sched_cfg(16, 4), kv_cfg(8, 16, true));
   h.add(1, iota_tokens(40, 1), 5);
   const std::vector<int32_t> chunk_sizes = {16, 16, 8, 1, 1, 1, 1};
   for (size_t i = 0; i < chunk_sizes.size(); ++i) {
@@ -159,7 +155,7 @@ TEST(scheduler_core, prefills_in_chunks_then_decodes_to_max_tokens) {
 
 TEST(scheduler_core, second_request_reuses_a_shared_200_token_prefix) {
   for (const bool caching : {true, false}) {
-    harness h(sched_cfg(512, 8), {64, 16, caching});
+    harness h(sched_cfg(512, 8), kv_cfg(64, 16, caching));
     const std::vector<int32_t> prefix = iota_tokens(200, 1);
     std::vector<int32_t> a = prefix;
     a.push_back(900);
@@ -186,7 +182,7 @@ TEST(scheduler_core, second_request_reuses_a_shared_200_token_prefix) {
 // 64 blocks of 16 for 16 sequences needing 20 blocks each (320 tokens).
 TEST(scheduler_core, kv_pressure_preempts_and_everyone_finishes) {
   for (const bool caching : {true, false}) {
-    harness h(sched_cfg(256, 16), {64, 16, caching});
+    harness h(sched_cfg(256, 16), kv_cfg(64, 16, caching));
     for (int64_t id = 0; id < 16; ++id) h.add(id, iota_tokens(160, static_cast<int32_t>(id * 1000)), 160);
     ASSERT_TRUE(h.run_until_idle(5000)) << "stalled; caching " << caching;
     EXPECT_GT(h.core.totals().n_preemptions, 0u);
@@ -209,7 +205,7 @@ TEST(scheduler_core, kv_pressure_preempts_and_everyone_finishes) {
 // first decode token needs a fourth block.
 TEST(scheduler_core, preempts_lowest_priority_then_least_progress) {
   for (const int32_t priority_l : {0, 5}) {
-    harness h(sched_cfg(64, 4), {3, 4, true});
+    harness h(sched_cfg(64, 4), kv_cfg(3, 4, true));
     h.add(1, iota_tokens(4, 1), 20, /*priority=*/5);
     h.add(2, iota_tokens(7, 100), 20, priority_l);
     h.step();
@@ -231,7 +227,7 @@ TEST(scheduler_core, preempts_lowest_priority_then_least_progress) {
 }
 
 TEST(scheduler_core, high_priority_arrival_goes_before_waiting_low_priority) {
-  harness h(sched_cfg(64, 2, 0.001), {64, 16, true});
+  harness h(sched_cfg(64, 2, 0.001), kv_cfg(64, 16, true));
   for (int64_t id = 0; id < 5; ++id) h.add(id, iota_tokens(8, static_cast<int32_t>(id * 100)), 10 + static_cast<int32_t>(id));
   for (int i = 0; i < 3; ++i) h.step();
   ASSERT_EQ(h.core.n_running(), 2);
@@ -251,7 +247,7 @@ TEST(scheduler_core, high_priority_arrival_goes_before_waiting_low_priority) {
 // several steps: without aging the low one never runs; with it, it finishes.
 TEST(scheduler_core, aging_lets_low_priority_finish_under_a_stream_of_high) {
   for (const double aging : {0.0, 0.5}) {
-    harness h(sched_cfg(64, 1, aging), {64, 16, true});
+    harness h(sched_cfg(64, 1, aging), kv_cfg(64, 16, true));
     h.add(0, iota_tokens(4, 1), 3, /*priority=*/0);
     int64_t next = 1;
     for (int i = 0; i < 300; ++i) {
@@ -268,7 +264,7 @@ TEST(scheduler_core, aging_lets_low_priority_finish_under_a_stream_of_high) {
 }
 
 TEST(scheduler_core, long_prefill_never_starves_running_decodes) {
-  harness h(sched_cfg(128, 16), {256, 16, true});
+  harness h(sched_cfg(128, 16), kv_cfg(256, 16, true));
   for (int64_t id = 0; id < 8; ++id) h.add(id, iota_tokens(8, static_cast<int32_t>(id * 50)), 400);
   for (int i = 0; i < 3; ++i) h.step();
   h.add(100, iota_tokens(2000, 7), 4);
@@ -294,7 +290,7 @@ TEST(scheduler_core, long_prefill_never_starves_running_decodes) {
 TEST(scheduler_core, prefill_is_capped_while_sequences_decode) {
   scheduler_config cfg = sched_cfg(128, 16);
   cfg.max_prefill_with_decode = 24;
-  harness h(cfg, {256, 16, true});
+  harness h(cfg, kv_cfg(256, 16, true));
   h.add(2, iota_tokens(4, 500), 5);
   EXPECT_EQ(h.step().stats.n_tokens_prefill, 4);  // its first token
   h.add(1, iota_tokens(300, 1), 1);
@@ -314,7 +310,7 @@ TEST(scheduler_core, prefill_is_capped_while_sequences_decode) {
 }
 
 TEST(scheduler_core, cancel_while_waiting_in_prefill_and_in_decode_frees_blocks) {
-  harness h(sched_cfg(32, 3), {64, 16, true});
+  harness h(sched_cfg(32, 3), kv_cfg(64, 16, true));
   h.add(1, iota_tokens(8, 1), 50);      // decoding
   h.add(2, iota_tokens(100, 200), 50);  // long prefill
   h.add(3, iota_tokens(8, 400), 50);    // bystander
@@ -356,7 +352,7 @@ TEST(scheduler_core, cancel_while_waiting_in_prefill_and_in_decode_frees_blocks)
 }
 
 TEST(scheduler_core, stop_flag_abort_and_oversized_sequences_end_once) {
-  harness h(sched_cfg(64, 4), {4, 4, true});
+  harness h(sched_cfg(64, 4), kv_cfg(4, 4, true));
   h.add(1, iota_tokens(3, 1), 100);
   h.add(2, iota_tokens(3, 50), 100);
   sched_plan plan = h.core.schedule();
@@ -387,7 +383,7 @@ TEST(scheduler_core, stop_flag_abort_and_oversized_sequences_end_once) {
 TEST(scheduler_core, random_workloads_keep_invariants_and_drain) {
   for (const uint32_t seed : {11u, 12u, 13u, 14u}) {
     std::mt19937 rng(seed);
-    harness h(sched_cfg(48, 6, 0.05), {40, 8, seed % 2 == 0});
+    harness h(sched_cfg(48, 6, 0.05), kv_cfg(40, 8, seed % 2 == 0));
     std::vector<std::vector<int32_t>> prefixes = {iota_tokens(30, 1), iota_tokens(17, 100), iota_tokens(5, 300)};
     int64_t next = 0;
     std::set<int64_t> cancelled;

@@ -48,8 +48,16 @@ struct harness {
   std::vector<request_chunk> chunks;
   std::vector<request_finished> finished;
 
-  harness(generation_request req, uint32_t prompt_tokens = 5)
-      : core(*stories_tokenizer(), session_config{7, std::move(req), prompt_tokens}, [this] { return now; }) {}
+  harness(generation_request req, uint32_t n_tokens_prompt = 5)
+      : core(*stories_tokenizer(), config_of(std::move(req), n_tokens_prompt), [this] { return now; }) {}
+
+  static session_config config_of(generation_request req, uint32_t n_tokens_prompt) {
+    session_config c;
+    c.rid = 7;
+    c.request = std::move(req);
+    c.prompt_tokens = n_tokens_prompt;
+    return c;
+  }
 
   void collect(session_events ev) {
     if (ev.chunk) chunks.push_back(*ev.chunk);

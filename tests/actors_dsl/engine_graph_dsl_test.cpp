@@ -280,7 +280,10 @@ struct fixture : test_coordinator_fixture<dsl_config> {
     scheduler_config sc;
     sc.max_batch_tokens = 64;
     sc.max_running = max_running;
-    kv_cache_config kc{n_blocks, k_block_size, true};
+    kv_cache_config kc;
+    kc.n_blocks = n_blocks;
+    kc.block_size = k_block_size;
+    kc.enable_prefix_caching = true;
     scheduler = spawn_scheduler(sys, mdl, exec, sc, kc);
     intake_config ic;
     ic.limits.n_ctx = std::min(mdl->hparams().n_ctx_train, n_blocks * k_block_size);  // as runtime::start
