@@ -12,8 +12,8 @@ namespace cortex {
 
 // intake -> scheduler: an admitted request, validated and tokenized.
 struct sequence_admission {
-  uint64_t rid = 0;
-  std::vector<int32_t> prompt;  // token ids, each < n_vocab
+  request_id rid = 0;
+  std::vector<int32_t> tokens_prompt;  // token ids, each < n_vocab
   request_params params;        // validated; max_tokens capped to the context
   uint64_t seed = 0;            // resolved (random when the request had none)
   int32_t priority = 0;
@@ -22,31 +22,35 @@ struct sequence_admission {
 
 // scheduler -> executor, before a sequence's first step: its sampler.
 struct sequence_open {
-  uint64_t rid = 0;
+  request_id rid = 0;
   request_params params;
   uint64_t seed = 0;
   uint32_t n_logprobs = 0;
-  std::vector<int32_t> prompt;  // history for the penalties
+  std::vector<int32_t> tokens_prompt;  // history for the penalties
 };
 
-// One sequence's share of a step.
-struct engine_step_entry {
-  uint64_t rid = 0;
-  std::vector<int32_t> tokens;       // (n,) ids to compute this step
-  int32_t pos0 = 0;                  // position of tokens[0]
-  std::vector<int32_t> block_table;  // covers [0, pos0 + n)
-  bool sample = false;               // the step completes its known tokens: sample one
+// One sequence's share of a step, planned by the scheduler (scheduler_core)
+// and run by the executor (step_runner), which maps it onto the model's
+// borrowed view, model/forward.hpp's batch_seq (sample -> logits_mode::last).
+struct step_entry {
+  request_id rid = 0;
+  std::vector<int32_t> tokens;       // (n_tokens,) ids to compute, positions [pos0, pos0 + n_tokens)
+  int32_t pos0 = 0;                  // K/V of [0, pos0) are already in the blocks
+  std::vector<int32_t> block_table;  // block ids covering [0, pos0 + n_tokens)
+  bool sample = false;               // reaches the last known token: sample one token for it
+  bool is_decode = false;            // a running sequence's single next token (not prefill or recompute)
+  int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
 };
 
 // scheduler -> executor: one engine step.
 struct engine_step {
   uint64_t step_id = 0;
-  std::vector<engine_step_entry> entries;
-  std::vector<uint64_t> closed;  // sequences whose samplers can be dropped (before the step)
+  std::vector<step_entry> entries;
+  std::vector<request_id> closed;  // sequences whose samplers can be dropped (before the step)
 };
 
 struct sampled_output {
-  uint64_t rid = 0;
+  request_id rid = 0;
   int32_t token = 0;
   token_logprob logprob;  // filled when n_logprobs > 0 (id and lp always)
 };
@@ -56,14 +60,14 @@ struct sampled_output {
 struct engine_step_result {
   uint64_t step_id = 0;
   std::vector<sampled_output> outputs;
-  bool failed = false;
-  std::string error;
+  status error;  // not ok: the step failed (outputs empty)
   double compute_ms = 0;
+  bool failed() const { return !error.is_ok(); }
 };
 
 // scheduler -> session: what a step produced for this request.
 struct session_update {
-  uint64_t rid = 0;
+  request_id rid = 0;
   bool started = false;             // first time the sequence was scheduled
   uint32_t cached_tokens = 0;       // prompt tokens served from the prefix cache (with started)
   bool prefill_done = false;        // the prompt is fully computed

@@ -1,29 +1,16 @@
-// The project's error vocabulary: one enum shared by actors (as caf::error,
-// see messages/type_ids.hpp), the wire codec and clients. Codes and names
-// are protocol.md's.
+// The project's error vocabulary on the wire side: the codes (errc, defined
+// with status in model/status.hpp so CAF-free model code uses the same
+// codes) as protocol.md numbers and names them, and error_report, an error
+// as it travels to a client. Actors carry errc as caf::error
+// (messages/type_ids.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace cortex {
+#include "model/status.hpp"  // errc, status: CAF-free, shared with model/
 
-enum class errc : uint8_t {
-  none = 0,
-  malformed,          // 400: not msgpack, not a map, wrong types
-  invalid_param,      // 400: out-of-range values, token id >= vocab
-  unknown_type,       // 400: unknown message type
-  unknown_model,      // 404
-  duplicate_id,       // 409: id still active on this connection
-  too_large,          // 413: too many stop strings / bias entries, over-long id
-  context_overflow,   // 422: prompt longer than the context allows
-  overloaded,         // 429: queue full; retryable
-  internal,           // 500: a bug; the request ends, the server keeps serving
-  unsupported,        // 501
-  not_ready,          // 503: model loading; retryable
-  draining,           // 503: shutting down; retryable
-  unsupported_version // 505
-};
+namespace cortex {
 
 // Wire code (400, 409...) and name ("invalid_param") of an error.
 uint16_t errc_code(errc e);
@@ -36,5 +23,10 @@ struct error_report {
   std::string message;
   uint32_t retry_after_ms = 0;  // when retryable
 };
+
+// A status as it travels to a client. REQUIRES: !s.is_ok().
+inline error_report to_error_report(const status& s, uint32_t retry_after_ms = 0) {
+  return error_report{s.code, s.message, retry_after_ms};
+}
 
 }  // namespace cortex

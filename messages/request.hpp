@@ -12,6 +12,10 @@
 
 namespace cortex {
 
+// A request's server-side id, assigned by intake (from 1) and used unchanged
+// by the scheduler, the KV cache, the executor and the sessions.
+using request_id = uint64_t;
+
 // Sampling and stopping parameters (protocol.md `params`), with its defaults.
 struct request_params {
   uint32_t max_tokens = 256;  // capped to the context by intake
@@ -62,7 +66,7 @@ struct generation_request {
 };
 
 struct request_accepted {
-  uint64_t rid = 0;             // server-side id
+  request_id rid = 0;             // server-side id
   std::string client_id;
   uint32_t prompt_tokens = 0;
   uint32_t cached_tokens = 0;   // filled when known (prefix cache), else 0
@@ -79,7 +83,7 @@ struct token_logprob {
 
 // The tokens of one engine step for one request.
 struct request_chunk {
-  uint64_t rid = 0;
+  request_id rid = 0;
   std::string client_id;
   std::string text;               // whole UTF-8 characters; stop-string prefixes held back
   std::vector<int32_t> token_ids; // when asked; never held back
@@ -103,7 +107,7 @@ struct request_timings {
 
 // The one terminal event of a request.
 struct request_finished {
-  uint64_t rid = 0;
+  request_id rid = 0;
   std::string client_id;
   finish_reason reason = finish_reason::stop;
   std::string stop_kind;   // eos | token | string, when reason == stop

@@ -7,6 +7,7 @@
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
+#include <caf/make_message.hpp>  // for CAF_ERROR_CODE_ENUM's context (caf_status.hpp)
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
 
@@ -16,6 +17,11 @@
 #include "messages/request.hpp"
 
 namespace cortex {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, status& x) {
+  return f(caf::meta::type_name("status"), x.code, x.message);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, error_report& x) {
@@ -71,17 +77,17 @@ typename Inspector::result_type inspect(Inspector& f, request_rejected& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sequence_admission& x) {
-  return f(caf::meta::type_name("sequence_admission"), x.rid, x.prompt, x.params, x.seed, x.priority, x.n_logprobs);
+  return f(caf::meta::type_name("sequence_admission"), x.rid, x.tokens_prompt, x.params, x.seed, x.priority, x.n_logprobs);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sequence_open& x) {
-  return f(caf::meta::type_name("sequence_open"), x.rid, x.params, x.seed, x.n_logprobs, x.prompt);
+  return f(caf::meta::type_name("sequence_open"), x.rid, x.params, x.seed, x.n_logprobs, x.tokens_prompt);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, engine_step_entry& x) {
-  return f(caf::meta::type_name("engine_step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample);
+typename Inspector::result_type inspect(Inspector& f, step_entry& x) {
+  return f(caf::meta::type_name("step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample, x.is_decode);
 }
 
 template <class Inspector>
@@ -96,7 +102,7 @@ typename Inspector::result_type inspect(Inspector& f, sampled_output& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_step_result& x) {
-  return f(caf::meta::type_name("engine_step_result"), x.step_id, x.outputs, x.failed, x.error, x.compute_ms);
+  return f(caf::meta::type_name("engine_step_result"), x.step_id, x.outputs, x.error, x.compute_ms);
 }
 
 template <class Inspector>

@@ -152,33 +152,33 @@ const char* value_type_name(value_type t) {
 
 expected<std::unique_ptr<file>> file::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("cannot open model file '" + path + "': " + std::strerror(errno));
+  if (fd < 0) return fail(errc::invalid_param, "cannot open model file '" + path + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    return make_error("cannot stat '" + path + "': " + std::strerror(e));
+    return fail(errc::invalid_param, "cannot stat '" + path + "': " + std::strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return make_error("'" + path + "' is not a regular file");
+    return fail(errc::invalid_param, "'" + path + "' is not a regular file");
   }
   const size_t size = static_cast<size_t>(st.st_size);
   if (size < 24) {
     ::close(fd);
-    return make_error("'" + path + "' is not a GGUF file: only " + std::to_string(size) + " bytes");
+    return fail(errc::malformed, "'" + path + "' is not a GGUF file: only " + std::to_string(size) + " bytes");
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int map_errno = errno;
   ::close(fd);
-  if (p == MAP_FAILED) return make_error("cannot mmap '" + path + "': " + std::strerror(map_errno));
+  if (p == MAP_FAILED) return fail(errc::invalid_param, "cannot mmap '" + path + "': " + std::strerror(map_errno));
   std::unique_ptr<file> f(new file());
   f->path_ = path;
   f->base_ = static_cast<const uint8_t*>(p);
   f->size_ = size;
   f->mapped_ = true;
   auto st2 = f->parse_all();
-  if (!st2) return make_error("invalid GGUF file '" + path + "': " + st2.message);
+  if (!st2) return fail(st2.code, "invalid GGUF file '" + path + "': " + st2.message);
   return f;
 }
 
@@ -188,7 +188,7 @@ expected<std::unique_ptr<file>> file::parse(const uint8_t* data, size_t size, st
   f->base_ = data;
   f->size_ = size;
   auto st = f->parse_all();
-  if (!st) return make_error("invalid GGUF file '" + f->path_ + "': " + st.message);
+  if (!st) return fail(st.code, "invalid GGUF file '" + f->path_ + "': " + st.message);
   return f;
 }
 
@@ -199,44 +199,44 @@ file::~file() {
 status file::parse_all() {
   cursor c(base_, size_);
   uint32_t magic = 0;
-  if (!c.read(magic)) return fail("truncated header");
+  if (!c.read(magic)) return fail(errc::malformed, "truncated header");
   if (magic != k_magic) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "bad magic 0x%08x (expected 'GGUF')", magic);
-    return fail(buf);
+    return fail(errc::malformed, buf);
   }
-  if (!c.read(version_)) return fail("truncated header");
+  if (!c.read(version_)) return fail(errc::malformed, "truncated header");
   if (version_ != 2 && version_ != 3) {
-    return fail("unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
+    return fail(errc::unsupported, "unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
   }
   uint64_t n_tensors = 0, n_kv = 0;
-  if (!c.read(n_tensors) || !c.read(n_kv)) return fail("truncated header");
+  if (!c.read(n_tensors) || !c.read(n_kv)) return fail(errc::malformed, "truncated header");
   // Every KV needs >= 12 bytes, every tensor info >= 24: reject absurd counts up front.
-  if (n_kv > c.remaining() / 12) return fail("metadata count " + std::to_string(n_kv) + " exceeds the file size");
-  if (n_tensors > c.remaining() / 24) return fail("tensor count " + std::to_string(n_tensors) + " exceeds the file size");
+  if (n_kv > c.remaining() / 12) return fail(errc::malformed, "metadata count " + std::to_string(n_kv) + " exceeds the file size");
+  if (n_tensors > c.remaining() / 24) return fail(errc::malformed, "tensor count " + std::to_string(n_tensors) + " exceeds the file size");
 
   kv_.reserve(static_cast<size_t>(n_kv));
   for (uint64_t k = 0; k < n_kv; ++k) {
     const size_t at = c.pos();
     std::string_view key;
-    if (!c.read_string(key)) return fail("metadata key " + std::to_string(k) + " at offset " + hex_offset(at) + " runs past the end of the file");
+    if (!c.read_string(key)) return fail(errc::malformed, "metadata key " + std::to_string(k) + " at offset " + hex_offset(at) + " runs past the end of the file");
     uint32_t t = 0;
-    if (!c.read(t)) return fail("truncated metadata entry '" + std::string(key) + "'");
+    if (!c.read(t)) return fail(errc::malformed, "truncated metadata entry '" + std::string(key) + "'");
     if (t > static_cast<uint32_t>(value_type::f64)) {
-      return fail("metadata key '" + std::string(key) + "' has unknown value type " + std::to_string(t));
+      return fail(errc::malformed, "metadata key '" + std::string(key) + "' has unknown value type " + std::to_string(t));
     }
     value v;
     auto err = read_value(c, static_cast<value_type>(t), v, 0);
-    if (!err.empty()) return fail("metadata key '" + std::string(key) + "': " + err);
+    if (!err.empty()) return fail(errc::malformed, "metadata key '" + std::string(key) + "': " + err);
     std::string skey(key);
-    if (kv_index_.count(skey)) return fail("duplicate metadata key '" + skey + "'");
+    if (kv_index_.count(skey)) return fail(errc::malformed, "duplicate metadata key '" + skey + "'");
     kv_index_.emplace(skey, kv_.size());
     kv_.emplace_back(std::move(skey), std::move(v));
   }
 
   if (auto* a = find("general.alignment")) {
-    if (a->type != value_type::u32 && a->type != value_type::u64 && a->type != value_type::i32) return fail("general.alignment is not an integer");
-    if (a->u == 0 || (a->u & (a->u - 1)) != 0 || a->u > 65536) return fail("general.alignment " + std::to_string(a->u) + " is not a power of two <= 65536");
+    if (a->type != value_type::u32 && a->type != value_type::u64 && a->type != value_type::i32) return fail(errc::malformed, "general.alignment is not an integer");
+    if (a->u == 0 || (a->u & (a->u - 1)) != 0 || a->u > 65536) return fail(errc::malformed, "general.alignment " + std::to_string(a->u) + " is not a power of two <= 65536");
     alignment_ = a->u;
   }
 
@@ -244,41 +244,41 @@ status file::parse_all() {
   for (uint64_t k = 0; k < n_tensors; ++k) {
     tensor_info ti;
     std::string_view name;
-    if (!c.read_string(name)) return fail("tensor " + std::to_string(k) + " name runs past the end of the file");
+    if (!c.read_string(name)) return fail(errc::malformed, "tensor " + std::to_string(k) + " name runs past the end of the file");
     ti.name = std::string(name);
-    if (!c.read(ti.n_dims)) return fail("truncated tensor info for '" + ti.name + "'");
-    if (ti.n_dims == 0 || ti.n_dims > 4) return fail("tensor '" + ti.name + "' has " + std::to_string(ti.n_dims) + " dimensions (1..4 supported)");
+    if (!c.read(ti.n_dims)) return fail(errc::malformed, "truncated tensor info for '" + ti.name + "'");
+    if (ti.n_dims == 0 || ti.n_dims > 4) return fail(errc::malformed, "tensor '" + ti.name + "' has " + std::to_string(ti.n_dims) + " dimensions (1..4 supported)");
     int64_t n_elem = 1;
     for (uint32_t d = 0; d < ti.n_dims; ++d) {
       uint64_t ne = 0;
-      if (!c.read(ne)) return fail("truncated shape of tensor '" + ti.name + "'");
-      if (ne == 0 || ne > (uint64_t(1) << 40)) return fail("tensor '" + ti.name + "' has invalid dimension " + std::to_string(ne));
+      if (!c.read(ne)) return fail(errc::malformed, "truncated shape of tensor '" + ti.name + "'");
+      if (ne == 0 || ne > (uint64_t(1) << 40)) return fail(errc::malformed, "tensor '" + ti.name + "' has invalid dimension " + std::to_string(ne));
       ti.ne[d] = static_cast<int64_t>(ne);
-      if (n_elem > std::numeric_limits<int64_t>::max() / ti.ne[d]) return fail("tensor '" + ti.name + "' element count overflows");
+      if (n_elem > std::numeric_limits<int64_t>::max() / ti.ne[d]) return fail(errc::malformed, "tensor '" + ti.name + "' element count overflows");
       n_elem *= ti.ne[d];
     }
     uint32_t type = 0;
-    if (!c.read(type) || !c.read(ti.offset)) return fail("truncated tensor info for '" + ti.name + "'");
+    if (!c.read(type) || !c.read(ti.offset)) return fail(errc::malformed, "truncated tensor info for '" + ti.name + "'");
     auto tr = type_traits(type);
-    if (!tr.name) return fail("tensor '" + ti.name + "' has unknown tensor type " + std::to_string(type));
+    if (!tr.name) return fail(errc::unsupported, "tensor '" + ti.name + "' has unknown tensor type " + std::to_string(type));
     ti.type = static_cast<ggml_type>(type);
     if (ti.ne[0] % tr.block_size != 0) {
-      return fail("tensor '" + ti.name + "' row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
+      return fail(errc::malformed, "tensor '" + ti.name + "' row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
                   tr.name + " block size " + std::to_string(tr.block_size));
     }
     ti.n_bytes = static_cast<uint64_t>(n_elem / tr.block_size) * tr.type_size;
-    if (ti.offset % alignment_ != 0) return fail("tensor '" + ti.name + "' offset " + std::to_string(ti.offset) + " is not aligned to " + std::to_string(alignment_));
-    if (tensor_index_.count(ti.name)) return fail("duplicate tensor name '" + ti.name + "'");
+    if (ti.offset % alignment_ != 0) return fail(errc::malformed, "tensor '" + ti.name + "' offset " + std::to_string(ti.offset) + " is not aligned to " + std::to_string(alignment_));
+    if (tensor_index_.count(ti.name)) return fail(errc::malformed, "duplicate tensor name '" + ti.name + "'");
     tensor_index_.emplace(ti.name, tensors_.size());
     tensors_.push_back(std::move(ti));
   }
 
   const uint64_t data_start = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
-  if (!tensors_.empty() && data_start > size_) return fail("tensor data section starts past the end of the file (truncated?)");
+  if (!tensors_.empty() && data_start > size_) return fail(errc::malformed, "tensor data section starts past the end of the file (truncated?)");
   const uint64_t data_size = size_ - std::min<uint64_t>(data_start, size_);
   for (auto& ti : tensors_) {
     if (ti.offset > data_size || ti.n_bytes > data_size - ti.offset) {
-      return fail("tensor '" + ti.name + "' data [" + std::to_string(ti.offset) + ", " + std::to_string(ti.offset + ti.n_bytes) +
+      return fail(errc::malformed, "tensor '" + ti.name + "' data [" + std::to_string(ti.offset) + ", " + std::to_string(ti.offset + ti.n_bytes) +
                   ") runs past the end of the file (data section has " + std::to_string(data_size) + " bytes; truncated?)");
     }
     ti.data = base_ + data_start + ti.offset;

@@ -109,7 +109,7 @@ std::vector<uint8_t> writer::build() const {
 status writer::write(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return fail("cannot create '" + tmp + "': " + std::strerror(errno));
+  if (!f) return fail(errc::invalid_param, "cannot create '" + tmp + "': " + std::strerror(errno));
   // Streams the tensors: a billion-parameter model is not copied again.
   auto header = build_header();
   bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
@@ -127,11 +127,11 @@ status writer::write(const std::string& path) const {
   const bool closed = std::fclose(f) == 0;
   if (!ok || !closed) {
     std::remove(tmp.c_str());
-    return fail("cannot write '" + path + "' (disk full?)");
+    return fail(errc::internal, "cannot write '" + path + "' (disk full?)");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return fail("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+    return fail(errc::invalid_param, "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
   }
   return status::ok();
 }

@@ -74,11 +74,13 @@ model::~model() = default;
 
 expected<std::unique_ptr<model>> model::load(const std::string& path) {
   auto opened = gguf::file::open(path);
-  if (!opened) return make_error(opened.error());
+  if (!opened) return opened.error();
   std::unique_ptr<model> m(new model());
   m->file_ = std::move(*opened);
   const gguf::file& f = *m->file_;
-  auto err = [&](const std::string& what) { return make_error("model '" + path + "': " + what); };
+  // A file that parses as GGUF but is not a usable model: malformed, or
+  // unsupported where the code says so.
+  auto err = [&](const std::string& what, errc code = errc::malformed) { return fail(code, "model '" + path + "': " + what); };
 
   auto arch = f.get_string("general.architecture");
   if (!arch) return err("missing metadata key 'general.architecture'");
@@ -89,7 +91,7 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
     hp.arch = model_arch::qwen2;
     hp.rope_neox = true;
   } else {
-    return err("unsupported architecture '" + std::string(*arch) + "' (supported: llama, qwen2)");
+    return err("unsupported architecture '" + std::string(*arch) + "' (supported: llama, qwen2)", errc::unsupported);
   }
   const std::string a(*arch);
   auto need_uint = [&](const std::string& key, int& out) -> bool {
@@ -110,7 +112,7 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
   if (hp.n_embd % hp.n_head != 0) return err("embedding_length is not a multiple of head_count");
   if (hp.n_head % hp.n_head_kv != 0) return err("head_count is not a multiple of head_count_kv");
   hp.head_dim = hp.n_embd / hp.n_head;
-  if (hp.head_dim > 256) return err("head dimension " + std::to_string(hp.head_dim) + " > 256 is not supported");
+  if (hp.head_dim > 256) return err("head dimension " + std::to_string(hp.head_dim) + " > 256 is not supported", errc::unsupported);
   hp.n_rot = hp.head_dim;
   if (auto r = f.get_uint(a + ".rope.dimension_count")) {
     if (*r == 0 || *r > static_cast<uint64_t>(hp.head_dim) || *r % 2) return err("invalid rope.dimension_count");
@@ -155,7 +157,7 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
   if (!ld.ok()) return err(ld.error());
 
   auto tok = tokenizer::from_gguf(f);
-  if (!tok) return err("tokenizer: " + tok.error());
+  if (!tok) return err("tokenizer: " + tok.error().message, tok.error().code);
   m->tok_ = std::move(*tok);
   if (m->tok_->n_vocab() != hp.n_vocab) {
     return err("tokenizer has " + std::to_string(m->tok_->n_vocab()) + " tokens but token_embd has " +

@@ -135,7 +135,7 @@ ggml_type matrix_type(const std::string& ftype, const std::string& role, int lay
 status write_synthetic_model(const synthetic_shape& s, const std::string& ftype, uint64_t seed, const std::string& path,
                              int n_threads, const std::function<void(int, int)>& progress) {
   if (std::find(synthetic_file_types().begin(), synthetic_file_types().end(), ftype) == synthetic_file_types().end()) {
-    return fail("unknown file type '" + ftype + "' (choose f32, f16, q8_0, q4_0 or q4_k_m)");
+    return fail(errc::invalid_param, "unknown file type '" + ftype + "' (choose f32, f16, q8_0, q4_0 or q4_k_m)");
   }
   const std::string arch = arch_name(s.arch);
   gguf::writer w;

@@ -117,7 +117,7 @@ std::string make_piece(const vocab& v, int32_t id) {
 
 expected<std::unique_ptr<tokenizer>> tokenizer::from_gguf(const gguf::file& f) {
   auto v = vocab::from_gguf(f);
-  if (!v) return make_error(v.error());
+  if (!v) return v.error();
   return std::make_unique<tokenizer>(std::move(*v));
 }
 

@@ -50,7 +50,7 @@ status read_special_id(const gguf::file& f, std::string_view key, int32_t n_toke
   const auto v = f.get_uint(key);
   if (!v) {
     if (f.get_int(key)) return status::ok();  // negative: "none"
-    return fail(std::string(key) + " is not an integer");
+    return fail(errc::malformed, std::string(key) + " is not an integer");
   }
   if (*v < static_cast<uint64_t>(n_tokens)) id = static_cast<int32_t>(*v);
   return status::ok();
@@ -59,7 +59,7 @@ status read_special_id(const gguf::file& f, std::string_view key, int32_t n_toke
 status read_flag(const gguf::file& f, std::string_view key, bool& flag) {
   if (!f.find(key)) return status::ok();
   const auto v = f.get_bool(key);
-  if (!v) return fail(std::string(key) + " is not a bool");
+  if (!v) return fail(errc::malformed, std::string(key) + " is not a bool");
   flag = *v;
   return status::ok();
 }
@@ -82,30 +82,30 @@ int32_t vocab::merge_rank(std::string_view left, std::string_view right) const {
 expected<vocab> vocab::from_gguf(const gguf::file& f) {
   vocab v;
   const auto model = f.get_string(k_model);
-  if (!model) return make_error(std::string(k_model) + " is missing (no tokenizer in this file)");
+  if (!model) return fail(errc::malformed, std::string(k_model) + " is missing (no tokenizer in this file)");
   v.model_name = std::string(*model);
   if (v.model_name == "llama") {
     v.kind = vocab_kind::spm;
   } else if (v.model_name == "gpt2") {
     v.kind = vocab_kind::bpe;
   } else {
-    return make_error(std::string(k_model) + " = '" + v.model_name +
-                      "' is not supported (supported: llama, gpt2)");
+    return fail(errc::unsupported, std::string(k_model) + " = '" + v.model_name +
+                                           "' is not supported (supported: llama, gpt2)");
   }
   if (auto pre = f.get_string(k_pre)) v.pre_name = std::string(*pre);
 
   const auto* tokens = f.get_string_array(k_tokens);
-  if (!tokens) return make_error(std::string(k_tokens) + " is missing or not a string array");
-  if (tokens->empty()) return make_error(std::string(k_tokens) + " is empty");
-  if (tokens->size() > static_cast<size_t>(INT32_MAX)) return make_error("too many tokens");
+  if (!tokens) return fail(errc::malformed, std::string(k_tokens) + " is missing or not a string array");
+  if (tokens->empty()) return fail(errc::malformed, std::string(k_tokens) + " is empty");
+  if (tokens->size() > static_cast<size_t>(INT32_MAX)) return fail(errc::malformed, "too many tokens");
   const auto n = static_cast<int32_t>(tokens->size());
 
   v.scores.assign(static_cast<size_t>(n), 0.0f);
   if (f.find(k_scores)) {
     auto scores = f.get_f32_array(k_scores);
-    if (!scores) return make_error(std::string(k_scores) + " is not a numeric array");
+    if (!scores) return fail(errc::malformed, std::string(k_scores) + " is not a numeric array");
     if (scores->size() < tokens->size()) {
-      return make_error(std::string(k_scores) + " has " + std::to_string(scores->size()) +
+      return fail(errc::malformed, std::string(k_scores) + " has " + std::to_string(scores->size()) +
                         " entries for " + std::to_string(n) + " tokens");
     }
     std::copy(scores->begin(), scores->begin() + n, v.scores.begin());
@@ -113,9 +113,9 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
   v.attrs.assign(static_cast<size_t>(n), attr_normal);
   if (f.find(k_types)) {
     auto types = f.get_i32_array(k_types);
-    if (!types) return make_error(std::string(k_types) + " is not an integer array");
+    if (!types) return fail(errc::malformed, std::string(k_types) + " is not an integer array");
     if (types->size() < tokens->size()) {
-      return make_error(std::string(k_types) + " has " + std::to_string(types->size()) +
+      return fail(errc::malformed, std::string(k_types) + " has " + std::to_string(types->size()) +
                         " entries for " + std::to_string(n) + " tokens");
     }
     for (int32_t i = 0; i < n; ++i) v.attrs[static_cast<size_t>(i)] = attr_of_type((*types)[static_cast<size_t>(i)]);
@@ -127,7 +127,7 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
     std::string text((*tokens)[static_cast<size_t>(i)]);
     if (text.empty()) text = "[EMPTY_" + std::to_string(i) + "]";  // as the reference does
     if (!v.token_to_id_.emplace(text, i).second) {
-      return make_error(std::string(k_tokens) + ": duplicate token '" + text + "' at ids " +
+      return fail(errc::malformed, std::string(k_tokens) + ": duplicate token '" + text + "' at ids " +
                         std::to_string(v.token_to_id_[text]) + " and " + std::to_string(i));
     }
     v.texts.push_back(std::move(text));
@@ -141,19 +141,19 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
     v.clean_spaces = false;
   } else {
     const auto* merges = f.get_string_array(k_merges);
-    if (!merges) return make_error(std::string(k_merges) + " is missing or not a string array (needed by gpt2 tokenizers)");
+    if (!merges) return fail(errc::malformed, std::string(k_merges) + " is missing or not a string array (needed by gpt2 tokenizers)");
     v.merge_ranks_.reserve(merges->size());
     for (size_t r = 0; r < merges->size(); ++r) {
       const std::string_view m = (*merges)[r];
       if (m.size() < 3 || m.find(' ', 1) == std::string_view::npos) {
-        return make_error(std::string(k_merges) + "[" + std::to_string(r) + "] = '" + std::string(m) +
+        return fail(errc::malformed, std::string(k_merges) + "[" + std::to_string(r) + "] = '" + std::string(m) +
                           "' is not 'left right'");
       }
       v.merge_ranks_.emplace(std::string(m), static_cast<int32_t>(r));
     }
     const std::string pre_name = v.pre_name.empty() ? "default" : v.pre_name;
     const auto pre = pre_tokenizer_from_name(pre_name);
-    if (!pre) return make_error(std::string(k_pre) + " = '" + pre_name + "' is not a supported pre-tokenizer");
+    if (!pre) return fail(errc::unsupported, std::string(k_pre) + " = '" + pre_name + "' is not a supported pre-tokenizer");
     v.pre = *pre;
     v.bos_id = 11; v.eos_id = 11;
     v.add_bos = pre->add_bos;
@@ -166,15 +166,15 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
       {"tokenizer.ggml.unknown_token_id", &v.unk_id}, {"tokenizer.ggml.padding_token_id", &v.pad_id},
   };
   for (const auto& [key, id] : ids) {
-    if (status s = read_special_id(f, key, n, *id); !s) return make_error(s.message);
+    if (status s = read_special_id(f, key, n, *id); !s) return s;
   }
   for (const auto& [key, flag] : {std::pair<std::string_view, bool*>{"tokenizer.ggml.add_bos_token", &v.add_bos},
                                   {"tokenizer.ggml.add_eos_token", &v.add_eos},
                                   {"tokenizer.ggml.add_space_prefix", &v.add_space_prefix}}) {
-    if (status s = read_flag(f, key, *flag); !s) return make_error(s.message);
+    if (status s = read_flag(f, key, *flag); !s) return s;
   }
-  if (v.add_bos && v.bos_id < 0) return make_error("tokenizer.ggml.add_bos_token is true but there is no BOS token");
-  if (v.add_eos && v.eos_id < 0) return make_error("tokenizer.ggml.add_eos_token is true but there is no EOS token");
+  if (v.add_bos && v.bos_id < 0) return fail(errc::malformed, "tokenizer.ggml.add_bos_token is true but there is no BOS token");
+  if (v.add_eos && v.eos_id < 0) return fail(errc::malformed, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
 
   // End-of-generation tokens: eos/eot/eom plus well-known texts; a token
   // recognised by text is treated as a control token.

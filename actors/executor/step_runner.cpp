@@ -32,44 +32,41 @@ step_runner::step_runner(std::shared_ptr<const model> m, const executor_config& 
 
 void step_runner::open(const sequence_open& o) {
   seqs_.erase(o.rid);
-  seqs_.emplace(o.rid, open_seq{sampler(to_sampling_params(o.params, o.seed, o.n_logprobs)), o.prompt, o.n_logprobs});
+  seqs_.emplace(o.rid, open_seq{sampler(to_sampling_params(o.params, o.seed, o.n_logprobs)), o.tokens_prompt, o.n_logprobs});
 }
 
-// The scheduler is ours, but a bad plan must fail its step, never write
-// outside the arena.
-std::string step_runner::check(const engine_step& step) const {
+status step_runner::check(const engine_step& step) const {
   const int n_vocab = model_->hparams().n_vocab;
+  const auto bad = [](const std::string& what) { return fail(errc::internal, "bad step plan: " + what); };
   for (const auto& e : step.entries) {
-    if (e.tokens.empty()) return "empty step entry for request " + std::to_string(e.rid);
-    if (e.sample && !seqs_.count(e.rid)) return "no sampler open for request " + std::to_string(e.rid);
+    if (e.tokens.empty()) return bad("empty step entry for request " + std::to_string(e.rid));
+    if (e.sample && !seqs_.count(e.rid)) return bad("no sampler open for request " + std::to_string(e.rid));
     const int64_t end = static_cast<int64_t>(e.pos0) + static_cast<int64_t>(e.tokens.size());
     if (e.pos0 < 0 || (end + cfg_.block_size - 1) / cfg_.block_size > static_cast<int64_t>(e.block_table.size())) {
-      return "block table of request " + std::to_string(e.rid) + " does not cover its positions";
+      return bad("block table of request " + std::to_string(e.rid) + " does not cover its positions");
     }
     for (int32_t b : e.block_table) {
-      if (b < 0 || b >= kv_.n_blocks()) return "block id " + std::to_string(b) + " outside the arena";
+      if (b < 0 || b >= kv_.n_blocks()) return bad("block id " + std::to_string(b) + " outside the arena");
     }
     for (int32_t t : e.tokens) {
-      if (t < 0 || t >= n_vocab) return "token id " + std::to_string(t) + " outside the vocabulary";
+      if (t < 0 || t >= n_vocab) return bad("token id " + std::to_string(t) + " outside the vocabulary");
     }
   }
-  return {};
+  return status::ok();
 }
 
 engine_step_result step_runner::run(const engine_step& step) {
   engine_step_result res;
   res.step_id = step.step_id;
-  for (uint64_t rid : step.closed) close(rid);
+  for (request_id rid : step.closed) close(rid);
   const auto t0 = std::chrono::steady_clock::now();
   if (fail_next_ > 0) {
     --fail_next_;
-    res.failed = true;
-    res.error = "injected executor failure";
+    res.error = fail(errc::internal, "injected executor failure");
     return res;
   }
-  if (auto err = check(step); !err.empty()) {
-    res.failed = true;
-    res.error = err;
+  if (status s = check(step); !s) {
+    res.error = std::move(s);
     return res;
   }
   batch_.clear();
@@ -87,7 +84,7 @@ engine_step_result step_runner::run(const engine_step& step) {
     fwd_.run(batch_, kv_);
     const int n_vocab = model_->hparams().n_vocab;
     // Sequences that sample this step, in batch order (= logits row order).
-    std::vector<std::pair<const engine_step_entry*, open_seq*>> todo;
+    std::vector<std::pair<const step_entry*, open_seq*>> todo;
     for (const auto& e : step.entries) {
       if (e.sample) todo.emplace_back(&e, &seqs_.at(e.rid));
     }
@@ -109,8 +106,7 @@ engine_step_result step_runner::run(const engine_step& step) {
     });
   } catch (const std::exception& ex) {
     res.outputs.clear();
-    res.failed = true;
-    res.error = std::string("model step failed: ") + ex.what();
+    res.error = fail(errc::internal, std::string("model step failed: ") + ex.what());
     return res;
   }
   // Only a successful step extends the histories.

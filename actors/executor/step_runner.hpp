@@ -34,12 +34,12 @@ class step_runner {
 
   // A sequence's sampler and penalty history; replaces an existing one.
   void open(const sequence_open& o);
-  void close(uint64_t rid) { seqs_.erase(rid); }
+  void close(request_id rid) { seqs_.erase(rid); }
   size_t n_open() const { return seqs_.size(); }
 
   // Runs one step. On failure (bad plan, exception in the model, injected
-  // fault) returns failed = true with a message; no sequence's sampler or
-  // history changes then, and the runner stays usable.
+  // fault) returns failed() with the error (code internal); no sequence's
+  // sampler or history changes then, and the runner stays usable.
   engine_step_result run(const engine_step& step);
 
   // Test hook: the next n steps fail.
@@ -51,14 +51,16 @@ class step_runner {
     std::vector<int32_t> history;  // prompt + sampled ids (penalties)
     uint32_t n_logprobs;
   };
-  std::string check(const engine_step& step) const;
+  // The plan is ours, but a bad one must fail its step (internal), never
+  // write outside the arena or read outside the vocabulary.
+  status check(const engine_step& step) const;
 
   std::shared_ptr<const model> model_;
   executor_config cfg_;
   kernels::thread_pool pool_;
   forward_pass fwd_;
   kv_arena kv_;
-  std::unordered_map<uint64_t, open_seq> seqs_;
+  std::unordered_map<request_id, open_seq> seqs_;
   std::vector<batch_seq> batch_;  // reused per step
   uint32_t fail_next_ = 0;
 };

@@ -51,18 +51,18 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
           reject(self, sink, req.client_id, std::move(v.error));
           return;
         }
-        const auto n_prompt = static_cast<uint32_t>(v.request.prompt.size());
-        if (auto err = st.admission->try_admit(n_prompt); err.code != errc::none) {
+        const auto n_tokens_prompt = static_cast<uint32_t>(v.request.tokens_prompt.size());
+        if (auto err = st.admission->try_admit(n_tokens_prompt); err.code != errc::none) {
           reject(self, sink, req.client_id, std::move(err));
           return;
         }
         const uint64_t rid = st.next_rid++;
         req.params.max_tokens = v.request.max_tokens;
-        spdlog::info("[rid {}] accepted '{}': {} prompt tokens, max_tokens {}, priority {}", rid, req.client_id, n_prompt,
+        spdlog::info("[rid {}] accepted '{}': {} prompt tokens, max_tokens {}, priority {}", rid, req.client_id, n_tokens_prompt,
                      v.request.max_tokens, req.priority);
         sequence_admission adm;
         adm.rid = rid;
-        adm.prompt = std::move(v.request.prompt);
+        adm.tokens_prompt = std::move(v.request.tokens_prompt);
         adm.params = req.params;
         adm.seed = v.request.seed;
         adm.priority = req.priority;
@@ -70,13 +70,13 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         session_config scfg;
         scfg.rid = rid;
         scfg.request = std::move(req);
-        scfg.prompt_tokens = n_prompt;
+        scfg.n_tokens_prompt = n_tokens_prompt;
         auto session = spawn_session(self, st.mdl->tokenizer(), std::move(scfg), st.admission->n_waiting() - 1,
                                      session_links{std::move(sink), st.sched, caf::actor_cast<intake_actor>(self)});
         self->send(st.sched, admit_atom_v, std::move(adm), std::move(session));
       },
       [self](cancel_atom, uint64_t rid, finish_reason reason) { self->send(self->state.sched, cancel_atom_v, rid, reason); },
-      [self](dequeued_atom, uint64_t, uint32_t n_prompt_tokens) { self->state.admission->release(n_prompt_tokens); },
+      [self](dequeued_atom, uint64_t, uint32_t n_tokens_prompt) { self->state.admission->release(n_tokens_prompt); },
       [self](drain_atom) { self->state.draining = true; },
       [self](shutdown_atom) {
         self->state.draining = true;

@@ -15,7 +15,7 @@ std::string num(double v) {
   return buf;
 }
 
-error_report fail(errc code, std::string message) {
+error_report refuse(errc code, std::string message) {
   error_report e;
   e.code = code;
   e.message = std::move(message);
@@ -37,55 +37,55 @@ std::string not_a_token(const std::string& field, int32_t id, int32_t n_vocab) {
 
 // The sampling and stopping parameters that need no tokenizer.
 error_report check_params(const request_params& p, const validation_limits& lim) {
-  if (p.max_tokens == 0) return fail(errc::invalid_param, "params.max_tokens must be >= 1, got 0");
+  if (p.max_tokens == 0) return refuse(errc::invalid_param, "params.max_tokens must be >= 1, got 0");
   if (!std::isfinite(p.temperature) || p.temperature < 0)
-    return fail(errc::invalid_param,
+    return refuse(errc::invalid_param,
                 "params.temperature must be a finite number >= 0 (0 = greedy), got " + num(p.temperature));
-  if (p.top_k < 0) return fail(errc::invalid_param, "params.top_k must be >= 0 (0 = off), got " + std::to_string(p.top_k));
-  if (!(p.top_p > 0 && p.top_p <= 1)) return fail(errc::invalid_param, "params.top_p must be in (0, 1], got " + num(p.top_p));
-  if (!(p.min_p >= 0 && p.min_p <= 1)) return fail(errc::invalid_param, "params.min_p must be in [0, 1], got " + num(p.min_p));
+  if (p.top_k < 0) return refuse(errc::invalid_param, "params.top_k must be >= 0 (0 = off), got " + std::to_string(p.top_k));
+  if (!(p.top_p > 0 && p.top_p <= 1)) return refuse(errc::invalid_param, "params.top_p must be in (0, 1], got " + num(p.top_p));
+  if (!(p.min_p >= 0 && p.min_p <= 1)) return refuse(errc::invalid_param, "params.min_p must be in [0, 1], got " + num(p.min_p));
   if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0)
-    return fail(errc::invalid_param, "params.repetition_penalty must be a finite number > 0 (1 = off), got " +
+    return refuse(errc::invalid_param, "params.repetition_penalty must be a finite number > 0 (1 = off), got " +
                                          num(p.repetition_penalty));
   if (!std::isfinite(p.presence_penalty))
-    return fail(errc::invalid_param, "params.presence_penalty must be a finite number, got " + num(p.presence_penalty));
+    return refuse(errc::invalid_param, "params.presence_penalty must be a finite number, got " + num(p.presence_penalty));
   if (!std::isfinite(p.frequency_penalty))
-    return fail(errc::invalid_param, "params.frequency_penalty must be a finite number, got " + num(p.frequency_penalty));
+    return refuse(errc::invalid_param, "params.frequency_penalty must be a finite number, got " + num(p.frequency_penalty));
   if (p.penalty_last_n < -1)
-    return fail(errc::invalid_param, "params.penalty_last_n must be >= -1 (-1 = whole history, 0 = off), got " +
+    return refuse(errc::invalid_param, "params.penalty_last_n must be >= -1 (-1 = whole history, 0 = off), got " +
                                          std::to_string(p.penalty_last_n));
   if (p.min_tokens > p.max_tokens)
-    return fail(errc::invalid_param, "params.min_tokens (" + std::to_string(p.min_tokens) +
+    return refuse(errc::invalid_param, "params.min_tokens (" + std::to_string(p.min_tokens) +
                                          ") must not exceed params.max_tokens (" + std::to_string(p.max_tokens) + ")");
 
   if (p.stop.size() > lim.max_stop_strings)
-    return fail(errc::too_large, "params.stop has " + std::to_string(p.stop.size()) + " strings; at most " +
+    return refuse(errc::too_large, "params.stop has " + std::to_string(p.stop.size()) + " strings; at most " +
                                      std::to_string(lim.max_stop_strings) + " are allowed");
   for (size_t i = 0; i < p.stop.size(); ++i) {
     const std::string field = "params.stop[" + std::to_string(i) + "]";
-    if (p.stop[i].empty()) return fail(errc::invalid_param, field + " is empty; stop strings must be non-empty");
+    if (p.stop[i].empty()) return refuse(errc::invalid_param, field + " is empty; stop strings must be non-empty");
     if (p.stop[i].size() > lim.max_stop_bytes)
-      return fail(errc::too_large, field + " is " + std::to_string(p.stop[i].size()) + " bytes; at most " +
+      return refuse(errc::too_large, field + " is " + std::to_string(p.stop[i].size()) + " bytes; at most " +
                                        std::to_string(lim.max_stop_bytes) + " are allowed");
-    if (!is_valid_utf8(p.stop[i])) return fail(errc::invalid_param, field + " is not valid UTF-8");
+    if (!is_valid_utf8(p.stop[i])) return refuse(errc::invalid_param, field + " is not valid UTF-8");
   }
   for (size_t i = 0; i < p.stop_token_ids.size(); ++i)
     if (!in_vocab(p.stop_token_ids[i], lim.n_vocab))
-      return fail(errc::invalid_param,
+      return refuse(errc::invalid_param,
                   not_a_token("params.stop_token_ids[" + std::to_string(i) + "]", p.stop_token_ids[i], lim.n_vocab));
 
   if (p.logit_bias_ids.size() != p.logit_bias_values.size())
-    return fail(errc::invalid_param, "params.logit_bias: " + std::to_string(p.logit_bias_ids.size()) + " ids but " +
+    return refuse(errc::invalid_param, "params.logit_bias: " + std::to_string(p.logit_bias_ids.size()) + " ids but " +
                                          std::to_string(p.logit_bias_values.size()) + " values");
   if (p.logit_bias_ids.size() > lim.max_logit_bias)
-    return fail(errc::too_large, "params.logit_bias has " + std::to_string(p.logit_bias_ids.size()) +
+    return refuse(errc::too_large, "params.logit_bias has " + std::to_string(p.logit_bias_ids.size()) +
                                      " entries; at most " + std::to_string(lim.max_logit_bias) + " are allowed");
   for (size_t i = 0; i < p.logit_bias_ids.size(); ++i) {
     const int32_t id = p.logit_bias_ids[i];
-    if (!in_vocab(id, lim.n_vocab)) return fail(errc::invalid_param, not_a_token("params.logit_bias key", id, lim.n_vocab));
+    if (!in_vocab(id, lim.n_vocab)) return refuse(errc::invalid_param, not_a_token("params.logit_bias key", id, lim.n_vocab));
     const float v = p.logit_bias_values[i];
     if (!(v >= -100 && v <= 100))
-      return fail(errc::invalid_param, "params.logit_bias[" + std::to_string(id) + "] must be in [-100, 100], got " + num(v));
+      return refuse(errc::invalid_param, "params.logit_bias[" + std::to_string(id) + "] must be in [-100, 100], got " + num(v));
   }
   return ok();
 }
@@ -134,23 +134,23 @@ validation_result request_validator::validate(const generation_request& r) {
     return out;
   };
 
-  if (r.client_id.empty()) return reject(fail(errc::invalid_param, "id must be 1.." + std::to_string(limits_.max_id_bytes) + " bytes, got an empty id"));
+  if (r.client_id.empty()) return reject(refuse(errc::invalid_param, "id must be 1.." + std::to_string(limits_.max_id_bytes) + " bytes, got an empty id"));
   if (r.client_id.size() > limits_.max_id_bytes)
-    return reject(fail(errc::too_large, "id is " + std::to_string(r.client_id.size()) + " bytes; at most " +
+    return reject(refuse(errc::too_large, "id is " + std::to_string(r.client_id.size()) + " bytes; at most " +
                                             std::to_string(limits_.max_id_bytes) + " are allowed"));
   if (r.n_logprobs > limits_.max_logprobs)
-    return reject(fail(errc::invalid_param, "want.logprobs must be in 0.." + std::to_string(limits_.max_logprobs) +
+    return reject(refuse(errc::invalid_param, "want.logprobs must be in 0.." + std::to_string(limits_.max_logprobs) +
                                                 " (0 = off), got " + std::to_string(r.n_logprobs)));
   error_report params = check_params(r.params, limits_);
   if (params.code != errc::none) return reject(std::move(params));
 
   std::vector<int32_t> prompt;
   if (r.use_tokens) {
-    if (!r.prompt.empty()) return reject(fail(errc::invalid_param, "give exactly one of prompt / tokens, not both"));
-    if (r.tokens.empty()) return reject(fail(errc::invalid_param, "tokens is empty; give at least one token id"));
+    if (!r.prompt.empty()) return reject(refuse(errc::invalid_param, "give exactly one of prompt / tokens, not both"));
+    if (r.tokens.empty()) return reject(refuse(errc::invalid_param, "tokens is empty; give at least one token id"));
     for (size_t i = 0; i < r.tokens.size(); ++i)
       if (!in_vocab(r.tokens[i], limits_.n_vocab))
-        return reject(fail(errc::invalid_param, not_a_token("tokens[" + std::to_string(i) + "]", r.tokens[i], limits_.n_vocab)));
+        return reject(refuse(errc::invalid_param, not_a_token("tokens[" + std::to_string(i) + "]", r.tokens[i], limits_.n_vocab)));
     prompt = r.tokens;
   } else {
     const bool add_bos = r.add_bos < 0 ? tok_.add_bos() : r.add_bos != 0;
@@ -158,19 +158,19 @@ validation_result request_validator::validate(const generation_request& r) {
     const std::vector<int32_t> text_ids = tok_.encode(r.prompt, /*add_special=*/false);
     prompt.insert(prompt.end(), text_ids.begin(), text_ids.end());
     if (prompt.empty())
-      return reject(fail(errc::invalid_param, "the prompt is empty and add_bos is false: give a prompt or set add_bos"));
+      return reject(refuse(errc::invalid_param, "the prompt is empty and add_bos is false: give a prompt or set add_bos"));
   }
 
   const size_t n_ctx = limits_.n_ctx > 0 ? static_cast<size_t>(limits_.n_ctx) : 0;
   if (prompt.size() >= n_ctx)
-    return reject(fail(errc::context_overflow,
+    return reject(refuse(errc::context_overflow,
                        "the prompt is " + std::to_string(prompt.size()) + " tokens; the context holds " +
                            std::to_string(n_ctx) + " and at least one must be left to generate: shorten it to at most " +
                            std::to_string(n_ctx == 0 ? 0 : n_ctx - 1) + " tokens"));
 
   validated_request& v = out.request;
   v.max_tokens = static_cast<uint32_t>(std::min<size_t>(r.params.max_tokens, n_ctx - prompt.size()));
-  v.prompt = std::move(prompt);
+  v.tokens_prompt = std::move(prompt);
   // Drawn here, not in the sampler, so that the seed can be logged and the
   // request replayed.
   v.seed = r.params.has_seed ? r.params.seed : seeds_();
@@ -181,36 +181,36 @@ validation_result request_validator::validate(const generation_request& r) {
 admission_limits::admission_limits(uint32_t max_waiting, uint64_t max_queued_tokens, uint32_t retry_after_ms)
     : max_waiting_(max_waiting), max_queued_tokens_(max_queued_tokens), retry_after_ms_(retry_after_ms) {}
 
-error_report admission_limits::try_admit(uint32_t n_prompt_tokens) {
+error_report admission_limits::try_admit(uint32_t n_tokens_prompt) {
   if (n_waiting_ > 0) {
     std::string why;
     if (n_waiting_ >= max_waiting_)
       why = std::to_string(n_waiting_) + " requests are waiting (limit " + std::to_string(max_waiting_) + ")";
-    else if (n_queued_tokens_ + n_prompt_tokens > max_queued_tokens_)
+    else if (n_queued_tokens_ + n_tokens_prompt > max_queued_tokens_)
       why = std::to_string(n_queued_tokens_) + " prompt tokens are queued and this request adds " +
-            std::to_string(n_prompt_tokens) + " (limit " + std::to_string(max_queued_tokens_) + ")";
+            std::to_string(n_tokens_prompt) + " (limit " + std::to_string(max_queued_tokens_) + ")";
     if (!why.empty()) {
-      error_report e = fail(errc::overloaded, "the server is overloaded: " + why + "; retry after " +
+      error_report e = refuse(errc::overloaded, "the server is overloaded: " + why + "; retry after " +
                                                   std::to_string(retry_after_ms_) + " ms");
       e.retry_after_ms = retry_after_ms_;
       return e;
     }
   } else if (max_waiting_ == 0) {
-    error_report e = fail(errc::overloaded, "the server admits no waiting requests (limit 0); retry after " +
+    error_report e = refuse(errc::overloaded, "the server admits no waiting requests (limit 0); retry after " +
                                                 std::to_string(retry_after_ms_) + " ms");
     e.retry_after_ms = retry_after_ms_;
     return e;
   }
   ++n_waiting_;
-  n_queued_tokens_ += n_prompt_tokens;
+  n_queued_tokens_ += n_tokens_prompt;
   return ok();
 }
 
-bool admission_limits::release(uint32_t n_prompt_tokens) {
-  const bool consistent = n_waiting_ > 0 && n_queued_tokens_ >= n_prompt_tokens;
+bool admission_limits::release(uint32_t n_tokens_prompt) {
+  const bool consistent = n_waiting_ > 0 && n_queued_tokens_ >= n_tokens_prompt;
   assert(consistent && "admission_limits::release without a matching admit");
   if (n_waiting_ > 0) --n_waiting_;
-  n_queued_tokens_ -= std::min<uint64_t>(n_queued_tokens_, n_prompt_tokens);
+  n_queued_tokens_ -= std::min<uint64_t>(n_queued_tokens_, n_tokens_prompt);
   return consistent;
 }
 

@@ -32,8 +32,8 @@ struct validation_limits {
 
 // What a valid request turns into.
 struct validated_request {
-  std::vector<int32_t> prompt;  // token ids, BOS included when added; 1..n_ctx-1 of them
-  uint32_t max_tokens = 0;      // params.max_tokens capped to n_ctx - prompt.size(); >= 1
+  std::vector<int32_t> tokens_prompt;  // token ids, BOS included when added; 1..n_ctx-1 of them
+  uint32_t max_tokens = 0;      // params.max_tokens capped to n_ctx - tokens_prompt.size(); >= 1
   // params.seed, or a random one chosen here, so that the request can be
   // replayed from its logs. The executor builds its sampler from
   // request_params + this seed (to_sampling_params in actors/executor).
@@ -80,11 +80,11 @@ class admission_limits {
   // Counts the request and returns an error with code none; or, when a limit
   // is reached, counts nothing and returns `overloaded` (retryable, with
   // retry_after_ms) saying which limit.
-  error_report try_admit(uint32_t n_prompt_tokens);
+  error_report try_admit(uint32_t n_tokens_prompt);
   // The request left the queue (started running or ended before it).
   // REQUIRES: matches an admitted request. A release that would underflow is
   // a bug: it asserts in debug; in release it clamps and returns false.
-  bool release(uint32_t n_prompt_tokens);
+  bool release(uint32_t n_tokens_prompt);
 
   uint32_t n_waiting() const { return n_waiting_; }
   uint64_t n_queued_tokens() const { return n_queued_tokens_; }

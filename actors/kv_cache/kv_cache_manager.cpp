@@ -16,9 +16,9 @@ int32_t blocks_for(int32_t n_tokens, int32_t block_size) {
 kv_cache_manager::kv_cache_manager(const kv_cache_config& cfg)
     : pool_(cfg.n_blocks, cfg.block_size), enable_prefix_caching_(cfg.enable_prefix_caching) {}
 
-int32_t kv_cache_manager::lookup_prefix(int64_t seq_id, const std::vector<int32_t>& tokens) {
+int32_t kv_cache_manager::lookup_prefix(request_id rid, const std::vector<int32_t>& tokens) {
   ++generation_;
-  seq_blocks& s = seqs_[seq_id];
+  seq_blocks& s = seqs_[rid];
   n_tokens_queried_ += tokens.size();
   if (!enable_prefix_caching_ || !s.table.empty()) return 0;
   const int32_t bs = pool_.block_size();
@@ -41,8 +41,8 @@ int32_t kv_cache_manager::lookup_prefix(int64_t seq_id, const std::vector<int32_
   return n_hit;
 }
 
-int32_t kv_cache_manager::n_blocks_needed(int64_t seq_id, int32_t pos_end) const {
-  const auto it = seqs_.find(seq_id);
+int32_t kv_cache_manager::n_blocks_needed(request_id rid, int32_t pos_end) const {
+  const auto it = seqs_.find(rid);
   const int32_t have = it == seqs_.end() ? 0 : static_cast<int32_t>(it->second.table.size());
   return std::max(0, blocks_for(pos_end, pool_.block_size()) - have);
 }
@@ -56,9 +56,9 @@ kv_alloc_plan kv_cache_manager::plan_allocation(const std::vector<kv_alloc_reque
   bool all_fit = true;
   for (const kv_alloc_request& r : requests) {
     kv_alloc_entry e;
-    e.seq_id = r.seq_id;
+    e.rid = r.rid;
     e.pos_end = r.pos0 + r.n_tokens;
-    e.n_blocks_new = n_blocks_needed(r.seq_id, e.pos_end);
+    e.n_blocks_new = n_blocks_needed(r.rid, e.pos_end);
     plan.n_blocks_new += e.n_blocks_new;
     all_fit = all_fit && plan.n_blocks_new <= plan.n_blocks_available;
     e.fits = all_fit;
@@ -71,11 +71,11 @@ kv_alloc_plan kv_cache_manager::plan_allocation(const std::vector<kv_alloc_reque
 }
 
 status kv_cache_manager::commit(const kv_alloc_plan& plan) {
-  if (!plan.fits) return fail("kv_cache_manager::commit: the plan does not fit");
-  if (plan.generation != generation_) return fail("kv_cache_manager::commit: the plan is stale");
+  if (!plan.fits) return fail(errc::internal, "kv_cache_manager::commit: the plan does not fit");
+  if (plan.generation != generation_) return fail(errc::internal, "kv_cache_manager::commit: the plan is stale");
   ++generation_;
   for (const kv_alloc_entry& e : plan.entries) {
-    seq_blocks& s = seqs_[e.seq_id];
+    seq_blocks& s = seqs_[e.rid];
     for (int32_t i = 0; i < e.n_blocks_new; ++i) {
       const int32_t b = pool_.allocate();  // cannot fail: the plan fits this state
       s.table.push_back(b);
@@ -84,8 +84,8 @@ status kv_cache_manager::commit(const kv_alloc_plan& plan) {
   return status::ok();
 }
 
-void kv_cache_manager::free(int64_t seq_id) {
-  const auto it = seqs_.find(seq_id);
+void kv_cache_manager::free(request_id rid) {
+  const auto it = seqs_.find(rid);
   if (it == seqs_.end()) return;
   ++generation_;
   const std::vector<int32_t>& table = it->second.table;
@@ -93,10 +93,10 @@ void kv_cache_manager::free(int64_t seq_id) {
   seqs_.erase(it);
 }
 
-void kv_cache_manager::register_full_blocks(int64_t seq_id, const std::vector<int32_t>& tokens,
+void kv_cache_manager::register_full_blocks(request_id rid, const std::vector<int32_t>& tokens,
                                             int32_t n_tokens_computed) {
   if (!enable_prefix_caching_) return;
-  const auto it = seqs_.find(seq_id);
+  const auto it = seqs_.find(rid);
   if (it == seqs_.end()) return;
   seq_blocks& s = it->second;
   const int32_t bs = pool_.block_size();
@@ -111,8 +111,8 @@ void kv_cache_manager::register_full_blocks(int64_t seq_id, const std::vector<in
   }
 }
 
-const std::vector<int32_t>& kv_cache_manager::block_table(int64_t seq_id) const {
-  const auto it = seqs_.find(seq_id);
+const std::vector<int32_t>& kv_cache_manager::block_table(request_id rid) const {
+  const auto it = seqs_.find(rid);
   return it == seqs_.end() ? k_empty_table : it->second.table;
 }
 
@@ -136,29 +136,29 @@ std::string kv_cache_manager::check_invariants() const {
   std::vector<int32_t> uses(static_cast<size_t>(pool_.n_blocks()), 0);
   std::vector<int64_t> last_seq(static_cast<size_t>(pool_.n_blocks()), -1);
   std::vector<char> seen_in_seq(static_cast<size_t>(pool_.n_blocks()), 0);
-  for (const auto& [seq_id, s] : seqs_) {
+  for (const auto& [rid, s] : seqs_) {
     for (int32_t b : s.table) {
       if (b < 0 || b >= pool_.n_blocks()) {
-        err << "seq " << seq_id << " holds invalid block " << b << "; ";
+        err << "seq " << rid << " holds invalid block " << b << "; ";
         continue;
       }
       ++uses[b];
     }
     for (int32_t b : s.table) {
       if (b < 0 || b >= pool_.n_blocks()) continue;
-      if (seen_in_seq[b]) err << "seq " << seq_id << " holds block " << b << " twice; ";
+      if (seen_in_seq[b]) err << "seq " << rid << " holds block " << b << " twice; ";
       seen_in_seq[b] = 1;
     }
     for (int32_t b : s.table) {
       if (b >= 0 && b < pool_.n_blocks()) seen_in_seq[b] = 0;
     }
     if (s.hashes.size() > s.table.size()) {
-      err << "seq " << seq_id << " has " << s.hashes.size() << " hashes for " << s.table.size() << " blocks; ";
+      err << "seq " << rid << " has " << s.hashes.size() << " hashes for " << s.table.size() << " blocks; ";
     }
     for (size_t i = 0; i < s.hashes.size() && i < s.table.size(); ++i) {
       const int32_t b = s.table[i];
       if (pool_.is_cached(b) && pool_.block_hash(b) != s.hashes[i]) {
-        err << "seq " << seq_id << " block " << i << " (id " << b << ") is cached under another hash; ";
+        err << "seq " << rid << " block " << i << " (id " << b << ") is cached under another hash; ";
       }
     }
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actors/kv_cache/block_pool.hpp"
+#include "messages/request.hpp"  // request_id
 #include "model/expected.hpp"
 
 namespace cortex {
@@ -33,13 +34,13 @@ struct kv_cache_config {
 // One sequence's demand in a step: its table must cover positions
 // [0, pos0 + n_tokens).
 struct kv_alloc_request {
-  int64_t seq_id = 0;
+  request_id rid = 0;
   int32_t pos0 = 0;      // first position written this step
   int32_t n_tokens = 0;  // tokens written this step
 };
 
 struct kv_alloc_entry {
-  int64_t seq_id = 0;
+  request_id rid = 0;
   int32_t pos_end = 0;       // pos0 + n_tokens
   int32_t n_blocks_new = 0;  // blocks this sequence needs beyond its table
   bool fits = false;         // this entry and all before it fit together
@@ -79,14 +80,14 @@ class kv_cache_manager {
   bool prefix_caching() const { return enable_prefix_caching_; }
 
   // Attaches the longest run of cached full blocks that starts `tokens`
-  // (ref_count++ each) as the start of seq_id's table and returns how many
+  // (ref_count++ each) as the start of rid's table and returns how many
   // tokens they hold: a multiple of block_size, <= tokens.size() - 1, 0 when
-  // prefix caching is off. REQUIRES: seq_id holds no blocks.
+  // prefix caching is off. REQUIRES: rid holds no blocks.
   // O(tokens.size()).
-  int32_t lookup_prefix(int64_t seq_id, const std::vector<int32_t>& tokens);
+  int32_t lookup_prefix(request_id rid, const std::vector<int32_t>& tokens);
 
-  // Blocks seq_id needs beyond its table to cover [0, pos_end). No side effects.
-  int32_t n_blocks_needed(int64_t seq_id, int32_t pos_end) const;
+  // Blocks rid needs beyond its table to cover [0, pos_end). No side effects.
+  int32_t n_blocks_needed(request_id rid, int32_t pos_end) const;
   int32_t n_blocks_available() const { return pool_.n_available(); }
 
   // Plans a whole step. No side effects. Requests for the same sequence
@@ -96,20 +97,20 @@ class kv_cache_manager {
   // when the plan does not fit or the manager changed since it was made.
   status commit(const kv_alloc_plan& plan);
 
-  // Releases seq_id's blocks (last block first, so a sequence's tail is
+  // Releases rid's blocks (last block first, so a sequence's tail is
   // evicted before its head). Cached blocks stay cached. No-op for an
   // unknown sequence.
-  void free(int64_t seq_id);
+  void free(request_id rid);
 
-  // Enters seq_id's full blocks among its first n_tokens_computed tokens
+  // Enters rid's full blocks among its first n_tokens_computed tokens
   // into the prefix cache (`tokens` holds at least that many; their K/V must
   // be in the blocks). Idempotent, incremental: O(new full blocks *
   // block_size). A block whose content is already cached elsewhere stays
   // private. No-op when prefix caching is off.
-  void register_full_blocks(int64_t seq_id, const std::vector<int32_t>& tokens, int32_t n_tokens_computed);
+  void register_full_blocks(request_id rid, const std::vector<int32_t>& tokens, int32_t n_tokens_computed);
 
-  // seq_id's block table; empty for an unknown sequence.
-  const std::vector<int32_t>& block_table(int64_t seq_id) const;
+  // rid's block table; empty for an unknown sequence.
+  const std::vector<int32_t>& block_table(request_id rid) const;
 
   kv_cache_stats stats() const;
 
@@ -127,7 +128,7 @@ class kv_cache_manager {
 
   block_pool pool_;
   bool enable_prefix_caching_;
-  std::unordered_map<int64_t, seq_blocks> seqs_;
+  std::unordered_map<request_id, seq_blocks> seqs_;
   uint64_t generation_ = 0;  // bumped by every mutation; stale plans are refused
   uint64_t n_tokens_queried_ = 0;
   uint64_t n_tokens_hit_ = 0;

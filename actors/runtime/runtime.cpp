@@ -18,11 +18,11 @@ namespace cortex {
 void register_types(caf::actor_system_config& cfg) { cfg.add_message_types<caf::id_block::cortex>(); }
 
 expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const runtime_config& cfg) {
-  if (auto s = cfg.validate(); !s) return make_error(s.message);
+  if (auto s = cfg.validate(); !s) return s;
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   spdlog::info("loading model {}", cfg.model_path);
   auto m = model::load(cfg.model_path);
-  if (!m) return make_error(m.error());
+  if (!m) return m.error();
   return start(sys, cfg, std::shared_ptr<const model>(std::move(*m)));
 }
 
@@ -30,7 +30,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
                                                   std::shared_ptr<const model> m) {
   runtime_config c = cfg;
   if (c.model_path.empty()) c.model_path = m->file().path();
-  if (auto s = c.validate(); !s) return make_error(s.message);
+  if (auto s = c.validate(); !s) return s;
   std::unique_ptr<runtime> rt(new runtime());
   rt->model_ = std::move(m);
   const auto& hp = rt->model_->hparams();
@@ -38,7 +38,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   rt->kv_blocks_ = c.kv_blocks > 0 ? c.kv_blocks
                                    : static_cast<int>((static_cast<size_t>(c.kv_memory_mb) << 20) /
                                                       (kv_arena::bytes_per_token(hp) * static_cast<size_t>(c.block_size)));
-  if (rt->kv_blocks_ < 1) return make_error("option kv-memory-mb is too small for one block of this model");
+  if (rt->kv_blocks_ < 1) return fail(errc::invalid_param, "option kv-memory-mb is too small for one block of this model");
   // One request may not need more blocks than the whole pool.
   rt->n_ctx_ = std::min(rt->n_ctx_, rt->kv_blocks_ * c.block_size);
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

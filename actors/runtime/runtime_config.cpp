@@ -3,7 +3,7 @@
 namespace cortex {
 
 status runtime_config::validate() const {
-  auto bad = [](const std::string& opt, const std::string& what) { return fail("option " + opt + " " + what); };
+  auto bad = [](const std::string& opt, const std::string& what) { return fail(errc::invalid_param, "option " + opt + " " + what); };
   if (model_path.empty()) return bad("model", "is required: the path of a GGUF model file");
   if (threads < 0 || threads > 1024) return bad("threads", "must be in [0, 1024] (0 = one per core)");
   if (block_size < 1 || block_size > 1024) return bad("block-size", "must be in [1, 1024]");

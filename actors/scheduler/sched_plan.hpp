@@ -5,18 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace cortex {
+#include "messages/engine.hpp"  // step_entry, request_id
 
-// One sequence's share of a step; maps onto model/forward.hpp's batch_seq.
-struct sched_entry {
-  int64_t seq_id = 0;
-  std::vector<int32_t> tokens;       // (n_tokens,) ids to compute, positions [pos0, pos0 + n_tokens)
-  int32_t pos0 = 0;                  // K/V of [0, pos0) are already in the blocks
-  std::vector<int32_t> block_table;  // covers [0, pos0 + n_tokens)
-  bool completes = false;            // reaches the last known token: sample one token for it
-  bool is_decode = false;            // a running sequence's single next token (not prefill or recompute)
-  int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
-};
+namespace cortex {
 
 struct sched_stats {
   uint64_t step = 0;              // index of this step (1-based)
@@ -32,16 +23,16 @@ struct sched_stats {
 };
 
 struct sched_plan {
-  std::vector<sched_entry> entries;  // order of the forward pass batch
+  std::vector<step_entry> entries;  // order of the forward pass batch
   sched_stats stats;
   bool empty() const { return entries.empty(); }
 };
 
-// The executor's answer for one entry with completes == true. `finished`
+// The executor's answer for one entry with sample == true. `finished`
 // carries the session's stop decision when it is already known; otherwise
 // the session calls finish() later.
 struct sched_sampled {
-  int64_t seq_id = 0;
+  request_id rid = 0;
   int32_t token = 0;
   bool finished = false;
 };

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <unordered_map>
+#include <string>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -10,28 +10,20 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/scheduler/request_slots.hpp"
+#include "messages/caf_status.hpp"
 #include "model/tokenizer.hpp"
 
 namespace cortex {
 
 namespace {
 
-// What the actor keeps per live request besides the core's sequence.
-struct request_slot {
-  session_actor session;
-  sequence_admission admission;  // params for stop checks and the executor's sampler
-  bool opened = false;           // the executor has its sampler
-  bool started = false;          // scheduled at least once
-  bool prefill_done = false;
-};
-
 struct scheduler_state {
   std::shared_ptr<const model> mdl;
   executor_actor exec;
   std::unique_ptr<kv_cache_manager> kv;
   std::unique_ptr<scheduler_core> core;
-  std::unordered_map<int64_t, request_slot> slots;
-  std::vector<uint64_t> to_close;  // samplers to drop with the next step
+  request_slots<session_actor> slots;
   uint64_t next_step_id = 1;
   // Statistics.
   uint64_t steps = 0, failed_steps = 0, batch_tokens = 0, batch_seqs = 0, tokens_prefilled = 0;
@@ -44,22 +36,16 @@ using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 
 void report_finished(self_ptr self) {
   auto& st = self->state;
-  for (auto& f : st.core->take_finished()) {
+  const std::vector<seq_finished> records = st.core->take_finished();
+  for (const auto& f : records) {
     st.finished_by_reason[static_cast<size_t>(f.reason)]++;
-    auto it = st.slots.find(f.seq_id);
-    if (it == st.slots.end()) continue;
-    error_report err;
-    if (f.reason == finish_reason::error) {
-      err.code = errc::internal;
-      err.message = f.detail.empty() ? "the request failed in the engine" : f.detail;
-    }
-    // The session ignores this when it has already ended (it decides stop,
-    // length and deadline itself from the same data).
-    self->send(it->second.session, finish_atom_v, f.reason, err);
-    if (it->second.opened) st.to_close.push_back(static_cast<uint64_t>(f.seq_id));
-    spdlog::debug("[rid {}] scheduler: finished ({}), {} generated, {} preemptions", f.seq_id, finish_reason_name(f.reason),
+    spdlog::debug("[rid {}] scheduler: finished ({}), {} generated, {} preemptions", f.rid, finish_reason_name(f.reason),
                   f.n_tokens_generated, f.n_preemptions);
-    st.slots.erase(it);
+  }
+  // A session ignores this when it has already ended (it decides stop,
+  // length and deadline itself from the same data).
+  for (auto& n : st.slots.finish(records)) {
+    if (n.session) self->send(n.session, finish_atom_v, n.reason, std::move(n.error));
   }
 }
 
@@ -68,42 +54,27 @@ void kick(self_ptr self);
 void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res) {
   auto& st = self->state;
   const auto& tok = st.mdl->tokenizer();
-  if (res.failed) {
+  if (res.failed()) {
     st.failed_steps++;
-    spdlog::error("scheduler: step {} failed: {}; its {} requests end with an error", res.step_id, res.error, plan.entries.size());
+    spdlog::error("scheduler: step {} failed: {} ({}); its {} requests end with an error", res.step_id, res.error.message,
+                  errc_name(res.error.code), plan.entries.size());
     st.core->abort_step(plan);
   } else {
     std::vector<sched_sampled> sampled;
-    std::unordered_map<int64_t, const sampled_output*> by_seq;
     for (const auto& o : res.outputs) {
-      const auto seq_id = static_cast<int64_t>(o.rid);
-      by_seq[seq_id] = &o;
-      auto* s = st.core->find(seq_id);
-      auto it = st.slots.find(seq_id);
+      const sequence* s = st.core->find(o.rid);
+      const sequence_admission* a = st.slots.admission(o.rid);
       // The session applies the same rule; stopping here saves the next step.
-      const bool finished = s && it != st.slots.end() &&
-                            stop_by_token(it->second.admission.params, tok.is_eog(o.token), o.token,
+      const bool finished = s && a &&
+                            stop_by_token(a->params, tok.is_eog(o.token), o.token,
                                           static_cast<uint32_t>(s->n_tokens_generated() + 1)) != token_stop::none;
-      sampled.push_back({seq_id, o.token, finished});
+      sampled.push_back({o.rid, o.token, finished});
+    }
+    for (const auto& e : plan.entries) {
+      if (!e.is_decode && st.core->find(e.rid) && st.slots.contains(e.rid)) st.tokens_prefilled += static_cast<uint64_t>(e.n_tokens());
     }
     // Progress notes for the sessions, taken before update() may end sequences.
-    std::vector<std::pair<session_actor, session_update>> notes;
-    for (const auto& e : plan.entries) {
-      auto it = st.slots.find(e.seq_id);
-      auto* s = st.core->find(e.seq_id);
-      if (it == st.slots.end() || !s) continue;
-      auto& slot = it->second;
-      session_update u;
-      u.rid = static_cast<uint64_t>(e.seq_id);
-      if (!e.is_decode) st.tokens_prefilled += static_cast<uint64_t>(e.n_tokens());
-      if (!slot.prefill_done && e.completes) {
-        slot.prefill_done = true;
-        u.prefill_done = true;
-      }
-      if (auto o = by_seq.find(e.seq_id); o != by_seq.end()) u.tokens.push_back(*o->second);
-      u.preemptions = static_cast<uint32_t>(s->n_preemptions);
-      if (u.prefill_done || !u.tokens.empty()) notes.emplace_back(slot.session, std::move(u));
-    }
+    auto notes = st.slots.progress(plan, res.outputs, *st.core);
     st.core->update(plan, sampled);
     for (auto& [session, u] : notes) self->send(session, std::move(u));
   }
@@ -117,32 +88,12 @@ void kick(self_ptr self) {
   auto plan = std::make_shared<sched_plan>(st.core->schedule());
   report_finished(self);  // sequences the plan could not fit at all end with an error
   if (plan->empty()) return;
-  engine_step step;
+  auto start = st.slots.begin_step(*plan, *st.core);
+  // Told at planning time, so the session's queue and prefill times are right.
+  for (auto& [session, u] : start.started) self->send(session, std::move(u));
+  for (auto& o : start.opens) self->send(st.exec, std::move(o));
+  engine_step& step = start.step;
   step.step_id = st.next_step_id++;
-  step.closed.swap(st.to_close);
-  for (const auto& e : plan->entries) {
-    auto& slot = st.slots.at(e.seq_id);
-    if (!slot.started) {
-      // Told at planning time, so the session's queue and prefill times are right.
-      slot.started = true;
-      session_update u;
-      u.rid = static_cast<uint64_t>(e.seq_id);
-      u.started = true;
-      if (auto* s = st.core->find(e.seq_id)) u.cached_tokens = static_cast<uint32_t>(s->n_tokens_cached);
-      self->send(slot.session, std::move(u));
-    }
-    if (!slot.opened) {
-      slot.opened = true;
-      sequence_open o;
-      o.rid = static_cast<uint64_t>(e.seq_id);
-      o.params = slot.admission.params;
-      o.seed = slot.admission.seed;
-      o.n_logprobs = slot.admission.n_logprobs;
-      o.prompt = slot.admission.prompt;
-      self->send(st.exec, std::move(o));
-    }
-    step.entries.push_back({static_cast<uint64_t>(e.seq_id), e.tokens, e.pos0, e.block_table, e.completes});
-  }
   st.steps++;
   st.batch_tokens += static_cast<uint64_t>(plan->stats.n_tokens_batch);
   st.batch_seqs += static_cast<uint64_t>(plan->stats.n_seqs);
@@ -159,8 +110,7 @@ void kick(self_ptr self) {
             },
             [self, plan](caf::error& err) {
               engine_step_result res;
-              res.failed = true;
-              res.error = "executor unreachable: " + self->system().render(err);
+              res.error = to_status(err, "executor unreachable");
               on_step_done(self, *plan, res);
             });
 }
@@ -197,42 +147,35 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
       [self](admit_atom, sequence_admission& a, session_actor session) {
         auto& st = self->state;
         seq_request req;
-        req.seq_id = static_cast<int64_t>(a.rid);
+        req.rid = a.rid;
         req.priority = a.priority;
-        req.tokens_prompt = a.prompt;
+        req.tokens_prompt = a.tokens_prompt;
         req.max_tokens = static_cast<int32_t>(std::max<uint32_t>(1, a.params.max_tokens));
-        if (auto s = st.core->add(std::move(req)); !s) {
-          error_report err{errc::internal, "scheduler refused the request: " + s.message, 0};
-          self->send(session, finish_atom_v, finish_reason::error, err);
+        status s = st.core->add(std::move(req));            // duplicate_id, invalid_param
+        if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
+        if (!s) {
+          self->send(session, finish_atom_v, finish_reason::error, to_error_report(s));
           return;
         }
-        request_slot slot;
-        slot.session = std::move(session);
-        slot.admission = std::move(a);
-        st.slots.emplace(static_cast<int64_t>(slot.admission.rid), std::move(slot));
         kick(self);
       },
-      [self](cancel_atom, uint64_t rid, finish_reason reason) {
-        if (self->state.core->finish(static_cast<int64_t>(rid), reason)) {
+      [self](cancel_atom, request_id rid, finish_reason reason) {
+        if (self->state.core->finish(rid, reason)) {
           report_finished(self);
           kick(self);
         }
       },
-      [self](finish_atom, uint64_t rid, finish_reason reason) {
+      [self](finish_atom, request_id rid, finish_reason reason) {
         auto& st = self->state;
-        // The session has ended already: drop the slot first so it is not told again.
-        auto it = st.slots.find(static_cast<int64_t>(rid));
-        if (it != st.slots.end()) it->second.session = nullptr;
-        if (st.core->finish(static_cast<int64_t>(rid), reason)) {
+        st.slots.forget_session(rid);  // it has ended already: it is not told again
+        if (st.core->finish(rid, reason)) {
           report_finished(self);
           kick(self);
         }
       },
       [self](shutdown_atom) {
         auto& st = self->state;
-        std::vector<int64_t> ids;
-        for (auto& [id, slot] : st.slots) ids.push_back(id);
-        for (auto id : ids) st.core->finish(id, finish_reason::shutdown);
+        for (const request_id rid : st.slots.ids()) st.core->finish(rid, finish_reason::shutdown);
         report_finished(self);
       },
       [self](stats_atom) -> engine_stats { return make_stats(self->state); },

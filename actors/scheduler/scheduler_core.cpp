@@ -7,7 +7,7 @@ namespace cortex {
 
 namespace {
 
-void erase_id(std::vector<int64_t>& ids, int64_t id) {
+void erase_id(std::vector<request_id>& ids, request_id id) {
   const auto it = std::find(ids.begin(), ids.end(), id);
   if (it != ids.end()) ids.erase(it);
 }
@@ -18,11 +18,11 @@ scheduler_core::scheduler_core(const scheduler_config& cfg, kv_cache_manager& kv
     : cfg_(cfg), policy_(cfg.aging_per_step), kv_(kv) {}
 
 status scheduler_core::add(seq_request req) {
-  if (seqs_.count(req.seq_id) != 0) return fail("scheduler: duplicate sequence id " + std::to_string(req.seq_id));
-  if (req.tokens_prompt.empty()) return fail("scheduler: empty prompt");
-  if (req.max_tokens < 1) return fail("scheduler: max_tokens must be >= 1");
+  if (seqs_.count(req.rid) != 0) return fail(errc::duplicate_id, "scheduler: request " + std::to_string(req.rid) + " is already queued or running");
+  if (req.tokens_prompt.empty()) return fail(errc::invalid_param, "scheduler: the prompt is empty");
+  if (req.max_tokens < 1) return fail(errc::invalid_param, "scheduler: max_tokens must be >= 1");
   sequence s;
-  s.id = req.seq_id;
+  s.rid = req.rid;
   s.priority = req.priority;
   s.arrival = n_arrivals_++;
   s.step_arrived = step_;
@@ -30,18 +30,18 @@ status scheduler_core::add(seq_request req) {
   s.tokens = std::move(req.tokens_prompt);
   s.max_tokens = req.max_tokens;
   s.state = seq_state::waiting;
-  waiting_.push_back(s.id);
-  seqs_.emplace(s.id, std::move(s));
+  waiting_.push_back(s.rid);
+  seqs_.emplace(s.rid, std::move(s));
   return status::ok();
 }
 
-sequence* scheduler_core::find_mut(int64_t seq_id) {
-  const auto it = seqs_.find(seq_id);
+sequence* scheduler_core::find_mut(request_id rid) {
+  const auto it = seqs_.find(rid);
   return it == seqs_.end() ? nullptr : &it->second;
 }
 
-const sequence* scheduler_core::find(int64_t seq_id) const {
-  const auto it = seqs_.find(seq_id);
+const sequence* scheduler_core::find(request_id rid) const {
+  const auto it = seqs_.find(rid);
   return it == seqs_.end() ? nullptr : &it->second;
 }
 
@@ -52,10 +52,10 @@ sched_plan scheduler_core::schedule() {
   plan.stats.step = step_;
   int32_t budget = cfg_.max_batch_tokens;
 
-  const auto by_rank = [this](int64_t a, int64_t b) { return policy_.goes_before(seqs_.at(a), seqs_.at(b), step_); };
+  const auto by_rank = [this](request_id a, request_id b) { return policy_.goes_before(seqs_.at(a), seqs_.at(b), step_); };
   std::sort(running_.begin(), running_.end(), by_rank);
-  const std::vector<int64_t> order = running_;  // preemption edits running_
-  for (const int64_t id : order) {  // decode tokens first: a prefill never stalls them
+  const std::vector<request_id> order = running_;  // preemption edits running_
+  for (const request_id id : order) {  // decode tokens first: a prefill never stalls them
     if (budget == 0) break;
     sequence& s = seqs_.at(id);  // a sequence leaves seqs_ only through finish_now, which only hits s itself
     if (s.state == seq_state::running && s.n_tokens_uncomputed() == 1 && s.n_tokens_generated() > 0) {
@@ -65,7 +65,7 @@ sched_plan scheduler_core::schedule() {
   if (cfg_.max_prefill_with_decode > 0 && !plan.entries.empty()) {
     budget = std::min(budget, cfg_.max_prefill_with_decode);  // decodes are in: short prefill chunks
   }
-  for (const int64_t id : order) {  // then prefill chunks of admitted sequences
+  for (const request_id id : order) {  // then prefill chunks of admitted sequences
     if (budget == 0) break;
     const auto it = seqs_.find(id);
     if (it == seqs_.end() || it->second.state != seq_state::running || in_flight_.count(id) != 0) continue;
@@ -76,7 +76,7 @@ sched_plan scheduler_core::schedule() {
   // blocks would go straight to a newcomer and the preemption would repeat.
   if (plan.stats.n_preemptions == 0 || plan.entries.empty()) admit_waiting(plan, budget);
 
-  for (const sched_entry& e : plan.entries) {
+  for (const step_entry& e : plan.entries) {
     plan.stats.n_tokens_batch += e.n_tokens();
     (e.is_decode ? plan.stats.n_tokens_decode : plan.stats.n_tokens_prefill) += e.n_tokens();
   }
@@ -98,23 +98,23 @@ int32_t scheduler_core::prefill_chunk(const sequence& s, int32_t budget) const {
 }
 
 int32_t scheduler_core::n_tokens_fitting(const sequence& s, int32_t n_want) const {
-  const int64_t n_blocks = static_cast<int64_t>(kv_.block_table(s.id).size()) + kv_.n_blocks_available();
+  const int64_t n_blocks = static_cast<int64_t>(kv_.block_table(s.rid).size()) + kv_.n_blocks_available();
   const int64_t n_slots = n_blocks * kv_.block_size() - s.n_tokens_computed;
   return static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(n_want, n_slots)));
 }
 
 void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget) {
-  const kv_alloc_plan alloc = kv_.plan_allocation({{s.id, s.n_tokens_computed, n_tokens}});
+  const kv_alloc_plan alloc = kv_.plan_allocation({{s.rid, s.n_tokens_computed, n_tokens}});
   kv_.commit(alloc);  // fits: callers checked n_tokens_fitting against this same state
-  sched_entry e;
-  e.seq_id = s.id;
+  step_entry e;
+  e.rid = s.rid;
   e.pos0 = s.n_tokens_computed;
   e.tokens.assign(s.tokens.begin() + e.pos0, s.tokens.begin() + e.pos0 + n_tokens);
-  e.block_table = kv_.block_table(s.id);
-  e.completes = e.pos0 + n_tokens == s.n_tokens();
+  e.block_table = kv_.block_table(s.rid);
+  e.sample = e.pos0 + n_tokens == s.n_tokens();
   e.is_decode = is_decode;
   plan.entries.push_back(std::move(e));
-  in_flight_.insert(s.id);
+  in_flight_.insert(s.rid);
   budget -= n_tokens;
 }
 
@@ -126,13 +126,13 @@ void scheduler_core::schedule_running(sequence& s, int32_t n_want, bool is_decod
       add_entry(s, n, is_decode, plan, budget);
       return;
     }
-    const int64_t victim = pick_victim();
-    if (victim != s.id) {
-      preempt(seqs_.at(victim), plan, budget);
+    sequence& victim = pick_victim();  // running_ holds s at least
+    if (victim.rid != s.rid) {
+      preempt(victim, plan, budget);
       continue;
     }
     if (running_.size() == 1) {
-      finish_now(s, finish_reason::error, seq_error_kv_capacity);  // only running sequence, and still no room: larger than the pool
+      finish_now(s, finish_reason::error, fail(errc::context_overflow, seq_error_kv_capacity));  // only running sequence, and still no room: larger than the pool
     } else {
       preempt(s, plan, budget);
     }
@@ -142,73 +142,73 @@ void scheduler_core::schedule_running(sequence& s, int32_t n_want, bool is_decod
 
 void scheduler_core::admit_waiting(sched_plan& plan, int32_t& budget) {
   std::sort(waiting_.begin(), waiting_.end(),
-            [this](int64_t a, int64_t b) { return policy_.goes_before(seqs_.at(a), seqs_.at(b), step_); });
+            [this](request_id a, request_id b) { return policy_.goes_before(seqs_.at(a), seqs_.at(b), step_); });
   while (!waiting_.empty() && budget > 0 && n_running() < cfg_.max_running) {
     sequence& s = seqs_.at(waiting_.front());
-    s.n_tokens_cached = kv_.lookup_prefix(s.id, s.tokens);
+    s.n_tokens_cached = kv_.lookup_prefix(s.rid, s.tokens);
     s.n_tokens_computed = s.n_tokens_cached;
     const int32_t n = n_tokens_fitting(s, prefill_chunk(s, budget));
     if (n == 0) {  // no room: the head waits, and no one passes it
-      kv_.free(s.id);
+      kv_.free(s.rid);
       s.n_tokens_computed = 0;
       s.n_tokens_cached = 0;
       return;
     }
     waiting_.erase(waiting_.begin());
-    running_.push_back(s.id);
+    running_.push_back(s.rid);
     s.state = seq_state::running;
     add_entry(s, n, false, plan, budget);
   }
 }
 
-int64_t scheduler_core::pick_victim() const {
-  const sequence* victim = nullptr;
-  for (const int64_t id : running_) {
-    const sequence& s = seqs_.at(id);
+sequence& scheduler_core::pick_victim() {
+  sequence* victim = nullptr;
+  for (const request_id id : running_) {
+    sequence& s = seqs_.at(id);
     if (victim == nullptr || policy_.preempted_before(s, *victim, step_)) victim = &s;
   }
-  return victim == nullptr ? -1 : victim->id;
+  return *victim;
 }
 
 void scheduler_core::preempt(sequence& s, sched_plan& plan, int32_t& budget) {
-  if (in_flight_.erase(s.id) != 0) {
+  if (in_flight_.erase(s.rid) != 0) {
     const auto it = std::find_if(plan.entries.begin(), plan.entries.end(),
-                                 [&](const sched_entry& e) { return e.seq_id == s.id; });
+                                 [&](const step_entry& e) { return e.rid == s.rid; });
     budget += it->n_tokens();
     plan.entries.erase(it);
   }
-  kv_.free(s.id);
+  kv_.free(s.rid);
   s.n_tokens_computed = 0;
   s.n_tokens_cached = 0;
   s.state = seq_state::preempted;
   ++s.n_preemptions;
   ++totals_.n_preemptions;
   ++plan.stats.n_preemptions;
-  erase_id(running_, s.id);
-  waiting_.push_back(s.id);
+  erase_id(running_, s.rid);
+  waiting_.push_back(s.rid);
 }
 
 void scheduler_core::update(const sched_plan& plan, const std::vector<sched_sampled>& sampled) {
   if (!step_in_flight_) return;
-  for (const sched_entry& e : plan.entries) {
-    sequence* s = find_mut(e.seq_id);
+  for (const step_entry& e : plan.entries) {
+    sequence* s = find_mut(e.rid);
     if (s == nullptr || s->state != seq_state::running || s->n_tokens_computed != e.pos0) continue;
     s->n_tokens_computed += e.n_tokens();
     totals_.n_tokens_computed += static_cast<uint64_t>(e.n_tokens());
-    kv_.register_full_blocks(s->id, s->tokens, s->n_tokens_computed);
-    if (!e.completes) continue;
+    kv_.register_full_blocks(s->rid, s->tokens, s->n_tokens_computed);
+    if (!e.sample) continue;
     const auto it = std::find_if(sampled.begin(), sampled.end(),
-                                 [&](const sched_sampled& t) { return t.seq_id == e.seq_id; });
+                                 [&](const sched_sampled& t) { return t.rid == e.rid; });
     if (it == sampled.end()) {
-      finish_deferred_.push_back({s->id, finish_reason::error, seq_error_no_token});
+      finish_deferred_.push_back({s->rid, finish_reason::error, fail(errc::internal, seq_error_no_token)});
       continue;
     }
     s->tokens.push_back(it->token);
     ++totals_.n_tokens_generated;
     if (it->finished) {
-      finish_deferred_.push_back({s->id, finish_reason::stop, ""});
+      finish_deferred_.push_back({s->rid, finish_reason::stop, status::ok()});
     } else if (s->n_tokens_generated() >= s->max_tokens) {
-      finish_deferred_.push_back({s->id, finish_reason::length, ""});
+      finish_deferred_.push_back({s->rid, finish_reason::length, status::ok()});
     }
   }
   end_step();
@@ -216,7 +216,7 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
 
 void scheduler_core::abort_step(const sched_plan& plan) {
   if (!step_in_flight_) return;
-  for (const sched_entry& e : plan.entries) finish_deferred_.push_back({e.seq_id, finish_reason::error, seq_error_step_failed});
+  for (const step_entry& e : plan.entries) finish_deferred_.push_back({e.rid, finish_reason::error, fail(errc::internal, seq_error_step_failed)});
   end_step();
 }
 
@@ -226,35 +226,35 @@ void scheduler_core::end_step() {
   std::vector<deferred_finish> deferred;
   deferred.swap(finish_deferred_);
   for (const deferred_finish& d : deferred) {  // the first reason recorded for a sequence wins
-    if (sequence* s = find_mut(d.seq_id)) finish_now(*s, d.reason, d.detail);
+    if (sequence* s = find_mut(d.rid)) finish_now(*s, d.reason, d.error);
   }
 }
 
-bool scheduler_core::finish(int64_t seq_id, finish_reason reason) {
-  sequence* s = find_mut(seq_id);
+bool scheduler_core::finish(request_id rid, finish_reason reason) {
+  sequence* s = find_mut(rid);
   if (s == nullptr) return false;
-  if (in_flight_.count(seq_id) != 0) {
-    finish_deferred_.push_back({seq_id, reason, ""});
+  if (in_flight_.count(rid) != 0) {
+    finish_deferred_.push_back({rid, reason, status::ok()});
   } else {
     finish_now(*s, reason);
   }
   return true;
 }
 
-void scheduler_core::finish_now(sequence& s, finish_reason reason, const char* detail) {
-  kv_.free(s.id);
-  erase_id(s.state == seq_state::running ? running_ : waiting_, s.id);
+void scheduler_core::finish_now(sequence& s, finish_reason reason, status error) {
+  kv_.free(s.rid);
+  erase_id(s.state == seq_state::running ? running_ : waiting_, s.rid);
   seq_finished f;
-  f.seq_id = s.id;
+  f.rid = s.rid;
   f.reason = reason;
-  f.detail = detail;
+  f.error = std::move(error);
   f.n_tokens_prompt = s.n_tokens_prompt;
   f.n_tokens_generated = s.n_tokens_generated();
   f.n_tokens_cached = s.n_tokens_cached;
   f.n_preemptions = s.n_preemptions;
   finished_.push_back(f);
   ++totals_.n_finished;
-  seqs_.erase(s.id);
+  seqs_.erase(s.rid);
 }
 
 std::vector<seq_finished> scheduler_core::take_finished() {
@@ -266,8 +266,8 @@ std::vector<seq_finished> scheduler_core::take_finished() {
 std::string scheduler_core::check_invariants() const {
   std::ostringstream err;
   err << kv_.check_invariants();
-  std::unordered_map<int64_t, int> listed;
-  for (const int64_t id : running_) {
+  std::unordered_map<request_id, int> listed;
+  for (const request_id id : running_) {
     ++listed[id];
     const sequence* s = find(id);
     if (s == nullptr || s->state != seq_state::running) {
@@ -278,7 +278,7 @@ std::string scheduler_core::check_invariants() const {
     if (slots < s->n_tokens_computed) err << "seq " << id << " computed " << s->n_tokens_computed << " tokens but has " << slots << " slots; ";
     if (s->n_tokens_computed >= s->n_tokens()) err << "running seq " << id << " has no token left to compute; ";
   }
-  for (const int64_t id : waiting_) {
+  for (const request_id id : waiting_) {
     ++listed[id];
     const sequence* s = find(id);
     if (s == nullptr || (s->state != seq_state::waiting && s->state != seq_state::preempted)) {
@@ -292,7 +292,7 @@ std::string scheduler_core::check_invariants() const {
     if (listed[id] != 1) err << "seq " << id << " (" << to_string(s.state) << ") is listed " << listed[id] << " times; ";
   }
   int32_t n_holding = 0;
-  for (const int64_t id : running_) n_holding += kv_.block_table(id).empty() ? 0 : 1;
+  for (const request_id id : running_) n_holding += kv_.block_table(id).empty() ? 0 : 1;
   if (kv_.stats().n_seqs != n_holding) {
     err << kv_.stats().n_seqs << " sequences hold blocks, " << n_holding << " of them running; ";
   }

@@ -59,8 +59,8 @@ class scheduler_core {
   // REQUIRES: cfg fields in their stated ranges.
   scheduler_core(const scheduler_config& cfg, kv_cache_manager& kv);
 
-  // Queues a new sequence. Fails on a duplicate id, an empty prompt or
-  // max_tokens < 1.
+  // Queues a new sequence. Fails with duplicate_id on a live id, and with
+  // invalid_param on an empty prompt or max_tokens < 1.
   status add(seq_request req);
 
   // Plans the next step and allocates its blocks (preempting if needed).
@@ -79,14 +79,14 @@ class scheduler_core {
 
   // Ends a sequence (blocks freed) at the next step boundary. Returns false
   // if the id is unknown or already finished.
-  bool finish(int64_t seq_id, finish_reason reason);
-  bool cancel(int64_t seq_id) { return finish(seq_id, finish_reason::cancelled); }
+  bool finish(request_id rid, finish_reason reason);
+  bool cancel(request_id rid) { return finish(rid, finish_reason::cancelled); }
 
   // Terminal records since the last call, in the order they happened.
   std::vector<seq_finished> take_finished();
 
   // nullptr once finished or for an unknown id.
-  const sequence* find(int64_t seq_id) const;
+  const sequence* find(request_id rid) const;
   int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
@@ -100,7 +100,7 @@ class scheduler_core {
   std::string check_invariants() const;
 
  private:
-  sequence* find_mut(int64_t seq_id);
+  sequence* find_mut(request_id rid);
   // Tokens of seq's next n_want that the pool can give slots to now.
   int32_t n_tokens_fitting(const sequence& s, int32_t n_want) const;
   // Allocates slots for n tokens and appends seq's entry. REQUIRES: they fit.
@@ -109,23 +109,24 @@ class scheduler_core {
   // may preempt s itself, or end it (error, kv capacity) if it alone exceeds the pool.
   void schedule_running(sequence& s, int32_t n_want, bool is_decode, sched_plan& plan, int32_t& budget);
   void admit_waiting(sched_plan& plan, int32_t& budget);
-  int64_t pick_victim() const;
+  // The running sequence to preempt first. REQUIRES: running_ is not empty.
+  sequence& pick_victim();
   void preempt(sequence& s, sched_plan& plan, int32_t& budget);
-  void finish_now(sequence& s, finish_reason reason, const char* detail = "");
+  void finish_now(sequence& s, finish_reason reason, status error = status::ok());
   void end_step();
   int32_t prefill_chunk(const sequence& s, int32_t budget) const;
 
   scheduler_config cfg_;
   scheduling_policy policy_;
   kv_cache_manager& kv_;
-  std::unordered_map<int64_t, sequence> seqs_;  // live sequences only
-  std::vector<int64_t> running_;
-  std::vector<int64_t> waiting_;                // waiting and preempted
-  std::unordered_set<int64_t> in_flight_;       // ids in the step in flight
+  std::unordered_map<request_id, sequence> seqs_;  // live sequences only
+  std::vector<request_id> running_;
+  std::vector<request_id> waiting_;              // waiting and preempted
+  std::unordered_set<request_id> in_flight_;     // ids in the step in flight
   struct deferred_finish {
-    int64_t seq_id;
+    request_id rid;
     finish_reason reason;
-    const char* detail;
+    status error;
   };
   std::vector<deferred_finish> finish_deferred_;
   std::vector<seq_finished> finished_;

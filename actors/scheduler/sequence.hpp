@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "messages/request.hpp"  // finish_reason: the vocabulary sessions report
+#include "model/status.hpp"
 
 namespace cortex {
 
@@ -26,14 +27,14 @@ constexpr const char* seq_error_no_token = "the executor returned no token for t
 
 // What a new request brings to the scheduler.
 struct seq_request {
-  int64_t seq_id = 0;
+  request_id rid = 0;
   int32_t priority = 0;              // higher runs first
   std::vector<int32_t> tokens_prompt;  // REQUIRES: non-empty
   int32_t max_tokens = 1;            // tokens to generate at most (>= 1)
 };
 
 struct sequence {
-  int64_t id = 0;
+  request_id rid = 0;
   int32_t priority = 0;
   uint64_t arrival = 0;             // admission order among equal priorities (lower first)
   uint64_t step_arrived = 0;        // scheduler step at which it arrived (for aging)
@@ -52,12 +53,12 @@ struct sequence {
 
 // A sequence's terminal record, handed to whoever tells its session.
 // The scheduler itself ends sequences with length (max_tokens), stop (the
-// sampled token was flagged finished), error (detail says why); anything
+// sampled token was flagged finished), error (`error` says why); anything
 // else comes from finish().
 struct seq_finished {
-  int64_t seq_id = 0;
+  request_id rid = 0;
   finish_reason reason = finish_reason::stop;
-  std::string detail;  // for reason == error: one of the seq_error_* texts
+  status error;  // for reason == error: a seq_error_* text; context_overflow for kv_capacity, else internal
   int32_t n_tokens_prompt = 0;
   int32_t n_tokens_generated = 0;
   int32_t n_tokens_cached = 0;

@@ -24,7 +24,7 @@ double ms_of(caf::actor_clock::time_point t) {
 struct session_state {
   std::unique_ptr<session_core> core;
   session_links links;
-  uint32_t prompt_tokens = 0;
+  uint32_t n_tokens_prompt = 0;
   bool dequeued = false;  // the admission slot was released
   static inline const char* name = "cortex.session";
 };
@@ -35,7 +35,7 @@ void release_admission(self_ptr self) {
   auto& st = self->state;
   if (st.dequeued) return;
   st.dequeued = true;
-  self->send(st.links.intake, dequeued_atom_v, st.core->rid(), st.prompt_tokens);
+  self->send(st.links.intake, dequeued_atom_v, st.core->rid(), st.n_tokens_prompt);
 }
 
 void emit(self_ptr self, session_events& ev, bool tell_scheduler) {
@@ -57,11 +57,11 @@ session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, ses
                                         session_links links) {
   auto& st = self->state;
   st.links = std::move(links);
-  st.prompt_tokens = cfg.prompt_tokens;
+  st.n_tokens_prompt = cfg.n_tokens_prompt;
   request_accepted acc;
   acc.rid = cfg.rid;
   acc.client_id = cfg.request.client_id;
-  acc.prompt_tokens = cfg.prompt_tokens;
+  acc.prompt_tokens = cfg.n_tokens_prompt;
   acc.queue_pos = queue_pos;
   acc.tags = cfg.request.tags;
   auto now_ms = [self] { return ms_of(self->clock().now()); };

@@ -206,7 +206,7 @@ session_events session_core::end(finish_reason reason, error_report error, doubl
     f.token_ids = std::move(all_ids_);
     f.logprobs = std::move(all_logprobs_);
   }
-  f.prompt_tokens = cfg_.prompt_tokens;
+  f.prompt_tokens = cfg_.n_tokens_prompt;
   f.cached_tokens = n_cached_;
   f.completion_tokens = n_generated_;
   f.timings = timings(now);

@@ -61,7 +61,7 @@ struct session_config {
   // Validated by intake. REQUIRES: params.max_tokens >= 1, already capped to
   // the context; stop strings valid UTF-8.
   generation_request request;
-  uint32_t prompt_tokens = 0;  // length of the tokenized prompt (BOS included)
+  uint32_t n_tokens_prompt = 0;  // length of the tokenized prompt (BOS included)
 };
 
 // What one call produced, for the actor to send in this order.

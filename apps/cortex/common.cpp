@@ -29,7 +29,7 @@ std::unique_ptr<model> load_model(args& a) {
   }
   auto m = model::load(path);
   if (!m) {
-    std::fprintf(stderr, "cortex: %s\n", m.error().c_str());
+    std::fprintf(stderr, "cortex: %s\n", m.error().message.c_str());
     return nullptr;
   }
   return std::move(*m);

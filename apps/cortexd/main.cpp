@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
 
   auto server = cortex::zmq_server::bind(opts.zmq);
   if (!server) {
-    spdlog::critical("{}", server.error());
+    spdlog::critical("{}", server.error().message);
     return 1;
   }
   daemon_caf_config cfg;
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   auto rt = cortex::runtime::start(sys, opts.runtime);
   if (!rt) {
-    spdlog::critical("cannot start: {}", rt.error());
+    spdlog::critical("cannot start: {}", rt.error().message);
     caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
     (*server)->stop();
     return 1;

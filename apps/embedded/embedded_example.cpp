@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   rc.log_level = "warn";
   auto rt = cortex::runtime::start(sys, rc);
   if (!rt) {
-    std::fprintf(stderr, "cortex_embedded_example: %s\n", rt.error().c_str());
+    std::fprintf(stderr, "cortex_embedded_example: %s\n", rt.error().message.c_str());
     return 1;
   }
   auto out = std::make_shared<printer>();

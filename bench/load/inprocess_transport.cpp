@@ -90,7 +90,7 @@ expected<std::unique_ptr<inprocess_transport>> inprocess_transport::start(const 
   std::unique_ptr<inprocess_transport> t(new inprocess_transport());
   t->impl_ = std::make_unique<impl>();
   auto rt = runtime::start(t->impl_->sys, cfg);
-  if (!rt) return make_error(rt.error());
+  if (!rt) return rt.error();
   t->impl_->rt = std::move(*rt);
   t->impl_->sink = t->impl_->sys.spawn(stamping_sink, t->impl_->queue);
   return t;

@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     if (auto s = rc.validate(); !s) return fail(s.message);
     if (!quiet) std::printf("loading %s in process...\n", rc.model_path.c_str());
     auto t = inprocess_transport::start(rc);
-    if (!t) return fail("cannot start the engine: " + t.error(), 1);
+    if (!t) return fail("cannot start the engine: " + t.error().message, 1);
     n_vocab = (*t)->n_vocab();
     n_ctx = (*t)->n_ctx();
     target = {{"model", rc.model_path}, {"threads", rc.threads}, {"kv_memory_mb", rc.kv_memory_mb},
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
     const std::string endpoint = a.get("endpoint");
     if (!quiet) std::printf("connecting %d streams to %s...\n", spec.streams, endpoint.c_str());
     auto t = wire_transport::connect(endpoint, spec.streams, *ready_timeout);
-    if (!t) return fail(t.error(), 1);
+    if (!t) return fail(t.error().message, 1);
     n_vocab = (*t)->model_info().n_vocab;
     n_ctx = (*t)->model_info().n_ctx;
     wire = t->get();
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
     out["requests"] = std::move(per_request);
     if (wire) {
       auto st = wire->server_stats();
-      out["server_stats"] = st ? json::parse(*st, nullptr, false) : json(st.error());
+      out["server_stats"] = st ? json::parse(*st, nullptr, false) : json(st.error().message);
     }
     std::ofstream f(a.get("json"));
     if (!f) return fail("cannot write '" + a.get("json") + "'", 1);

@@ -35,7 +35,7 @@ bool recv_json(void* sock, json& out, bool& bad) {
 
 // Sends `request` on `sock` and waits up to `timeout_ms` for a reply of type `t`.
 expected<json> ask(void* sock, const json& request, const std::string& t, int timeout_ms) {
-  if (!send_json(sock, request)) return make_error(std::string("send failed: ") + zmq_strerror(zmq_errno()));
+  if (!send_json(sock, request)) return fail(errc::internal, std::string("send failed: ") + zmq_strerror(zmq_errno()));
   const auto until = load_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (load_clock::now() < until) {
     zmq_pollitem_t item{sock, 0, ZMQ_POLLIN, 0};
@@ -46,7 +46,7 @@ expected<json> ask(void* sock, const json& request, const std::string& t, int ti
       if (!bad && reply.value("t", "") == t) return reply;
     }
   }
-  return make_error("no '" + t + "' reply within " + std::to_string(timeout_ms) + " ms");
+  return fail(errc::not_ready, "no '" + t + "' reply within " + std::to_string(timeout_ms) + " ms");
 }
 
 }  // namespace
@@ -63,7 +63,7 @@ expected<std::unique_ptr<wire_transport>> wire_transport::connect(const std::str
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
     t->sockets_.push_back(s);
     if (zmq_connect(s, endpoint.c_str()) != 0) {
-      return make_error("cannot connect to '" + endpoint + "': " + zmq_strerror(zmq_errno()) +
+      return fail(errc::invalid_param, "cannot connect to '" + endpoint + "': " + zmq_strerror(zmq_errno()) +
                         " (expected tcp://HOST:PORT or ipc://PATH)");
     }
   }
@@ -73,23 +73,23 @@ expected<std::unique_ptr<wire_transport>> wire_transport::connect(const std::str
   for (;;) {
     auto h = ask(t->sockets_[0], json{{"v", 1}, {"t", "health"}}, "health", 1000);
     if (h && h->value("status", "") == "ready") break;
-    last = h ? "health status '" + h->value("status", "?") + "'" : h.error();
+    last = h ? "health status '" + h->value("status", "?") + "'" : h.error().message;
     if (load_clock::now() >= until) {
-      return make_error("server at '" + endpoint + "' not ready within " + std::to_string(int(ready_timeout_s)) +
+      return fail(errc::not_ready, "server at '" + endpoint + "' not ready within " + std::to_string(int(ready_timeout_s)) +
                         " s (" + last + "); is cortexd running there?");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling readiness, bounded by `until`
   }
   auto m = ask(t->sockets_[0], json{{"v", 1}, {"t", "models"}}, "models", 5000);
-  if (!m) return make_error("models: " + m.error());
+  if (!m) return fail(m.error().code, "models: " + m.error().message);
   const auto list = m->find("models");
-  if (list == m->end() || !list->is_array() || list->empty()) return make_error("models reply lists no model: " + m->dump());
+  if (list == m->end() || !list->is_array() || list->empty()) return fail(errc::malformed, "models reply lists no model: " + m->dump());
   const json& first = (*list)[0];
   t->info_.name = first.value("name", "");
   t->info_.quant = first.value("quant", "");
   t->info_.n_vocab = first.value("n_vocab", 0);
   t->info_.n_ctx = first.value("n_ctx", 0);
-  if (t->info_.n_vocab <= 0) return make_error("models reply has no n_vocab: " + m->dump());
+  if (t->info_.n_vocab <= 0) return fail(errc::malformed, "models reply has no n_vocab: " + m->dump());
   return t;
 }
 
@@ -100,7 +100,7 @@ wire_transport::~wire_transport() {
 
 expected<std::string> wire_transport::server_stats() {
   auto s = ask(sockets_[0], json{{"v", 1}, {"t", "stats"}}, "stats", 5000);
-  if (!s) return make_error(s.error());
+  if (!s) return s.error();
   return s->dump();
 }
 

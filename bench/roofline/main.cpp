@@ -153,7 +153,7 @@ double time_calls(int n_items, int min_calls, double seconds, F f) {
 int roofline_main(const options& o) {
   auto loaded = model::load(o.model);
   if (!loaded) {
-    std::fprintf(stderr, "cortex_roofline: %s\n", loaded.error().c_str());
+    std::fprintf(stderr, "cortex_roofline: %s\n", loaded.error().message.c_str());
     return 1;
   }
   const model& m = **loaded;

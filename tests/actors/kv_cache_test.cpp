@@ -30,7 +30,7 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
 }
 
 // Allocates slots for tokens [pos0, pos_end) of seq and registers them as computed.
-void compute(kv_cache_manager& kv, int64_t seq, const std::vector<int32_t>& tokens, int32_t pos0, int32_t pos_end) {
+void compute(kv_cache_manager& kv, request_id seq, const std::vector<int32_t>& tokens, int32_t pos0, int32_t pos_end) {
   const kv_alloc_plan plan = kv.plan_allocation({{seq, pos0, pos_end - pos0}});
   ASSERT_TRUE(plan.fits);
   ASSERT_TRUE(kv.commit(plan).is_ok());
@@ -247,8 +247,8 @@ TEST(kv_cache_manager, random_workload_keeps_invariants_and_contents) {
       std::vector<std::vector<int32_t>> prefixes;
       for (int i = 0; i < 3; ++i) prefixes.push_back(iota_tokens(13 + 7 * i, 1000 * (i + 1)));
       struct live_seq { std::vector<int32_t> tokens; int32_t n_computed; };
-      std::map<int64_t, live_seq> live;
-      int64_t next_id = 1;
+      std::map<request_id, live_seq> live;
+      request_id next_id = 1;
       for (int op = 0; op < 3000; ++op) {
         const int kind = static_cast<int>(rng() % 10);
         if (kind < 3 && live.size() < 12) {
@@ -262,7 +262,7 @@ TEST(kv_cache_manager, random_workload_keeps_invariants_and_contents) {
           live.emplace(next_id++, std::move(s));
         } else if (kind < 8 && !live.empty()) {
           auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
-          const int64_t id = it->first;
+          const request_id id = it->first;
           live_seq& s = it->second;
           if (s.n_computed == static_cast<int32_t>(s.tokens.size())) s.tokens.push_back(static_cast<int32_t>(rng() % 50));
           const int32_t n_new = 1 + static_cast<int32_t>(rng() % std::min<size_t>(9, s.tokens.size() - s.n_computed));

@@ -43,21 +43,21 @@ TEST(request_validator, tokenizes_with_the_models_bos_default) {
 
   auto r = v.validate(valid_request());
   ASSERT_TRUE(r.ok()) << r.error.message;
-  ASSERT_EQ(r.request.prompt.size(), text_ids.size() + 1);
-  EXPECT_EQ(r.request.prompt[0], tok->bos_id());
-  EXPECT_EQ(std::vector<int32_t>(r.request.prompt.begin() + 1, r.request.prompt.end()), text_ids);
+  ASSERT_EQ(r.request.tokens_prompt.size(), text_ids.size() + 1);
+  EXPECT_EQ(r.request.tokens_prompt[0], tok->bos_id());
+  EXPECT_EQ(std::vector<int32_t>(r.request.tokens_prompt.begin() + 1, r.request.tokens_prompt.end()), text_ids);
 
   auto req = valid_request();
   req.add_bos = 0;
   r = v.validate(req);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r.request.prompt, text_ids);
+  EXPECT_EQ(r.request.tokens_prompt, text_ids);
 
   req.prompt = "";
   req.add_bos = -1;
   r = v.validate(req);
   ASSERT_TRUE(r.ok());  // BOS alone: an unconditional start
-  EXPECT_EQ(r.request.prompt, std::vector<int32_t>{tok->bos_id()});
+  EXPECT_EQ(r.request.tokens_prompt, std::vector<int32_t>{tok->bos_id()});
   req.add_bos = 0;
   EXPECT_EQ(v.validate(req).error.code, errc::invalid_param);
 }
@@ -72,7 +72,7 @@ TEST(request_validator, token_prompts_are_taken_as_given) {
   req.add_bos = 1;  // for prompt only
   auto r = v.validate(req);
   ASSERT_TRUE(r.ok()) << r.error.message;
-  EXPECT_EQ(r.request.prompt, req.tokens);
+  EXPECT_EQ(r.request.tokens_prompt, req.tokens);
 }
 
 TEST(request_validator, max_tokens_is_capped_to_the_context) {

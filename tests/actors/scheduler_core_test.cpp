@@ -27,7 +27,7 @@ std::vector<int32_t> iota_tokens(int32_t n, int32_t first) {
 // The token the fake model generates at position `pos` of a sequence: a
 // function of (id, pos) only, so output must not depend on batching,
 // preemption or the prefix cache.
-int32_t fake_token(int64_t seq_id, int32_t pos) { return static_cast<int32_t>((seq_id * 7919 + pos * 31) % 997); }
+int32_t fake_token(request_id rid, int32_t pos) { return static_cast<int32_t>((rid * 7919 + pos * 31) % 997); }
 
 // Plays the executor against a shadow of every KV slot: checks that each
 // entry's earlier positions hold its own tokens (whoever wrote them) and
@@ -40,34 +40,34 @@ class fake_executor {
   std::vector<sched_sampled> run(const sched_plan& plan) {
     std::vector<sched_sampled> out;
     std::set<int32_t> written_blocks;
-    for (const sched_entry& e : plan.entries) {
-      const sequence* s = core_.find(e.seq_id);
+    for (const step_entry& e : plan.entries) {
+      const sequence* s = core_.find(e.rid);
       EXPECT_NE(s, nullptr);
       if (s == nullptr) continue;
       EXPECT_GE(static_cast<int32_t>(e.block_table.size()) * bs_, e.pos0 + e.n_tokens());
       for (int32_t p = 0; p < e.pos0; ++p) {
-        EXPECT_EQ(slot(e, p), s->tokens[p]) << "seq " << e.seq_id << " reads a wrong K/V at " << p;
+        EXPECT_EQ(slot(e, p), s->tokens[p]) << "seq " << e.rid << " reads a wrong K/V at " << p;
       }
       for (int32_t i = 0; i < e.n_tokens(); ++i) {
         const int32_t p = e.pos0 + i;
         EXPECT_EQ(e.tokens[i], s->tokens[p]);
         slot(e, p) = e.tokens[i];
       }
-      if (e.completes) {
+      if (e.sample) {
         EXPECT_EQ(e.pos0 + e.n_tokens(), s->n_tokens());
-        const int32_t tok = fake_token(e.seq_id, s->n_tokens());
-        out.push_back({e.seq_id, tok, false});
-        generated_[e.seq_id].push_back(tok);
+        const int32_t tok = fake_token(e.rid, s->n_tokens());
+        out.push_back({e.rid, tok, false});
+        generated_[e.rid].push_back(tok);
       }
     }
     return out;
   }
 
   // Every token sampled for a sequence, in order (recomputation samples none twice).
-  std::map<int64_t, std::vector<int32_t>> generated_;
+  std::map<request_id, std::vector<int32_t>> generated_;
 
  private:
-  int32_t& slot(const sched_entry& e, int32_t p) {
+  int32_t& slot(const step_entry& e, int32_t p) {
     return slots_[static_cast<size_t>(e.block_table[p / bs_]) * bs_ + p % bs_];
   }
   const scheduler_core& core_;
@@ -91,8 +91,8 @@ struct harness {
   }
   void collect() {
     for (const seq_finished& f : core.take_finished()) {
-      EXPECT_EQ(finished.count(f.seq_id), 0u) << "seq " << f.seq_id << " ended twice";
-      finished[f.seq_id] = f;
+      EXPECT_EQ(finished.count(f.rid), 0u) << "seq " << f.rid << " ended twice";
+      finished[f.rid] = f;
     }
   }
   // Steps until idle; false if that takes more than max_steps (a stall).
@@ -103,31 +103,31 @@ struct harness {
     }
     return !core.has_work();
   }
-  void add(int64_t id, std::vector<int32_t> prompt, int32_t max_tokens, int32_t priority = 0) {
+  void add(request_id id, std::vector<int32_t> prompt, int32_t max_tokens, int32_t priority = 0) {
     ASSERT_TRUE(core.add({id, priority, std::move(prompt), max_tokens}).is_ok());
   }
-  std::vector<int32_t> expected_output(int64_t id, int32_t n_prompt, int32_t n) const {
+  std::vector<int32_t> expected_output(request_id id, int32_t n_prompt, int32_t n) const {
     std::vector<int32_t> t;
     for (int32_t i = 0; i < n; ++i) t.push_back(fake_token(id, n_prompt + i));
     return t;
   }
-  bool in_plan(const sched_plan& plan, int64_t id) const {
-    return std::any_of(plan.entries.begin(), plan.entries.end(), [&](const sched_entry& e) { return e.seq_id == id; });
+  bool in_plan(const sched_plan& plan, request_id id) const {
+    return std::any_of(plan.entries.begin(), plan.entries.end(), [&](const step_entry& e) { return e.rid == id; });
   }
 
   kv_cache_manager kv;
   scheduler_core core;
   fake_executor exec;
-  std::map<int64_t, seq_finished> finished;
+  std::map<request_id, seq_finished> finished;
 };
 
 TEST(scheduler_core, rejects_bad_requests) {
   kv_cache_manager kv(kv_cfg(8, 16, true));
   scheduler_core core(sched_cfg(64, 4), kv);
   EXPECT_TRUE(core.add({1, 0, {1, 2}, 4}).is_ok());
-  EXPECT_FALSE(core.add({1, 0, {1, 2}, 4}).is_ok());
-  EXPECT_FALSE(core.add({2, 0, {}, 4}).is_ok());
-  EXPECT_FALSE(core.add({3, 0, {1}, 0}).is_ok());
+  EXPECT_EQ(core.add({1, 0, {1, 2}, 4}).code, errc::duplicate_id);
+  EXPECT_EQ(core.add({2, 0, {}, 4}).code, errc::invalid_param);
+  EXPECT_EQ(core.add({3, 0, {1}, 0}).code, errc::invalid_param);
   EXPECT_EQ(core.n_waiting(), 1);
 }
 
@@ -138,9 +138,9 @@ TEST(scheduler_core, prefills_in_chunks_then_decodes_to_max_tokens) {
   for (size_t i = 0; i < chunk_sizes.size(); ++i) {
     const sched_plan plan = h.step();
     ASSERT_EQ(plan.entries.size(), 1u) << "step " << i;
-    const sched_entry& e = plan.entries[0];
+    const step_entry& e = plan.entries[0];
     EXPECT_EQ(e.n_tokens(), chunk_sizes[i]) << "step " << i;
-    EXPECT_EQ(e.completes, i >= 2) << "step " << i;
+    EXPECT_EQ(e.sample, i >= 2) << "step " << i;
     EXPECT_EQ(e.is_decode, i >= 3) << "step " << i;
     EXPECT_EQ(plan.stats.n_tokens_decode + plan.stats.n_tokens_prefill, plan.stats.n_tokens_batch);
   }
@@ -183,11 +183,11 @@ TEST(scheduler_core, second_request_reuses_a_shared_200_token_prefix) {
 TEST(scheduler_core, kv_pressure_preempts_and_everyone_finishes) {
   for (const bool caching : {true, false}) {
     harness h(sched_cfg(256, 16), kv_cfg(64, 16, caching));
-    for (int64_t id = 0; id < 16; ++id) h.add(id, iota_tokens(160, static_cast<int32_t>(id * 1000)), 160);
+    for (request_id id = 0; id < 16; ++id) h.add(id, iota_tokens(160, static_cast<int32_t>(id * 1000)), 160);
     ASSERT_TRUE(h.run_until_idle(5000)) << "stalled; caching " << caching;
     EXPECT_GT(h.core.totals().n_preemptions, 0u);
     uint64_t n_preemptions = 0;
-    for (int64_t id = 0; id < 16; ++id) {
+    for (request_id id = 0; id < 16; ++id) {
       ASSERT_EQ(h.finished.count(id), 1u);
       EXPECT_EQ(h.finished[id].reason, finish_reason::length);
       EXPECT_EQ(h.exec.generated_[id], h.expected_output(id, 160, 160)) << "seq " << id;
@@ -213,8 +213,8 @@ TEST(scheduler_core, preempts_lowest_priority_then_least_progress) {
     const sched_plan plan = h.step();
     EXPECT_EQ(plan.stats.n_preemptions, 1);
     // Lower priority loses; at equal priority, the one with less progress (seq 1).
-    const int64_t loser = priority_l == 0 ? 2 : 1;
-    const int64_t winner = 3 - loser;
+    const request_id loser = priority_l == 0 ? 2 : 1;
+    const request_id winner = 3 - loser;
     EXPECT_EQ(h.core.find(loser)->state, seq_state::preempted);
     EXPECT_EQ(h.core.find(loser)->n_preemptions, 1);
     EXPECT_TRUE(h.kv.block_table(loser).empty());
@@ -222,25 +222,26 @@ TEST(scheduler_core, preempts_lowest_priority_then_least_progress) {
     EXPECT_FALSE(h.in_plan(plan, loser));
     ASSERT_TRUE(h.run_until_idle(500));
     EXPECT_EQ(h.finished[1].reason, finish_reason::error);  // 24 tokens never fit 12 slots
-    EXPECT_EQ(h.finished[1].detail, seq_error_kv_capacity);
+    EXPECT_EQ(h.finished[1].error.message, seq_error_kv_capacity);
+    EXPECT_EQ(h.finished[1].error.code, errc::context_overflow);
   }
 }
 
 TEST(scheduler_core, high_priority_arrival_goes_before_waiting_low_priority) {
   harness h(sched_cfg(64, 2, 0.001), kv_cfg(64, 16, true));
-  for (int64_t id = 0; id < 5; ++id) h.add(id, iota_tokens(8, static_cast<int32_t>(id * 100)), 10 + static_cast<int32_t>(id));
+  for (request_id id = 0; id < 5; ++id) h.add(id, iota_tokens(8, static_cast<int32_t>(id * 100)), 10 + static_cast<int32_t>(id));
   for (int i = 0; i < 3; ++i) h.step();
   ASSERT_EQ(h.core.n_running(), 2);
   h.add(99, iota_tokens(8, 5000), 4, /*priority=*/10);
-  std::map<int64_t, int> first_step;
+  std::map<request_id, int> first_step;
   for (int i = 0; i < 200 && h.core.has_work(); ++i) {
     const sched_plan plan = h.step();
-    for (const sched_entry& e : plan.entries) first_step.emplace(e.seq_id, i);
+    for (const step_entry& e : plan.entries) first_step.emplace(e.rid, i);
   }
   ASSERT_FALSE(h.core.has_work());
   ASSERT_EQ(first_step.count(99), 1u);
-  for (int64_t id = 2; id < 5; ++id) EXPECT_LT(first_step[99], first_step[id]) << "low " << id;
-  for (int64_t id = 0; id < 5; ++id) EXPECT_EQ(h.finished[id].reason, finish_reason::length);
+  for (request_id id = 2; id < 5; ++id) EXPECT_LT(first_step[99], first_step[id]) << "low " << id;
+  for (request_id id = 0; id < 5; ++id) EXPECT_EQ(h.finished[id].reason, finish_reason::length);
 }
 
 // One slot, a new high-priority request every other step, each needing
@@ -249,7 +250,7 @@ TEST(scheduler_core, aging_lets_low_priority_finish_under_a_stream_of_high) {
   for (const double aging : {0.0, 0.5}) {
     harness h(sched_cfg(64, 1, aging), kv_cfg(64, 16, true));
     h.add(0, iota_tokens(4, 1), 3, /*priority=*/0);
-    int64_t next = 1;
+    request_id next = 1;
     for (int i = 0; i < 300; ++i) {
       if (i % 2 == 0) h.add(next++, iota_tokens(4, 10), 3, /*priority=*/10);
       h.step();
@@ -265,7 +266,7 @@ TEST(scheduler_core, aging_lets_low_priority_finish_under_a_stream_of_high) {
 
 TEST(scheduler_core, long_prefill_never_starves_running_decodes) {
   harness h(sched_cfg(128, 16), kv_cfg(256, 16, true));
-  for (int64_t id = 0; id < 8; ++id) h.add(id, iota_tokens(8, static_cast<int32_t>(id * 50)), 400);
+  for (request_id id = 0; id < 8; ++id) h.add(id, iota_tokens(8, static_cast<int32_t>(id * 50)), 400);
   for (int i = 0; i < 3; ++i) h.step();
   h.add(100, iota_tokens(2000, 7), 4);
   int n_steps_prefill = 0;
@@ -274,7 +275,7 @@ TEST(scheduler_core, long_prefill_never_starves_running_decodes) {
     const sched_plan plan = h.step();
     ++n_steps_prefill;
     int n_decode = 0;
-    for (const sched_entry& e : plan.entries) n_decode += (e.seq_id < 8 && e.is_decode && e.n_tokens() == 1);
+    for (const step_entry& e : plan.entries) n_decode += (e.rid < 8 && e.is_decode && e.n_tokens() == 1);
     EXPECT_EQ(n_decode, 8) << "step " << plan.stats.step;
     EXPECT_EQ(plan.stats.n_tokens_decode, 8);
     // The rest of the budget: 2000 = 16 * 120 + 80.
@@ -367,13 +368,14 @@ TEST(scheduler_core, stop_flag_abort_and_oversized_sequences_end_once) {
   h.core.abort_step(plan);  // the executor failed
   h.collect();
   EXPECT_EQ(h.finished[2].reason, finish_reason::error);
-  EXPECT_EQ(h.finished[2].detail, seq_error_step_failed);
+  EXPECT_EQ(h.finished[2].error.message, seq_error_step_failed);
+  EXPECT_EQ(h.finished[2].error.code, errc::internal);
   EXPECT_EQ(h.kv.stats().n_blocks_used, 0);
 
   h.add(3, iota_tokens(3, 80), 100);  // 103 tokens > 4 blocks of 4
   ASSERT_TRUE(h.run_until_idle(200));
   EXPECT_EQ(h.finished[3].reason, finish_reason::error);
-  EXPECT_EQ(h.finished[3].detail, seq_error_kv_capacity);
+  EXPECT_EQ(h.finished[3].error.message, seq_error_kv_capacity);
   EXPECT_EQ(h.finished[3].n_tokens_generated, 14);  // positions 0..15 computed; the token at 16 never is
   EXPECT_EQ(h.kv.stats().n_blocks_used, 0);
 }
@@ -385,8 +387,8 @@ TEST(scheduler_core, random_workloads_keep_invariants_and_drain) {
     std::mt19937 rng(seed);
     harness h(sched_cfg(48, 6, 0.05), kv_cfg(40, 8, seed % 2 == 0));
     std::vector<std::vector<int32_t>> prefixes = {iota_tokens(30, 1), iota_tokens(17, 100), iota_tokens(5, 300)};
-    int64_t next = 0;
-    std::set<int64_t> cancelled;
+    request_id next = 0;
+    std::set<request_id> cancelled;
     for (int i = 0; i < 600; ++i) {
       if (rng() % 3 == 0) {
         std::vector<int32_t> prompt = prefixes[rng() % prefixes.size()];
@@ -397,7 +399,7 @@ TEST(scheduler_core, random_workloads_keep_invariants_and_drain) {
       ASSERT_EQ(h.core.check_invariants(), "") << "seed " << seed << " step " << i;
       std::vector<sched_sampled> sampled = h.exec.run(plan);
       if (next > 0 && rng() % 5 == 0) {
-        const int64_t victim = static_cast<int64_t>(rng() % static_cast<uint32_t>(next));
+        const request_id victim = static_cast<request_id>(rng() % static_cast<uint32_t>(next));
         if (h.core.cancel(victim)) cancelled.insert(victim);
       }
       for (sched_sampled& t : sampled) t.finished = rng() % 40 == 0;
@@ -406,7 +408,7 @@ TEST(scheduler_core, random_workloads_keep_invariants_and_drain) {
       h.collect();
     }
     ASSERT_TRUE(h.run_until_idle(20000)) << "seed " << seed;
-    EXPECT_EQ(static_cast<int64_t>(h.finished.size()), next);
+    EXPECT_EQ(static_cast<request_id>(h.finished.size()), next);
     for (const auto& [id, f] : h.finished) {
       EXPECT_EQ(h.exec.generated_[id], h.expected_output(id, f.n_tokens_prompt, f.n_tokens_generated)) << "seq " << id;
       EXPECT_TRUE(f.reason != finish_reason::cancelled || cancelled.count(id)) << "seq " << id;

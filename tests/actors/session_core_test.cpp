@@ -55,7 +55,7 @@ struct harness {
     session_config c;
     c.rid = 7;
     c.request = std::move(req);
-    c.prompt_tokens = n_tokens_prompt;
+    c.n_tokens_prompt = n_tokens_prompt;
     return c;
   }
 

@@ -23,13 +23,13 @@ inline const tokenizer* stories_tokenizer() {
     loaded r;
     auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/models/stories260K.gguf");
     if (!f) {
-      r.error = f.error();
+      r.error = f.error().message;
       return r;
     }
     r.file = std::move(*f);
     auto t = tokenizer::from_gguf(*r.file);
     if (!t) {
-      r.error = t.error();
+      r.error = t.error().message;
       return r;
     }
     r.tok = std::move(*t);

@@ -40,7 +40,7 @@ std::shared_ptr<const model> stories260k() {
   static std::shared_ptr<const model> m = [] {
     auto loaded = model::load(std::string(CORTEX_SHARED_DIR) + "/models/stories260K.gguf");
     if (!loaded) {
-      CAF_FAIL("cannot load stories260K: " << loaded.error());
+      CAF_FAIL("cannot load stories260K: " << loaded.error().message);
     }
     return std::shared_ptr<const model>(std::move(*loaded));
   }();
@@ -83,8 +83,7 @@ caf::behavior fake_executor(caf::event_based_actor* self, std::shared_ptr<exec_s
         if (s->fail_next > 0) {
           s->fail_next--;
           s->failed_steps++;
-          res.failed = true;
-          res.error = "injected failure";
+          res.error = fail(errc::internal, "injected failure");
         } else {
           for (const auto& e : step.entries) {
             if (!s->open.count(e.rid)) s->violations.push_back("step for unopened rid " + std::to_string(e.rid));

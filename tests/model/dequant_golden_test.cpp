@@ -48,7 +48,7 @@ TEST_P(dequant_golden, every_tensor_matches) {
   ASSERT_TRUE(in) << GetParam();
   const auto golden = nlohmann::json::parse(in);
   auto opened = gguf::file::open(model_path(golden.at("model").get<std::string>()));
-  ASSERT_TRUE(opened) << opened.error();
+  ASSERT_TRUE(opened) << opened.error().message;
   const gguf::file& f = **opened;
   const auto& tensors = golden.at("tensors");
   ASSERT_FALSE(tensors.empty());

@@ -88,7 +88,7 @@ class golden_generation : public ::testing::TestWithParam<std::string> {
     golden_ = testing::load_json(testing::shared_dir() + "/golden/generation/" + GetParam() + ".json");
     ASSERT_FALSE(golden_.is_discarded()) << "cannot read golden file for " << GetParam();
     auto m = model::load(testing::model_path(golden_["model"].get<std::string>()));
-    ASSERT_TRUE(m) << m.error();
+    ASSERT_TRUE(m) << m.error().message;
     model_ = std::move(*m);
     tol_ = testing::tolerance_for(GetParam());
     ASSERT_EQ(model_->hparams().n_vocab, golden_["n_vocab"].get<int>());

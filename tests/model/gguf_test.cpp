@@ -45,7 +45,7 @@ writer sample_writer() {
 TEST(gguf_reader, round_trip_every_value_type) {
   auto image = sample_writer().build();
   auto f = file::parse(image.data(), image.size(), "sample");
-  ASSERT_TRUE(f) << f.error();
+  ASSERT_TRUE(f) << f.error().message;
   EXPECT_EQ((*f)->version(), 3u);
   EXPECT_EQ((*f)->get_string("general.architecture"), std::optional<std::string_view>("llama"));
   EXPECT_EQ((*f)->get_uint("llama.block_count"), std::optional<uint64_t>(2));
@@ -81,16 +81,17 @@ TEST(gguf_reader, round_trip_every_value_type) {
 TEST(gguf_reader, opens_the_shared_models) {
   for (const char* name : {"stories260K.gguf", "stories260K-q8_0.gguf", "tiny-llama-q4_k_m.gguf", "tiny-qwen2-f32.gguf"}) {
     auto f = file::open(testing::model_path(name));
-    ASSERT_TRUE(f) << f.error();
+    ASSERT_TRUE(f) << f.error().message;
     EXPECT_FALSE((*f)->tensors().empty());
     EXPECT_TRUE((*f)->get_string("general.architecture").has_value());
   }
 }
 
-void expect_error_containing(const std::vector<uint8_t>& image, const std::string& needle) {
+void expect_error_containing(const std::vector<uint8_t>& image, const std::string& needle, errc code = errc::malformed) {
   auto f = file::parse(image.data(), image.size(), "broken");
   ASSERT_FALSE(f) << "expected an error mentioning '" << needle << "'";
-  EXPECT_NE(f.error().find(needle), std::string::npos) << f.error();
+  EXPECT_NE(f.error().message.find(needle), std::string::npos) << f.error().message;
+  EXPECT_EQ(f.error().code, code) << f.error().message;
 }
 
 TEST(gguf_reader, named_errors) {
@@ -100,21 +101,22 @@ TEST(gguf_reader, named_errors) {
   expect_error_containing(bad, "bad magic");
   bad = image;
   bad[4] = 7;
-  expect_error_containing(bad, "unsupported GGUF version 7");
+  expect_error_containing(bad, "unsupported GGUF version 7", errc::unsupported);
   expect_error_containing(std::vector<uint8_t>(image.begin(), image.begin() + 10), "truncated");
   // Truncating the data section: the last tensor runs past the end.
   expect_error_containing(std::vector<uint8_t>(image.begin(), image.end() - 64), "past the end");
 
   writer w;
   w.add_tensor("t", static_cast<ggml_type>(99), {32}, std::vector<uint8_t>(32));
-  expect_error_containing(w.build(), "unknown tensor type 99");
+  expect_error_containing(w.build(), "unknown tensor type 99", errc::unsupported);
   writer w2;
   w2.add_tensor("q", ggml_type::q8_0, {48}, std::vector<uint8_t>(51));
   expect_error_containing(w2.build(), "not a multiple of the q8_0 block size");
 
   auto missing = file::open("/nonexistent/model.gguf");
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().find("cannot open"), std::string::npos);
+  EXPECT_NE(missing.error().message.find("cannot open"), std::string::npos);
+  EXPECT_EQ(missing.error().code, errc::invalid_param);
 }
 
 // Every prefix of a valid file either parses (then every tensor is inside
@@ -127,7 +129,8 @@ TEST(gguf_reader, truncation_at_every_point_never_crashes) {
     auto f = file::parse(part.data(), part.size(), "truncated");
     if (!f) {
       ++errors;
-      EXPECT_FALSE(f.error().empty());
+      EXPECT_FALSE(f.error().message.empty());
+      EXPECT_NE(f.error().code, errc::none);
       continue;
     }
     for (auto& t : (*f)->tensors()) EXPECT_LE(t.data + t.n_bytes, part.data() + part.size());

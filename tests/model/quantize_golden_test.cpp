@@ -27,9 +27,9 @@ class quantize_golden : public ::testing::TestWithParam<quantized_pair> {};
 
 TEST_P(quantize_golden, every_tensor_requantizes_to_the_same_bytes) {
   auto src = gguf::file::open(model_path(GetParam().source));
-  ASSERT_TRUE(src) << src.error();
+  ASSERT_TRUE(src) << src.error().message;
   auto dst = gguf::file::open(model_path(GetParam().quantized));
-  ASSERT_TRUE(dst) << dst.error();
+  ASSERT_TRUE(dst) << dst.error().message;
   ASSERT_EQ((*src)->tensors().size(), (*dst)->tensors().size());
 
   int n_checked = 0;

@@ -32,7 +32,7 @@ TEST_P(synthetic_model, loads_tokenizes_and_runs) {
   ASSERT_TRUE(st) << st.message;
   auto m = model::load(path);
   std::remove(path.c_str());  // the mapping stays valid after unlink
-  ASSERT_TRUE(m) << m.error();
+  ASSERT_TRUE(m) << m.error().message;
   const auto& hp = (*m)->hparams();
   EXPECT_EQ(hp.n_embd, shape->n_embd);
   EXPECT_EQ(hp.n_layer, shape->n_layer);
@@ -64,9 +64,9 @@ TEST_P(synthetic_layout, matches_llama_quantize_tensor_types) {
   ASSERT_TRUE(write_synthetic_model(*find_synthetic_shape("tiny"), GetParam(), 1, path, 2));
   auto ours = gguf::file::open(path);
   std::remove(path.c_str());
-  ASSERT_TRUE(ours) << ours.error();
+  ASSERT_TRUE(ours) << ours.error().message;
   auto ref = gguf::file::open(testing::model_path("tiny-llama-" + GetParam() + ".gguf"));
-  ASSERT_TRUE(ref) << ref.error();
+  ASSERT_TRUE(ref) << ref.error().message;
   EXPECT_EQ((*ours)->tensors().size(), (*ref)->tensors().size());
   for (const auto& t : (*ref)->tensors()) {
     const auto* o = (*ours)->find_tensor(t.name);

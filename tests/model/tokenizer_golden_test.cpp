@@ -41,10 +41,10 @@ class TokenizerGolden : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto f = gguf::file::open(k_dir + "/vocab/ggml-vocab-" + GetParam() + ".gguf");
-    ASSERT_TRUE(f) << f.error();
+    ASSERT_TRUE(f) << f.error().message;
     file_ = std::move(*f);
     auto t = tokenizer::from_gguf(*file_);
-    ASSERT_TRUE(t) << t.error();
+    ASSERT_TRUE(t) << t.error().message;
     tok_ = std::move(*t);
   }
   nlohmann::json public_cases() const {

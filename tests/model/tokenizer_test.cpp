@@ -26,11 +26,11 @@ struct loaded {
 loaded load(const std::string& name) {
   loaded l;
   auto f = gguf::file::open(k_vocab_dir + "ggml-vocab-" + name + ".gguf");
-  EXPECT_TRUE(f) << f.error();
+  EXPECT_TRUE(f) << f.error().message;
   if (!f) return l;
   l.file = std::move(*f);
   auto t = tokenizer::from_gguf(*l.file);
-  EXPECT_TRUE(t) << t.error();
+  EXPECT_TRUE(t) << t.error().message;
   if (t) l.tok = std::move(*t);
   return l;
 }
@@ -178,9 +178,9 @@ std::string load_error(const std::function<void(gguf::writer&)>& fill) {
   fill(w);
   const std::vector<uint8_t> bytes = w.build();
   auto f = gguf::file::parse(bytes.data(), bytes.size(), "mem");
-  if (!f) return "gguf: " + f.error();
+  if (!f) return "gguf: " + f.error().message;
   auto t = tokenizer::from_gguf(**f);
-  return t ? std::string() : t.error();
+  return t ? std::string() : t.error().message;
 }
 
 TEST(Tokenizer, LoadErrorsNameTheKey) {

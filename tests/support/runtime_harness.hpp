@@ -123,7 +123,7 @@ class runtime_fixture {
   explicit runtime_fixture(runtime_config cfg) : sys_(cfg_) {
     auto rt = runtime::start(sys_, cfg);
     if (!rt) {
-      error_ = rt.error();
+      error_ = rt.error().message;
       return;
     }
     rt_ = std::move(*rt);

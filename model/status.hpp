@@ -1,0 +1,51 @@
+// The project's error vocabulary for plain code: an error code (`errc`, the
+// codes of protocol.md) and a message saying what is wrong and, where
+// possible, what to fix. Errors are values: functions that can fail on
+// outside input return status (or expected<T>, model/expected.hpp); nothing
+// throws across an API.
+//
+// Why here: model/ is the lowest layer whose functions fail on outside input
+// (GGUF files, tokenizer metadata), and it must stay CAF-free; messages/
+// (errors.hpp: wire codes and names, error_report; type_ids.hpp: the
+// caf::error registration and the one status <-> caf::error conversion) and
+// every actor include this header, so one code travels unchanged from a
+// model function to a client. This header includes only the standard library.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace cortex {
+
+enum class errc : uint8_t {
+  none = 0,
+  malformed,          // 400: not msgpack, not a map, wrong types; a corrupt file
+  invalid_param,      // 400: out-of-range values, token id >= vocab
+  unknown_type,       // 400: unknown message type
+  unknown_model,      // 404
+  duplicate_id,       // 409: id still active on this connection
+  too_large,          // 413: too many stop strings / bias entries, over-long id
+  context_overflow,   // 422: prompt longer than the context allows
+  overloaded,         // 429: queue full; retryable
+  internal,           // 500: a bug; the request ends, the server keeps serving
+  unsupported,        // 501
+  not_ready,          // 503: model loading; retryable
+  draining,           // 503: shutting down; retryable
+  unsupported_version // 505
+};
+
+// Success (code == errc::none, empty message) or an error with its code.
+struct status {
+  errc code = errc::none;
+  std::string message;  // empty when ok
+
+  static status ok() { return {}; }
+  bool is_ok() const { return code == errc::none; }
+  explicit operator bool() const { return is_ok(); }
+};
+
+// An error. REQUIRES: code != errc::none.
+inline status fail(errc code, std::string message) { return status{code, std::move(message)}; }
+
+}  // namespace cortex
