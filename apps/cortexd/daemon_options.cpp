@@ -49,9 +49,9 @@ std::string trim(const std::string& s) {
 
 // Reads `key=value` lines of section [cortex]; ';' and '#' start comments;
 // values may be "quoted".
-std::string read_config_file(const std::string& path, std::map<std::string, std::string>& kv) {
+status read_config_file(const std::string& path, std::map<std::string, std::string>& kv) {
   std::ifstream in(path);
-  if (!in) return "cannot read config file '" + path + "'";
+  if (!in) return fail(errc::invalid_param, "cannot read config file '" + path + "'");
   std::string line, section;
   int n = 0;
   while (std::getline(in, line)) {
@@ -59,18 +59,18 @@ std::string read_config_file(const std::string& path, std::map<std::string, std:
     line = trim(line);
     if (line.empty() || line[0] == ';' || line[0] == '#') continue;
     if (line[0] == '[') {
-      if (line.back() != ']') return path + ":" + std::to_string(n) + ": unterminated section header";
+      if (line.back() != ']') return fail(errc::invalid_param, path + ":" + std::to_string(n) + ": unterminated section header");
       section = trim(line.substr(1, line.size() - 2));
       continue;
     }
     const auto eq = line.find('=');
-    if (eq == std::string::npos) return path + ":" + std::to_string(n) + ": expected key=value";
+    if (eq == std::string::npos) return fail(errc::invalid_param, path + ":" + std::to_string(n) + ": expected key=value");
     if (section != "cortex") continue;
     std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
     kv[key] = value;
   }
-  return "";
+  return status::ok();
 }
 
 bool to_int(const std::string& s, long long& out) {
@@ -82,14 +82,14 @@ bool to_int(const std::string& s, long long& out) {
 
 }  // namespace
 
-std::string resolve_daemon_options(cli::args& a, daemon_options& out) {
+status resolve_daemon_options(cli::args& a, daemon_options& out) {
   std::map<std::string, std::string> kv;
   for (auto& spec : daemon_option_specs()) {
     if (!spec.fallback.empty()) kv[spec.name] = spec.fallback;
   }
   if (a.has("config")) {
     out.config_path = a.get("config");
-    if (auto err = read_config_file(out.config_path, kv); !err.empty()) return err;
+    if (status s = read_config_file(out.config_path, kv); !s) return s;
   }
   if (const char* env = std::getenv("CORTEX_MODEL"); env && *env && kv["model"].empty()) kv["model"] = env;
   for (auto& spec : daemon_option_specs()) {
@@ -98,7 +98,7 @@ std::string resolve_daemon_options(cli::args& a, daemon_options& out) {
   for (auto& [key, value] : kv) {
     bool known = false;
     for (auto& spec : daemon_option_specs()) known = known || spec.name == key;
-    if (!known) return "unknown setting '" + key + "' in " + out.config_path;
+    if (!known) return fail(errc::invalid_param, "unknown setting '" + key + "' in " + out.config_path);
   }
   auto& r = out.runtime;
   r.model_path = kv["model"];
@@ -108,11 +108,11 @@ std::string resolve_daemon_options(cli::args& a, daemon_options& out) {
   const std::string pc = kv["prefix-cache"];
   if (pc == "on" || pc == "true" || pc == "1") r.prefix_cache = true;
   else if (pc == "off" || pc == "false" || pc == "0") r.prefix_cache = false;
-  else return "option prefix-cache must be on or off, got '" + pc + "'";
+  else return fail(errc::invalid_param, "option prefix-cache must be on or off, got '" + pc + "'");
   const std::string aging = kv["aging-per-step"];
   char* end = nullptr;
   r.aging_per_step = std::strtod(aging.c_str(), &end);
-  if (aging.empty() || *end) return "option aging-per-step expects a number, got '" + aging + "'";
+  if (aging.empty() || *end) return fail(errc::invalid_param, "option aging-per-step expects a number, got '" + aging + "'");
   struct int_opt { const char* name; long long lo, hi; std::function<void(long long)> set; };
   const std::vector<int_opt> ints = {
       {"threads", 0, 1024, [&](long long v) { r.threads = int(v); }},
@@ -136,14 +136,14 @@ std::string resolve_daemon_options(cli::args& a, daemon_options& out) {
   for (auto& o : ints) {
     long long v = 0;
     if (!to_int(kv[o.name], v) || v < o.lo || v > o.hi) {
-      return std::string("option ") + o.name + " expects an integer in [" + std::to_string(o.lo) + ", " + std::to_string(o.hi) +
-             "], got '" + kv[o.name] + "'";
+      return fail(errc::invalid_param, std::string("option ") + o.name + " expects an integer in [" + std::to_string(o.lo) +
+                                           ", " + std::to_string(o.hi) + "], got '" + kv[o.name] + "'");
     }
     o.set(v);
   }
-  if (r.model_path.empty()) return "no model: give --model PATH (a GGUF file) or set CORTEX_MODEL";
-  if (auto s = r.validate(); !s) return s.message;
-  return "";
+  if (r.model_path.empty()) return fail(errc::invalid_param, "no model: give --model PATH (a GGUF file) or set CORTEX_MODEL");
+  if (status s = r.validate(); !s) return s;
+  return status::ok();
 }
 
 }  // namespace cortex

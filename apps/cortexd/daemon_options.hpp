@@ -23,7 +23,7 @@ struct daemon_options {
 std::vector<cli::option_spec> daemon_option_specs();
 
 // Fills `out` from the parsed flags (and the config file they name).
-// Returns an error message naming the option or file line, else "".
-std::string resolve_daemon_options(cli::args& a, daemon_options& out);
+// Fails with invalid_param and a message naming the option or file line.
+status resolve_daemon_options(cli::args& a, daemon_options& out);
 
 }  // namespace cortex

@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   cortex::daemon_options opts;
-  if (auto err = cortex::resolve_daemon_options(a, opts); !err.empty()) {
-    std::fprintf(stderr, "cortexd: %s\n", err.c_str());
+  if (cortex::status s = cortex::resolve_daemon_options(a, opts); !s) {
+    std::fprintf(stderr, "cortexd: %s\n", s.message.c_str());
     return 2;
   }
   setup_logging(opts);
