@@ -6,10 +6,11 @@
 //
 // Why here: model/ is the lowest layer whose functions fail on outside input
 // (GGUF files, tokenizer metadata), and it must stay CAF-free; messages/
-// (errors.hpp: wire codes and names, error_report; type_ids.hpp: the
-// caf::error registration and the one status <-> caf::error conversion) and
-// every actor include this header, so one code travels unchanged from a
-// model function to a client. This header includes only the standard library.
+// (errors.hpp: wire codes and names, error_report; type_ids.hpp: errc
+// registered as caf::error; caf_status.hpp: the one status <-> caf::error
+// conversion) and every actor include this header, so one code travels
+// unchanged from a model function to a client. It includes only the
+// standard library, so model/ stays CAF-free and depends on nothing above it.
 #pragma once
 
 #include <cstdint>
