@@ -1,15 +1,26 @@
 #include "actors/http_gateway/json_field_reader.hpp"
 
-#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
-#include "messages/wire/field_reader.hpp"  // format_number, quote_for_message
-
 namespace cortex::http::detail {
 
-using wire::detail::format_number;
-using wire::detail::quote_for_message;
+namespace {
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// A client's string for a message: quoted when short, else its length
+// (the parser already checked it is UTF-8).
+std::string quote_for_message(const std::string& s) {
+  return s.size() <= 64 ? json(s).dump() : "<" + std::to_string(s.size()) + "-byte string>";
+}
+
+}  // namespace
 
 std::string describe_json(const json& v) {
   switch (v.type()) {
