@@ -17,6 +17,7 @@ struct command {
 const command k_commands[] = {
     {"generate", cortex::cli::cmd_generate, "generate text from a prompt (streams to stdout)"},
     {"tokenize", cortex::cli::cmd_tokenize, "print the token ids of a text"},
+    {"template", cortex::cli::cmd_template, "render a chat template for a conversation (as transformers does)"},
     {"logits", cortex::cli::cmd_logits, "print the top logits at every position of a token sequence (JSON)"},
     {"perplexity", cortex::cli::cmd_perplexity, "perplexity of a text file, as llama.cpp computes it"},
     {"info", cortex::cli::cmd_info, "show a model's metadata, tensor types and sizes"},
