@@ -9,6 +9,7 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_template(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
 int cmd_bench(int argc, char** argv);

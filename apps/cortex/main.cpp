@@ -19,6 +19,7 @@ const command k_commands[] = {
     {"tokenize", cortex::cli::cmd_tokenize, "print the token ids of a text"},
     {"template", cortex::cli::cmd_template, "render a chat template for a conversation (as transformers does)"},
     {"logits", cortex::cli::cmd_logits, "print the top logits at every position of a token sequence (JSON)"},
+    {"embed", cortex::cli::cmd_embed, "embedding of a text or token list (mean-pooled, L2-normalized)"},
     {"perplexity", cortex::cli::cmd_perplexity, "perplexity of a text file, as llama.cpp computes it"},
     {"info", cortex::cli::cmd_info, "show a model's metadata, tensor types and sizes"},
     {"make-model", cortex::cli::cmd_make_model, "write a GGUF model with seeded random weights in a real shape"},
