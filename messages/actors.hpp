@@ -68,4 +68,9 @@ using zmq_gateway_actor = gateway_actor::extend<caf::reacts_to<gateway_inbound>,
                                                 caf::reacts_to<peer_gone_atom, std::string>,
                                                 caf::reacts_to<blocked_atom, std::string, bool>>;
 
+// The HTTP gateway: its I/O thread hands it requests and connection events.
+using http_gateway_actor = gateway_actor::extend<caf::reacts_to<http_inbound>,
+                                                 caf::reacts_to<peer_gone_atom, uint64_t>,
+                                                 caf::reacts_to<blocked_atom, uint64_t, bool>>;
+
 }  // namespace cortex
