@@ -11,6 +11,8 @@
 #include <map>
 #include <string>
 
+#include <unistd.h>
+
 namespace cortex::http {
 namespace {
 
@@ -18,7 +20,11 @@ using nlohmann::json;
 
 // Families as prometheus_client.parser reads `text`: name -> {type, help, samples}.
 json parse_with_prometheus_client(const std::string& text) {
-  const std::string path = ::testing::TempDir() + "cortex_metrics_test.prom";
+  // Per test and process: ctest runs tests in parallel.
+  const std::string stem = ::testing::TempDir() + "cortex_metrics_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                           std::to_string(getpid());
+  const std::string path = stem + ".prom";
   std::ofstream(path, std::ios::binary) << text;
   const std::string script =
       "import json, sys\n"
@@ -28,7 +34,7 @@ json parse_with_prometheus_client(const std::string& text) {
       "    out[f.name] = {'type': f.type, 'help': f.documentation,\n"
       "                   'samples': [[s.name, s.labels, s.value] for s in f.samples]}\n"
       "print(json.dumps(out))\n";
-  const std::string script_path = ::testing::TempDir() + "cortex_metrics_parse.py";
+  const std::string script_path = stem + ".py";
   std::ofstream(script_path) << script;
   FILE* p = popen(("/usr/bin/python3 " + script_path + " " + path + " 2>&1").c_str(), "r");
   if (!p) return nullptr;
@@ -37,6 +43,8 @@ json parse_with_prometheus_client(const std::string& text) {
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   const int rc = pclose(p);
   EXPECT_EQ(rc, 0) << out;
+  std::remove(path.c_str());
+  std::remove(script_path.c_str());
   json j = json::parse(out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << out;
   return j;
