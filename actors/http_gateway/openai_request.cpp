@@ -20,6 +20,15 @@ const char* openai_endpoint_path(openai_endpoint e) {
   return "";
 }
 
+const char* openai_endpoint_label(openai_endpoint e) {
+  switch (e) {
+    case openai_endpoint::chat_completions: return "chat_completions";
+    case openai_endpoint::completions: return "completions";
+    case openai_endpoint::embeddings: return "embeddings";
+  }
+  return "";
+}
+
 namespace {
 
 using detail::json;

@@ -34,6 +34,9 @@ enum class openai_endpoint : uint8_t { chat_completions, completions, embeddings
 
 // "/v1/chat/completions", "/v1/completions", "/v1/embeddings".
 const char* openai_endpoint_path(openai_endpoint e);
+// "chat_completions", "completions", "embeddings": the `endpoint` label of
+// cortex_requests_total (metrics_registry.hpp).
+const char* openai_endpoint_label(openai_endpoint e);
 
 struct openai_limits {
   std::string model_name;              // the loaded model (protocol v1 `models.name`); empty: `model` not checked

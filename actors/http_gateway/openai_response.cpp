@@ -12,14 +12,15 @@ openai_response_builder::openai_response_builder(openai_response_context ctx)
     : ctx_(std::move(ctx)), choices_(ctx_.n) {}
 
 void openai_response_builder::on_chunk(uint32_t i, const request_chunk& c) {
-  choice& ch = choices_.at(i);
+  if (i >= choices_.size()) return;
+  choice& ch = choices_[i];
   ch.text += c.text;
   ch.logprobs.append(ctx_, c.logprobs);
 }
 
 void openai_response_builder::on_finished(uint32_t i, const request_finished& f) {
-  choice& ch = choices_.at(i);
-  if (ch.finished) return;  // exactly one terminal event counts
+  if (i >= choices_.size() || choices_[i].finished) return;  // exactly one terminal event counts
+  choice& ch = choices_[i];
   ch.text += f.text;
   ch.logprobs.append(ctx_, f.logprobs);
   ch.finished = true;

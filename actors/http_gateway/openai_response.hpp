@@ -25,7 +25,7 @@ class openai_response_builder {
   // REQUIRES: ctx.endpoint is chat_completions or completions; ctx.n >= 1.
   explicit openai_response_builder(openai_response_context ctx);
 
-  // Events of choice `choice` (REQUIRES: < ctx.n). Chunks are accepted too
+  // Events of choice `choice` (< ctx.n; others are ignored). Chunks are accepted too
   // (a request submitted with stream = true), text and logprobs appended.
   void on_chunk(uint32_t choice, const request_chunk& c);
   void on_finished(uint32_t choice, const request_finished& f);

@@ -53,7 +53,7 @@ std::string openai_stream_encoder::choice_event(uint32_t i, const std::string* t
 }
 
 std::string openai_stream_encoder::open(uint32_t i) {
-  choice& ch = choices_.at(i);
+  choice& ch = choices_[i];
   if (ch.opened || ctx_.endpoint != openai_endpoint::chat_completions) return ch.opened = true, std::string();
   ch.opened = true;
   static const std::string empty;
@@ -61,12 +61,12 @@ std::string openai_stream_encoder::open(uint32_t i) {
 }
 
 std::string openai_stream_encoder::on_accepted(uint32_t i, const request_accepted&) {
-  if (done_) return {};
+  if (done_ || i >= choices_.size()) return {};
   return emit(open(i));
 }
 
 std::string openai_stream_encoder::on_chunk(uint32_t i, const request_chunk& c) {
-  if (done_ || choices_.at(i).finished) return {};
+  if (done_ || i >= choices_.size() || choices_[i].finished) return {};
   std::string out = open(i);
   choices_[i].logprobs.append(ctx_, c.logprobs);
   if (!c.text.empty() || !choices_[i].logprobs.empty()) out += choice_event(i, &c.text, nullptr, false);
@@ -74,7 +74,7 @@ std::string openai_stream_encoder::on_chunk(uint32_t i, const request_chunk& c) 
 }
 
 std::string openai_stream_encoder::on_finished(uint32_t i, const request_finished& f) {
-  if (done_ || choices_.at(i).finished) return {};
+  if (done_ || i >= choices_.size() || choices_[i].finished) return {};
   if (f.reason == finish_reason::error) return on_error(f.error);
   choice& ch = choices_[i];
   std::string out = open(i);

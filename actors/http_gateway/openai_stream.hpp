@@ -44,7 +44,7 @@ class openai_stream_encoder {
   explicit openai_stream_encoder(openai_response_context ctx);
 
   // Each returns the bytes to send now (maybe ""); after done(), "".
-  // REQUIRES: choice < ctx.n.
+  // Events of a choice >= ctx.n, or after the choice finished, are ignored.
   std::string on_accepted(uint32_t choice, const request_accepted& a);
   std::string on_chunk(uint32_t choice, const request_chunk& c);
   std::string on_finished(uint32_t choice, const request_finished& f);

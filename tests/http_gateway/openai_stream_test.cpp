@@ -210,5 +210,14 @@ TEST(OpenaiStream, RejectedChoiceAfterStart) {
   EXPECT_EQ(ev[2], "[DONE]");
 }
 
+TEST(OpenaiStream, EventsOfUnknownChoicesAreIgnored) {
+  openai_stream_encoder enc(context(openai_endpoint::chat_completions, 1));
+  EXPECT_EQ(enc.on_accepted(1, request_accepted{}), "");
+  EXPECT_EQ(enc.on_chunk(5, chunk("x")), "");
+  EXPECT_EQ(enc.on_finished(1, finished(finish_reason::stop, "", 1, 0, 0)), "");
+  EXPECT_FALSE(enc.started());
+  EXPECT_FALSE(enc.done());
+}
+
 }  // namespace
 }  // namespace cortex::http
