@@ -23,6 +23,7 @@ const command k_commands[] = {
     {"make-model", cortex::cli::cmd_make_model, "write a GGUF model with seeded random weights in a real shape"},
     {"bench", cortex::cli::cmd_bench, "measure prefill and decode speed and memory bandwidth"},
     {"submit", cortex::cli::cmd_submit, "send a prompt to cortexd and stream the text (--json: protocol messages)"},
+    {"chat", cortex::cli::cmd_chat, "chat with cortexd: multi-turn, streaming, Ctrl-C stops an answer"},
     {"cancel", cortex::cli::cmd_cancel, "cancel requests on cortexd by id"},
     {"stats", cortex::cli::cmd_stats, "cortexd's statistics"},
     {"health", cortex::cli::cmd_health, "cortexd's health"},

@@ -286,8 +286,7 @@ class ProtocolRulesTest(support.ServerTestCase):
         self.assertEqual(next(s)["t"], "accepted")
         self.c.send(submit(id="dup", prompt="something else"))
         text, fin = s.result()
-        err = [m for m in self.c.pending() if m.get("t") == "error"]
-        self.c._other.clear()
+        err = [m for m in self.c.pending(clear=True) if m.get("t") == "error"]
         self.assertEqual(len(err), 1, "exactly one error for the duplicate")
         self.assertEqual((err[0]["code"], err[0]["name"], err[0]["id"]), (409, "duplicate_id", "dup"))
         self.assertEqual([e["seq"] for e in s.events], list(range(len(s.events))))
