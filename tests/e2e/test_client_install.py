@@ -8,7 +8,6 @@ from a copy: setuptools writes build/ and *.egg-info beside the sources."""
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
