@@ -26,6 +26,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--endpoint", default=os.environ.get("CORTEX_ENDPOINT", "tcp://127.0.0.1:5555"))
     ap.add_argument("--messages-json", metavar="FILE",
                     help="chat turns instead of a prompt: a JSON array of {role, content} ('-' = stdin)")
+    ap.add_argument("--chat-template-kwargs", metavar="JSON", type=json.loads,
+                    help="with --messages-json: extra chat template variables (a JSON object)")
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--temperature", type=float, default=None)
     ap.add_argument("--seed", type=int, default=None)
@@ -34,6 +36,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = ap.parse_args(argv)
     if (a.prompt is None) == (a.messages_json is None):
         ap.error("give a prompt or --messages-json FILE (one of them)")
+    if a.chat_template_kwargs is not None and (a.messages_json is None or not isinstance(a.chat_template_kwargs, dict)):
+        ap.error("--chat-template-kwargs must be a JSON object and goes with --messages-json")
     try:
         messages = _read_messages(a.messages_json) if a.messages_json is not None else None
     except (OSError, ValueError) as e:
@@ -41,8 +45,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
 
     with Client(a.endpoint, timeout_s=a.timeout) as c:
-        s = c.submit(prompt=a.prompt, messages=messages, max_tokens=a.max_tokens, temperature=a.temperature,
-                     seed=a.seed)
+        s = c.submit(prompt=a.prompt, messages=messages, chat_template_kwargs=a.chat_template_kwargs,
+                     max_tokens=a.max_tokens, temperature=a.temperature, seed=a.seed)
         try:
             for ev in s:
                 if a.json:
