@@ -22,7 +22,7 @@ const command k_commands[] = {
     {"info", cortex::cli::cmd_info, "show a model's metadata, tensor types and sizes"},
     {"make-model", cortex::cli::cmd_make_model, "write a GGUF model with seeded random weights in a real shape"},
     {"bench", cortex::cli::cmd_bench, "measure prefill and decode speed and memory bandwidth"},
-    {"submit", cortex::cli::cmd_submit, "send a prompt to cortexd and stream the text (--json: protocol messages)"},
+    {"submit", cortex::cli::cmd_submit, "send a prompt or chat turns to cortexd and stream the text (--json: protocol messages)"},
     {"chat", cortex::cli::cmd_chat, "chat with cortexd: multi-turn, streaming, Ctrl-C stops an answer"},
     {"cancel", cortex::cli::cmd_cancel, "cancel requests on cortexd by id"},
     {"stats", cortex::cli::cmd_stats, "cortexd's statistics"},
