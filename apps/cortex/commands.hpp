@@ -14,6 +14,7 @@ int cmd_info(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_submit(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 int cmd_cancel(int argc, char** argv);
 int cmd_stats(int argc, char** argv);
 int cmd_health(int argc, char** argv);
