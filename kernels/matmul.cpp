@@ -6,6 +6,7 @@
 
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
+#include "kernels/quant_traits.hpp"
 
 namespace cortex::kernels {
 
@@ -20,34 +21,6 @@ inline int nearest_int(float f) {
   int32_t i;
   std::memcpy(&i, &shifted, 4);
   return (i & 0x007fffff) - 0x00400000;
-}
-
-// f16 / bf16 weights: llama.cpp's vec_dot_type for them is the weight type
-// itself, i.e. it rounds activations to f16 / bf16 (nearest even) before
-// the dot. We do the same (the rounded values stay stored as f32), so f16
-// models give llama.cpp's numbers, not slightly more precise ones.
-enum class x_format { f32, f16_rounded, bf16_rounded, q8_32, q8_256 };
-
-x_format format_for(ggml_type t) {
-  switch (t) {
-    case ggml_type::q4_0:
-    case ggml_type::q8_0:
-    case ggml_type::q5_0: return x_format::q8_32;
-    case ggml_type::q4_k:
-    case ggml_type::q5_k:
-    case ggml_type::q6_k: return x_format::q8_256;
-    case ggml_type::f16: return x_format::f16_rounded;
-    case ggml_type::bf16: return x_format::bf16_rounded;
-    default: return x_format::f32;
-  }
-}
-
-int q8_32_offset(ggml_type t) {
-  switch (t) {
-    case ggml_type::q4_0: return q8_32_offset_q4_0;
-    case ggml_type::q5_0: return q8_32_offset_q5_0;
-    default: return q8_32_offset_q8_0;
-  }
 }
 
 struct x_layout {
@@ -113,95 +86,37 @@ void quantize_q8_256(const float* x, int64_t cols, const x_layout& l, uint8_t* o
   }
 }
 
-void quantize_token(const weight_view& w, const float* x, const x_layout& l, uint8_t* out,
-                    const matmul_kernel_set& ks) {
+// f16 / bf16 weights: llama.cpp's vec_dot_type for them is the weight type
+// itself, i.e. it rounds activations to f16 / bf16 (nearest even) before
+// the dot. We do the same (the rounded values stay stored as f32), so f16
+// models give llama.cpp's numbers, not slightly more precise ones.
+void quantize_token(const quant_traits& tr, int64_t cols, const float* x, const x_layout& l, uint8_t* out,
+                    const activation_kernels& ks) {
   auto* y = reinterpret_cast<float*>(out);
-  switch (format_for(w.type)) {
-    case x_format::q8_32: quantize_q8_32(x, w.cols, q8_32_offset(w.type), l, out, ks.quantize_q8_32); break;
-    case x_format::q8_256: quantize_q8_256(x, w.cols, l, out); break;
-    case x_format::f16_rounded: ks.round_to_f16(x, y, w.cols); break;
-    case x_format::bf16_rounded:
-      for (int64_t k = 0; k < w.cols; ++k) y[k] = bf16_to_fp32(fp32_to_bf16(x[k]));
+  switch (tr.activation) {
+    case x_format::q8_32: quantize_q8_32(x, cols, tr.zero_point, l, out, ks.quantize_q8_32); break;
+    case x_format::q8_256: quantize_q8_256(x, cols, l, out); break;
+    case x_format::f16: ks.round_to_f16(x, y, cols); break;
+    case x_format::bf16:
+      for (int64_t k = 0; k < cols; ++k) y[k] = bf16_to_fp32(fp32_to_bf16(x[k]));
       break;
-    case x_format::f32: break;  // not prepared: the kernels read x itself
+    case x_format::f32:  // not prepared: the kernels read x itself
+    case x_format::none: break;
   }
 }
 
-matmul_rows_fn pick(const matmul_kernel_set& s, ggml_type t) {
-  switch (t) {
-    case ggml_type::f32: return s.f32;
-    case ggml_type::f16: return s.f16;
-    case ggml_type::bf16: return s.bf16;
-    case ggml_type::q4_0: return s.q4_0;
-    case ggml_type::q8_0: return s.q8_0;
-    case ggml_type::q5_0: return s.q5_0;
-    case ggml_type::q4_k: return s.q4_k;
-    case ggml_type::q5_k: return s.q5_k;
-    case ggml_type::q6_k: return s.q6_k;
-    default: return nullptr;
-  }
-}
+matmul_rows_fn pick(const quant_traits& tr, isa i) { return kernel_for_isa(tr.matmul, static_cast<int>(i)); }
 
-void overlay(matmul_kernel_set& base, const matmul_kernel_set& top) {
-  auto set = [](auto& b, auto t) {
-    if (t != nullptr) b = t;
-  };
-  set(base.f32, top.f32);
-  set(base.f16, top.f16);
-  set(base.bf16, top.bf16);
-  set(base.q4_0, top.q4_0);
-  set(base.q8_0, top.q8_0);
-  set(base.q5_0, top.q5_0);
-  set(base.q4_k, top.q4_k);
-  set(base.q5_k, top.q5_k);
-  set(base.q6_k, top.q6_k);
-  set(base.packed_q4_0, top.packed_q4_0);
-  set(base.packed_q8_0, top.packed_q8_0);
-  set(base.packed_q4_k, top.packed_q4_k);
-  set(base.packed_q6_k, top.packed_q6_k);
-  set(base.quantize_q8_32, top.quantize_q8_32);
-  set(base.round_to_f16, top.round_to_f16);
-}
-
-struct kernel_tables {
-  matmul_kernel_set by_isa[3];
-  kernel_tables() {
-    get_matmul_kernels_scalar(&by_isa[0]);
-    get_matmul_kernels_scalar_packed(&by_isa[0]);
-    by_isa[0].quantize_q8_32 = quantize_block_q8_32;
-    by_isa[0].round_to_f16 = round_to_f16;
-    by_isa[1] = by_isa[0];
-    by_isa[2] = by_isa[0];
-    // The isa translation units may use their instructions anywhere, even
-    // while filling a table: only call them on a CPU that has the isa.
-    const isa best = best_supported_isa();
-    if (best >= isa::avx2) {
-      matmul_kernel_set avx2;
-      get_matmul_kernels_avx2(&avx2);
-      get_matmul_kernels_avx2_k(&avx2);
-      get_matmul_kernels_avx2_packed(&avx2);
-      get_matmul_kernels_avx2_packed_k(&avx2);
-      overlay(by_isa[1], avx2);
-      by_isa[2] = by_isa[1];
-    }
-    if (best >= isa::avx512) {
-      matmul_kernel_set avx512;
-      get_matmul_kernels_avx512(&avx512);
-      get_matmul_kernels_avx512_k(&avx512);
-      get_matmul_kernels_avx512_packed(&avx512);
-      get_matmul_kernels_avx512_packed_k(&avx512);
-      get_matmul_kernels_avx512_quantize(&avx512);
-      overlay(by_isa[2], avx512);
-    }
-  }
+// Activation kernels by isa; the isa ones are only called where active_isa()
+// (never above the CPU's) selects them.
+const activation_kernels activation_by_isa[n_kernel_isas] = {
+    {quantize_block_q8_32, round_to_f16},
+    {quantize_block_q8_32, round_to_f16_avx2},
+    {quantize_block_q8_32_avx512, round_to_f16_avx2},
 };
 
-const kernel_tables& tables() {
-  static const kernel_tables t;
-  return t;
-}
-
 struct quantize_job {
+  const quant_traits* tr;
   const weight_view* w;
   const float* x;
   const x_layout* l;
@@ -234,7 +149,7 @@ void run_rows_task(void* ctx, int task, int /*thread*/) {
 
 }  // namespace
 
-const matmul_kernel_set& active_matmul_kernels() { return tables().by_isa[static_cast<int>(active_isa())]; }
+const activation_kernels& active_activation_kernels() { return activation_by_isa[static_cast<int>(active_isa())]; }
 
 float quantize_block_q8_32(const float* xb, int8_t* q, int* sum) {
   float amax = 0.f;
@@ -287,28 +202,18 @@ uint8_t* matmul_scratch::reserve(size_t n) {
   return data_;
 }
 
-bool matmul_supports(ggml_type type) { return pick(tables().by_isa[0], type) != nullptr; }
-
-size_t matmul_row_bytes(ggml_type type, int64_t cols) {
-  const size_t n = static_cast<size_t>(cols);
-  switch (type) {
-    case ggml_type::f32: return n * 4;
-    case ggml_type::f16:
-    case ggml_type::bf16: return n * 2;
-    case ggml_type::q4_0: return n / 32 * sizeof(block_q4_0);
-    case ggml_type::q8_0: return n / 32 * sizeof(block_q8_0);
-    case ggml_type::q5_0: return n / 32 * sizeof(block_q5_0);
-    case ggml_type::q4_k: return n / 256 * sizeof(block_q4_k);
-    case ggml_type::q5_k: return n / 256 * sizeof(block_q5_k);
-    case ggml_type::q6_k: return n / 256 * sizeof(block_q6_k);
-    default: return 0;
-  }
+bool matmul_supports(ggml_type type) {
+  const quant_traits* r = find_quant_traits(static_cast<uint32_t>(type));
+  return r != nullptr && r->matmul[0] != nullptr;
 }
+
+size_t matmul_row_bytes(ggml_type type, int64_t cols) { return matmul_supports(type) ? row_size(type, cols) : 0; }
 
 void matmul(const weight_view& w, const float* x, int n_tokens, float* y, thread_pool& pool,
             matmul_scratch& scratch) {
-  const matmul_rows_fn fn = pick(tables().by_isa[static_cast<int>(active_isa())], w.type);
-  const x_format f = format_for(w.type);
+  const quant_traits& tr = quant_traits_of(w.type);
+  const matmul_rows_fn fn = pick(tr, active_isa());
+  const x_format f = tr.activation;
   rows_job job{fn, &w, {}, n_tokens, y, 0, 0, 0};
   size_t x_bytes_per_token = static_cast<size_t>(w.cols) * 4;
   if (f == x_format::f32) {
@@ -316,11 +221,11 @@ void matmul(const weight_view& w, const float* x, int n_tokens, float* y, thread
   } else {
     const x_layout l = layout_for(f, w.cols);
     uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
-    quantize_job qj{&w, x, &l, buf};
+    quantize_job qj{&tr, &w, x, &l, buf};
     auto quantize_one = [](void* ctx, int t, int) {
       const auto& q = *static_cast<const quantize_job*>(ctx);
-      quantize_token(*q.w, q.x + static_cast<int64_t>(t) * q.w->cols, *q.l, q.out + static_cast<size_t>(t) * q.l->stride,
-                     active_matmul_kernels());
+      quantize_token(*q.tr, q.w->cols, q.x + static_cast<int64_t>(t) * q.w->cols, *q.l,
+                     q.out + static_cast<size_t>(t) * q.l->stride, active_activation_kernels());
     };
     if (n_tokens == 1) {
       quantize_one(&qj, 0, 0);
@@ -352,8 +257,9 @@ void matmul(const weight_view& w, const float* x, int n_tokens, float* y, thread
 }
 
 void matmul_reference(const weight_view& w, const float* x, int n_tokens, float* y) {
-  const matmul_rows_fn fn = pick(tables().by_isa[0], w.type);
-  const x_format f = format_for(w.type);
+  const quant_traits& tr = quant_traits_of(w.type);
+  const matmul_rows_fn fn = pick(tr, isa::scalar);
+  const x_format f = tr.activation;
   if (f == x_format::f32) {
     fn(w, {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(w.cols) * 4, 0, 0}, n_tokens, y, 0, w.rows);
     return;
@@ -362,8 +268,8 @@ void matmul_reference(const weight_view& w, const float* x, int n_tokens, float*
   matmul_scratch scratch;
   uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
   for (int t = 0; t < n_tokens; ++t) {
-    quantize_token(w, x + static_cast<int64_t>(t) * w.cols, l, buf + static_cast<size_t>(t) * l.stride,
-                   tables().by_isa[0]);
+    quantize_token(tr, w.cols, x + static_cast<int64_t>(t) * w.cols, l, buf + static_cast<size_t>(t) * l.stride,
+                   activation_by_isa[0]);
   }
   fn(w, {buf, l.stride, l.d_offset, l.aux_offset}, n_tokens, y, 0, w.rows);
 }

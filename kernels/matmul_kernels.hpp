@@ -34,7 +34,8 @@ struct weight_view {
 //   int8  qs[nbp * 32]   at 0           quantized values, x ~ qs * d
 //   float dxv[nbp * 8]   at d_offset    d of block b in lanes 8b .. 8b+7
 //   float cxv[nbp * 8]   at aux_offset  lane 8b: -offset * sum(qs of b) * d_b,
-//                                        other lanes 0 (offset = weight zero point)
+//                                        other lanes 0 (offset = the weight type's
+//                                        zero_point, kernels/quant_traits.hpp)
 // q8_256 layout (k-quant weights), nb = cols / 256 (llama.cpp's block_q8_k):
 //   int8    qs[nb * 256] at 0
 //   float   d[nb]        at d_offset
@@ -120,61 +121,31 @@ packed_dest packed_dest_of(const packed_view& w, int64_t p);
 using packed_rows_fn = void (*)(const packed_view& w, const quantized_x& x, int n_tokens, int64_t panel_begin,
                                 int64_t panel_end);
 
-// One isa's kernels; nullptr where a type is not implemented for it.
-struct matmul_kernel_set {
-  matmul_rows_fn f32 = nullptr;
-  matmul_rows_fn f16 = nullptr;
-  matmul_rows_fn bf16 = nullptr;
-  matmul_rows_fn q4_0 = nullptr;
-  matmul_rows_fn q8_0 = nullptr;
-  matmul_rows_fn q5_0 = nullptr;
-  matmul_rows_fn q4_k = nullptr;
-  matmul_rows_fn q5_k = nullptr;
-  matmul_rows_fn q6_k = nullptr;
-  packed_rows_fn packed_q4_0 = nullptr;
-  packed_rows_fn packed_q8_0 = nullptr;
-  packed_rows_fn packed_q4_k = nullptr;
-  packed_rows_fn packed_q6_k = nullptr;
+// The per-type kernels (matmul_rows_fn, packed_rows_fn) are named by the
+// type's row in kernels/quant_traits.cpp. The activation kernels are per isa:
+struct activation_kernels {
   // quantize_block_q8_32, bit-identical to the scalar one.
   float (*quantize_q8_32)(const float* x, int8_t* q, int* sum) = nullptr;
   // round_to_f16, bit-identical to the scalar one (NaN payloads aside).
   void (*round_to_f16)(const float* x, float* y, int64_t n) = nullptr;
 };
 
-// The kernel table of the active isa (kernels/cpu_features.hpp), each entry
-// falling back to a lower isa where the active one has none.
-const matmul_kernel_set& active_matmul_kernels();
+// The activation kernels of the active isa (kernels/cpu_features.hpp).
+const activation_kernels& active_activation_kernels();
 
 // y[i] = x[i] rounded to the nearest f16 (ties to even, overflow to inf,
 // subnormals kept), as f32: the activations of f16 weights.
 void round_to_f16(const float* x, float* y, int64_t n);
+void round_to_f16_avx2(const float* x, float* y, int64_t n);  // x86/matmul_avx2.cpp
 
 // Quantizes one block of 32 activations as llama.cpp's quantize_row_q8_0 does
 // on x86 (d = amax / 127 rounded to f16, q = round_half_even(x * 127 / amax)).
 // Writes q[32] and *sum = sum(q); returns the f16-rounded d.
 float quantize_block_q8_32(const float* x, int8_t* q, int* sum);
+float quantize_block_q8_32_avx512(const float* x, int8_t* q, int* sum);  // x86/matmul_quantize_avx512.cpp
 
 // Quantizes one super-block of 256 activations as llama.cpp's
 // quantize_row_q8_K does; writes q[256] and returns d.
 float quantize_block_q8_256(const float* x, int8_t* q);
-
-// Zero point subtracted from the stored weight code for q8_32 weight types:
-// 8 (q4_0), 16 (q5_0), 128 (q8_0: AVX-512 offsets int8 weights to uint8).
-constexpr int q8_32_offset_q4_0 = 8;
-constexpr int q8_32_offset_q5_0 = 16;
-constexpr int q8_32_offset_q8_0 = 128;
-
-// Filled in by each isa's translation unit. The scalar set is complete.
-void get_matmul_kernels_scalar(matmul_kernel_set* set);
-void get_matmul_kernels_avx2(matmul_kernel_set* set);
-void get_matmul_kernels_avx2_k(matmul_kernel_set* set);  // k-quants
-void get_matmul_kernels_avx512(matmul_kernel_set* set);      // f32/f16/bf16, q8_32 types
-void get_matmul_kernels_avx512_k(matmul_kernel_set* set);    // k-quants
-void get_matmul_kernels_avx2_packed(matmul_kernel_set* set);    // packed q4_0/q8_0
-void get_matmul_kernels_avx2_packed_k(matmul_kernel_set* set);  // packed q4_k/q6_k
-void get_matmul_kernels_avx512_packed(matmul_kernel_set* set);  // packed q4_0/q8_0
-void get_matmul_kernels_avx512_packed_k(matmul_kernel_set* set);  // packed q4_k/q6_k
-void get_matmul_kernels_avx512_quantize(matmul_kernel_set* set);   // activation quantization
-void get_matmul_kernels_scalar_packed(matmul_kernel_set* set);  // kernels/matmul_packed.cpp
 
 }  // namespace cortex::kernels

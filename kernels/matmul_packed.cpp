@@ -5,7 +5,7 @@
 
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
-#include "kernels/matmul_packed_k.hpp"
+#include "kernels/quant_traits.hpp"
 
 namespace cortex::kernels {
 
@@ -15,62 +15,75 @@ constexpr size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 constexpr int64_t panel_rows = packed_panel_rows;
 constexpr int64_t record_header = 64;
 
-// Code bytes of one 32-column block for 16 rows.
-int64_t block_code_bytes(ggml_type t) { return t == ggml_type::q4_0 ? 256 : 512; }
-int64_t record_bytes(ggml_type t) { return record_header + 2 * block_code_bytes(t); }
-bool is_k(ggml_type t) { return t == ggml_type::q4_k || t == ggml_type::q6_k; }
+// The two q8_p panel layouts (kernels/matmul_kernels.hpp): 4 (q4_0) or 8
+// (q8_0) 64-byte code groups per 32-column block; q8_0's int8 codes are
+// stored offset to uint8 (xor 0x80).
+struct layout_q4_0 {
+  using block = block_q4_0;
+  static constexpr int n_groups = 4;
+  static constexpr uint32_t flip = 0;
+};
+struct layout_q8_0 {
+  using block = block_q8_0;
+  static constexpr int n_groups = 8;
+  static constexpr uint32_t flip = 0x80808080u;
+};
 
-// Bytes of one panel: records of 64 columns (q4_0/q8_0) or 256 (k-quants).
-size_t panel_bytes_for(ggml_type t, int64_t cols) {
-  if (t == ggml_type::q4_k) return static_cast<size_t>(cols / 256) * packed_record_q4_k;
-  if (t == ggml_type::q6_k) return static_cast<size_t>(cols / 256) * packed_record_q6_k;
-  return round_up(static_cast<size_t>((cols / 32 + 1) / 2 * record_bytes(t)), 64);
-}
-
-int zero_point(ggml_type t) { return t == ggml_type::q4_0 ? q8_32_offset_q4_0 : q8_32_offset_q8_0; }
-
-// The original block (d, then 16 or 32 code bytes) of row r, block b.
-const uint8_t* source_block(const weight_view& w, int64_t r, int64_t b) {
-  const size_t block = w.type == ggml_type::q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
-  return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_bytes + static_cast<size_t>(b) * block;
-}
+template <class L>
+constexpr int64_t block_code_bytes = 64 * L::n_groups;
+template <class L>
+constexpr int64_t record_bytes = record_header + 2 * block_code_bytes<L>;
+template <class L>
+constexpr int n_code_bytes = 4 * L::n_groups;  // qs bytes of one source block
 
 // Byte offset of (block b, row i of the panel, code byte k of the source
 // block's qs) inside a panel, and of the block's scale for row i.
-size_t code_offset(ggml_type t, int64_t b, int64_t i, int k) {
-  return static_cast<size_t>((b / 2) * record_bytes(t) + record_header + (b % 2) * block_code_bytes(t) +
+template <class L>
+size_t code_offset(int64_t b, int64_t i, int k) {
+  return static_cast<size_t>((b / 2) * record_bytes<L> + record_header + (b % 2) * block_code_bytes<L> +
                              (k / 4) * 64 + i * 4 + k % 4);
 }
-size_t scale_offset(ggml_type t, int64_t b, int64_t i) {
-  return static_cast<size_t>((b / 2) * record_bytes(t) + (b % 2) * 32 + i * 2);
+template <class L>
+size_t scale_offset(int64_t b, int64_t i) {
+  return static_cast<size_t>((b / 2) * record_bytes<L> + (b % 2) * 32 + i * 2);
 }
 
-// Rows [first_row, first_row + 16) of w into a zeroed panel; rows past the
-// end stay zero. Codes move as 4-byte groups (one lane of one zmm group).
+// Codes move as 4-byte groups (one lane of one zmm group).
+template <class L>
 void pack_panel(const weight_view& w, int64_t first_row, uint8_t* panel) {
   const int64_t nb = w.cols / 32;
-  const int n_groups = w.type == ggml_type::q4_0 ? 4 : 8;
-  const uint32_t flip = w.type == ggml_type::q8_0 ? 0x80808080u : 0u;
   for (int64_t i = 0; i < panel_rows && first_row + i < w.rows; ++i) {
+    const auto* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(first_row + i) * w.row_bytes;
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* src = source_block(w, first_row + i, b);
-      std::memcpy(panel + scale_offset(w.type, b, i), src, 2);
-      uint8_t* dst = panel + code_offset(w.type, b, i, 0);
-      for (int g = 0; g < n_groups; ++g) {
+      const uint8_t* src = row + static_cast<size_t>(b) * sizeof(typename L::block);
+      std::memcpy(panel + scale_offset<L>(b, i), src, 2);
+      uint8_t* dst = panel + code_offset<L>(b, i, 0);
+      for (int g = 0; g < L::n_groups; ++g) {
         uint32_t v;
         std::memcpy(&v, src + 2 + 4 * g, 4);
-        v ^= flip;
+        v ^= L::flip;
         std::memcpy(dst + 64 * g, &v, 4);
       }
     }
   }
 }
 
+template <class L>
+void unpack_row(int64_t cols, const uint8_t* panel, int64_t i, uint8_t* out) {
+  const auto flip = static_cast<uint8_t>(L::flip);
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    uint8_t* dst = out + static_cast<size_t>(b) * sizeof(typename L::block);
+    std::memcpy(dst, panel + scale_offset<L>(b, i), 2);
+    for (int k = 0; k < n_code_bytes<L>; ++k) dst[2 + k] = panel[code_offset<L>(b, i, k)] ^ flip;
+  }
+}
+
 // Scalar packed kernel: the same integer math as the SIMD ones, for isas
 // without a packed kernel and as the reference of the layout in tests.
+template <class L>
 void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
   const int64_t nb = w.cols / 32;
-  const bool q4 = w.type == ggml_type::q4_0;
+  constexpr bool q4 = L::n_groups == 4;
   for (int64_t p = p0; p < p1; ++p) {
     const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
     const packed_dest dst = packed_dest_of(w, p);
@@ -83,8 +96,8 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
         float sum = 0.f;
         for (int64_t b = 0; b < nb; ++b) {
           int32_t dot = xc[b];
-          for (int k = 0; k < (q4 ? 16 : 32); ++k) {
-            const uint8_t c = panel[code_offset(w.type, b, i, k)];
+          for (int k = 0; k < n_code_bytes<L>; ++k) {
+            const uint8_t c = panel[code_offset<L>(b, i, k)];
             if (q4) {
               dot += (c & 0x0f) * xq[b * 32 + k] + (c >> 4) * xq[b * 32 + 16 + k];
             } else {
@@ -92,7 +105,7 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
             }
           }
           uint16_t h;
-          std::memcpy(&h, panel + scale_offset(w.type, b, i), 2);
+          std::memcpy(&h, panel + scale_offset<L>(b, i), 2);
           sum += static_cast<float>(dot) * (fp16_to_fp32(h) * xd[b]);
         }
         dst.y[t * dst.ld + i] = sum;
@@ -100,6 +113,18 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
     }
   }
 }
+
+const packed_layout& layout_of(ggml_type t) { return *quant_traits_of(t).packed; }
+bool is_k(ggml_type t) { return layout_of(t).x == packed_x_format::q8_kp; }
+
+// Bytes of one panel: whole records, rounded up to 64.
+size_t panel_bytes_for(ggml_type t, int64_t cols) {
+  const packed_layout& l = layout_of(t);
+  const auto n_records = static_cast<size_t>((cols + l.cols_per_record - 1) / l.cols_per_record);
+  return round_up(n_records * l.record_bytes, 64);
+}
+
+packed_rows_fn pick_packed(ggml_type t, isa i) { return kernel_for_isa(layout_of(t).kernels, static_cast<int>(i)); }
 
 struct x_layout {
   size_t stride, d_offset, aux_offset;
@@ -132,16 +157,6 @@ struct matmul_job {
   int tokens_per_task;
 };
 
-packed_rows_fn pick_packed(const matmul_kernel_set& s, ggml_type t) {
-  switch (t) {
-    case ggml_type::q4_0: return s.packed_q4_0;
-    case ggml_type::q8_0: return s.packed_q8_0;
-    case ggml_type::q4_k: return s.packed_q4_k;
-    case ggml_type::q6_k: return s.packed_q6_k;
-    default: return nullptr;
-  }
-}
-
 void run_task(void* ctx, int task, int /*thread*/) {
   const auto& j = *static_cast<const matmul_job*>(ctx);
   const int panel_task = task % j.n_panel_tasks;
@@ -173,24 +188,22 @@ packed_dest packed_dest_of(const packed_view& w, int64_t p) {
   return {seg.y + r0, seg.ld, seg.rows - r0 < panel_rows ? seg.rows - r0 : panel_rows};
 }
 
-void get_matmul_kernels_scalar_packed(matmul_kernel_set* set) {
-  set->packed_q4_0 = packed_rows_scalar;
-  set->packed_q8_0 = packed_rows_scalar;
-  set->packed_q4_k = packed_rows_scalar_k;
-  set->packed_q6_k = packed_rows_scalar_k;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const pack_panel_fn pack_panel_q4_0 = pack_panel<layout_q4_0>, pack_panel_q8_0 = pack_panel<layout_q8_0>;
+extern const unpack_row_fn unpack_row_q4_0 = unpack_row<layout_q4_0>, unpack_row_q8_0 = unpack_row<layout_q8_0>;
+extern const packed_rows_fn packed_scalar_q4_0 = packed_rows_scalar<layout_q4_0>,
+                            packed_scalar_q8_0 = packed_rows_scalar<layout_q8_0>;
 
 void packed_matrix::free_deleter::operator()(uint8_t* p) const { std::free(p); }
 
 bool packed_supported(ggml_type type) {
-  return type == ggml_type::q4_0 || type == ggml_type::q8_0 || type == ggml_type::q4_k || type == ggml_type::q6_k;
+  const quant_traits* r = find_quant_traits(static_cast<uint32_t>(type));
+  return r != nullptr && r->packed != nullptr;
 }
 
 bool packed_is_faster(ggml_type type) {
   if (!packed_supported(type) || active_isa() < isa::avx2) return false;
-  matmul_kernel_set scalar;
-  get_matmul_kernels_scalar_packed(&scalar);
-  return pick_packed(active_matmul_kernels(), type) != pick_packed(scalar, type);
+  return pick_packed(type, active_isa()) != pick_packed(type, isa::scalar);
 }
 
 packed_matrix pack_matrix(const weight_view* parts, int n_parts, thread_pool& pool) {
@@ -212,11 +225,7 @@ packed_matrix pack_matrix(const weight_view* parts, int n_parts, thread_pool& po
     int s = 0;
     while (s + 1 < n_parts && m.part_panel_begin_[static_cast<size_t>(s) + 1] <= p) ++s;
     const int64_t first_row = (p - m.part_panel_begin_[static_cast<size_t>(s)]) * panel_rows;
-    if (is_k(m.type_)) {
-      pack_panel_k(parts[s], first_row, panel);
-    } else {
-      pack_panel(parts[s], first_row, panel);
-    }
+    layout_of(m.type_).pack_panel(parts[s], first_row, panel);
   });
   return m;
 }
@@ -225,25 +234,14 @@ void unpack_row(const packed_matrix& w, int part, int64_t row, uint8_t* out) {
   const int64_t p = w.part_panel_begin(part) + row / panel_rows;
   const int64_t i = row % panel_rows;
   const uint8_t* panel = w.data() + static_cast<size_t>(p) * w.panel_bytes();
-  if (is_k(w.type())) {
-    unpack_panel_row_k(w.type(), w.cols(), panel, i, out);
-    return;
-  }
-  const int n_code_bytes = w.type() == ggml_type::q4_0 ? 16 : 32;
-  const size_t block = 2 + static_cast<size_t>(n_code_bytes);
-  const uint8_t flip = w.type() == ggml_type::q8_0 ? 0x80 : 0x00;
-  for (int64_t b = 0; b < w.cols() / 32; ++b) {
-    uint8_t* dst = out + static_cast<size_t>(b) * block;
-    std::memcpy(dst, panel + scale_offset(w.type(), b, i), 2);
-    for (int k = 0; k < n_code_bytes; ++k) dst[2 + k] = panel[code_offset(w.type(), b, i, k)] ^ flip;
-  }
+  layout_of(w.type()).unpack_row(w.cols(), panel, i, out);
 }
 
 void matmul_packed(const packed_matrix& w, const float* x, int n_tokens, float* const* ys, thread_pool& pool,
                    matmul_scratch& scratch) {
-  const matmul_kernel_set& set = active_matmul_kernels();
+  const activation_kernels& set = active_activation_kernels();
   matmul_job job{};
-  job.fn = pick_packed(set, w.type());
+  job.fn = pick_packed(w.type(), active_isa());
   packed_segment segs[8];
   const int n_segs = w.n_parts() < 8 ? w.n_parts() : 8;
   for (int s = 0; s < n_segs; ++s) segs[s] = {w.part_panel_begin(s), w.part_rows(s), ys[s], w.part_rows(s)};
@@ -252,7 +250,7 @@ void matmul_packed(const packed_matrix& w, const float* x, int n_tokens, float* 
   const x_layout l = layout_for(w.type(), w.cols());
   uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
   const int64_t nb = w.cols() / 32;
-  const int zp = zero_point(w.type());
+  const int zp = quant_traits_of(w.type()).zero_point;
   auto quantize_one_k = [&](int t, int) {
     uint8_t* out = buf + static_cast<size_t>(t) * l.stride;
     auto* qs = reinterpret_cast<int8_t*>(out);

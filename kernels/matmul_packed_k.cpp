@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/fp16.hpp"
+#include "kernels/quant_traits.hpp"
 
 namespace cortex::kernels {
 
@@ -83,48 +84,76 @@ void unpack_q6_k(const uint8_t* rec, int64_t i, block_q6_k& b) {
     }
 }
 
-size_t record_of(ggml_type t) { return t == ggml_type::q4_k ? packed_record_q4_k : packed_record_q6_k; }
+// The two k-quant panel layouts: block type, record size, one row's block
+// into / out of a record, and the scalar dot of a block with 256 q8 codes
+// times the activation scale dx (as the SIMD kernels compute it).
+struct layout_q4_k {
+  using block = block_q4_k;
+  static constexpr size_t record = packed_record_q4_k;
+  static void pack(const block& b, int64_t i, uint8_t* rec) { pack_q4_k(b, i, rec); }
+  static void unpack(const uint8_t* rec, int64_t i, block& b) { unpack_q4_k(rec, i, b); }
+  static float dot(const block& blk, const int8_t* q, float dx) {
+    int isum = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mn;
+      k4_scale_min(blk.scales, j, &sc, &mn);
+      int dot = 0, qsum = 0;
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t byte = blk.qs[32 * (j / 2) + l];
+        dot += (j % 2 == 0 ? byte & 0xf : byte >> 4) * q[32 * j + l];
+        qsum += q[32 * j + l];
+      }
+      isum += sc * dot;
+      msum += mn * qsum;
+    }
+    return dx * (fp16_to_fp32(blk.d) * static_cast<float>(isum) - fp16_to_fp32(blk.dmin) * static_cast<float>(msum));
+  }
+};
 
-}  // namespace
+struct layout_q6_k {
+  using block = block_q6_k;
+  static constexpr size_t record = packed_record_q6_k;
+  static void pack(const block& b, int64_t i, uint8_t* rec) { pack_q6_k(b, i, rec); }
+  static void unpack(const uint8_t* rec, int64_t i, block& b) { unpack_q6_k(rec, i, b); }
+  static float dot(const block& blk, const int8_t* q, float dx) {
+    int isum = 0;
+    for (int e = 0; e < 256; ++e) {
+      const int half = e / 128, l = e % 128, c = l / 32, li = l % 32;
+      const uint8_t ql = blk.ql[half * 64 + (c & 1) * 32 + li];
+      const int lo = c < 2 ? (ql & 0xf) : (ql >> 4);
+      const int hi = (blk.qh[half * 32 + li] >> (2 * c)) & 3;
+      isum += blk.scales[e / 16] * (((lo | (hi << 4)) - 32) * q[e]);
+    }
+    return dx * fp16_to_fp32(blk.d) * static_cast<float>(isum);
+  }
+};
 
-void pack_panel_k(const weight_view& w, int64_t first_row, uint8_t* panel) {
+template <class L>
+void pack_panel(const weight_view& w, int64_t first_row, uint8_t* panel) {
   const int64_t nb = w.cols / 256;
-  const size_t rec = record_of(w.type);
   for (int64_t i = 0; i < panel_rows && first_row + i < w.rows; ++i) {
     const uint8_t* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(first_row + i) * w.row_bytes;
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* r = panel + static_cast<size_t>(b) * rec;
-      if (w.type == ggml_type::q4_k) {
-        block_q4_k blk;
-        std::memcpy(&blk, row + b * sizeof(block_q4_k), sizeof blk);
-        pack_q4_k(blk, i, r);
-      } else {
-        block_q6_k blk;
-        std::memcpy(&blk, row + b * sizeof(block_q6_k), sizeof blk);
-        pack_q6_k(blk, i, r);
-      }
+      typename L::block blk;
+      std::memcpy(&blk, row + b * sizeof blk, sizeof blk);
+      L::pack(blk, i, panel + static_cast<size_t>(b) * L::record);
     }
   }
 }
 
-void unpack_panel_row_k(ggml_type type, int64_t cols, const uint8_t* panel, int64_t i, uint8_t* out) {
-  const size_t rec = record_of(type);
+template <class L>
+void unpack_row(int64_t cols, const uint8_t* panel, int64_t i, uint8_t* out) {
   for (int64_t b = 0; b < cols / 256; ++b) {
-    if (type == ggml_type::q4_k) {
-      block_q4_k blk;
-      unpack_q4_k(panel + static_cast<size_t>(b) * rec, i, blk);
-      std::memcpy(out + b * sizeof blk, &blk, sizeof blk);
-    } else {
-      block_q6_k blk;
-      unpack_q6_k(panel + static_cast<size_t>(b) * rec, i, blk);
-      std::memcpy(out + b * sizeof blk, &blk, sizeof blk);
-    }
+    typename L::block blk;
+    L::unpack(panel + static_cast<size_t>(b) * L::record, i, blk);
+    std::memcpy(out + b * sizeof blk, &blk, sizeof blk);
   }
 }
 
-void packed_rows_scalar_k(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
+// Scalar packed kernel (x in the q8_kp layout): the reference of the layout.
+template <class L>
+void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
   const int64_t nb = w.cols / 256;
-  const size_t rec = record_of(w.type);
   for (int64_t p = p0; p < p1; ++p) {
     const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
     const packed_dest dst = packed_dest_of(w, p);
@@ -135,44 +164,22 @@ void packed_rows_scalar_k(const packed_view& w, const quantized_x& x, int n_toke
         const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
         float sum = 0.f;
         for (int64_t b = 0; b < nb; ++b) {
-          const int8_t* q = xq + b * 256;
-          const uint8_t* r = panel + static_cast<size_t>(b) * rec;
-          if (w.type == ggml_type::q4_k) {
-            block_q4_k blk;
-            unpack_q4_k(r, i, blk);
-            int isum = 0, msum = 0;
-            for (int j = 0; j < 8; ++j) {
-              uint8_t sc, mn;
-              k4_scale_min(blk.scales, j, &sc, &mn);
-              int dot = 0, qsum = 0;
-              for (int l = 0; l < 32; ++l) {
-                const uint8_t byte = blk.qs[32 * (j / 2) + l];
-                dot += (j % 2 == 0 ? byte & 0xf : byte >> 4) * q[32 * j + l];
-                qsum += q[32 * j + l];
-              }
-              isum += sc * dot;
-              msum += mn * qsum;
-            }
-            sum += xd[b] * (fp16_to_fp32(blk.d) * static_cast<float>(isum) -
-                            fp16_to_fp32(blk.dmin) * static_cast<float>(msum));
-          } else {
-            block_q6_k blk;
-            unpack_q6_k(r, i, blk);
-            int isum = 0;
-            for (int e = 0; e < 256; ++e) {
-              const int half = e / 128, l = e % 128, c = l / 32, li = l % 32;
-              const uint8_t ql = blk.ql[half * 64 + (c & 1) * 32 + li];
-              const int lo = c < 2 ? (ql & 0xf) : (ql >> 4);
-              const int hi = (blk.qh[half * 32 + li] >> (2 * c)) & 3;
-              isum += blk.scales[e / 16] * (((lo | (hi << 4)) - 32) * q[e]);
-            }
-            sum += xd[b] * fp16_to_fp32(blk.d) * static_cast<float>(isum);
-          }
+          typename L::block blk;
+          L::unpack(panel + static_cast<size_t>(b) * L::record, i, blk);
+          sum += L::dot(blk, xq + b * 256, xd[b]);
         }
         dst.y[t * dst.ld + i] = sum;
       }
     }
   }
 }
+
+}  // namespace
+
+// Named by the rows of kernels/quant_traits.cpp.
+extern const pack_panel_fn pack_panel_q4_k = pack_panel<layout_q4_k>, pack_panel_q6_k = pack_panel<layout_q6_k>;
+extern const unpack_row_fn unpack_row_q4_k = unpack_row<layout_q4_k>, unpack_row_q6_k = unpack_row<layout_q6_k>;
+extern const packed_rows_fn packed_scalar_q4_k = packed_rows_scalar<layout_q4_k>,
+                            packed_scalar_q6_k = packed_rows_scalar<layout_q6_k>;
 
 }  // namespace cortex::kernels

@@ -188,16 +188,10 @@ void rows_q6_k(const weight_view& w, const quantized_x& x, int n_tokens, float* 
 
 }  // namespace
 
-void get_matmul_kernels_scalar(matmul_kernel_set* set) {
-  set->f32 = rows_f32;
-  set->f16 = rows_f16;
-  set->bf16 = rows_bf16;
-  set->q4_0 = rows_q4_0;
-  set->q8_0 = rows_q8_0;
-  set->q5_0 = rows_q5_0;
-  set->q4_k = rows_q4_k;
-  set->q5_k = rows_q5_k;
-  set->q6_k = rows_q6_k;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const matmul_rows_fn matmul_scalar_f32 = rows_f32, matmul_scalar_f16 = rows_f16, matmul_scalar_bf16 = rows_bf16,
+                            matmul_scalar_q4_0 = rows_q4_0, matmul_scalar_q8_0 = rows_q8_0,
+                            matmul_scalar_q5_0 = rows_q5_0, matmul_scalar_q4_k = rows_q4_k,
+                            matmul_scalar_q5_k = rows_q5_k, matmul_scalar_q6_k = rows_q6_k;
 
 }  // namespace cortex::kernels

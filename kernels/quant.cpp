@@ -1,6 +1,7 @@
 // Dequantizers. Each mirrors llama.cpp's dequantize_row_* operation by
 // operation (same float products in the same order, no fused multiply-add),
-// so the output is bit-identical to the reference.
+// so the output is bit-identical to the reference. dequantize_row_<type> are
+// named by their type's row in kernels/quant_traits.cpp.
 #include "kernels/quant.hpp"
 
 #include <cstring>
@@ -8,23 +9,27 @@
 #include "kernels/fp16.hpp"
 #include "kernels/quant_blocks.hpp"
 #include "kernels/quant_k_scales.hpp"
+#include "kernels/quant_traits.hpp"
 
 namespace cortex {
-namespace {
 
-void dequantize_f32(const void* src, float* y, int64_t n) {
+void dequantize_row_f32(const void* src, float* y, int64_t n) {
   std::memcpy(y, src, static_cast<size_t>(n) * sizeof(float));
 }
 
-void dequantize_f16(const uint16_t* x, float* y, int64_t n) {
+void dequantize_row_f16(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
 }
 
-void dequantize_bf16(const uint16_t* x, float* y, int64_t n) {
+void dequantize_row_bf16(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(x[i]);
 }
 
-void dequantize_q4_0(const block_q4_0* x, float* y, int64_t nb) {
+void dequantize_row_q4_0(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q4_0*>(src);
+  const int64_t nb = n / qk4_0;
   for (int64_t i = 0; i < nb; ++i, y += qk4_0) {
     const float d = fp16_to_fp32(x[i].d);
     for (int j = 0; j < qk4_0 / 2; ++j) {
@@ -34,7 +39,9 @@ void dequantize_q4_0(const block_q4_0* x, float* y, int64_t nb) {
   }
 }
 
-void dequantize_q4_1(const block_q4_1* x, float* y, int64_t nb) {
+void dequantize_row_q4_1(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q4_1*>(src);
+  const int64_t nb = n / 32;
   for (int64_t i = 0; i < nb; ++i, y += 32) {
     const float d = fp16_to_fp32(x[i].d);
     const float m = fp16_to_fp32(x[i].m);
@@ -51,7 +58,9 @@ inline int q5_value(const uint8_t* qs, uint32_t qh, int j) {
   return low | static_cast<int>(((qh >> j) & 1u) << 4);
 }
 
-void dequantize_q5_0(const block_q5_0* x, float* y, int64_t nb) {
+void dequantize_row_q5_0(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q5_0*>(src);
+  const int64_t nb = n / 32;
   for (int64_t i = 0; i < nb; ++i, y += 32) {
     const float d = fp16_to_fp32(x[i].d);
     uint32_t qh;
@@ -60,7 +69,9 @@ void dequantize_q5_0(const block_q5_0* x, float* y, int64_t nb) {
   }
 }
 
-void dequantize_q5_1(const block_q5_1* x, float* y, int64_t nb) {
+void dequantize_row_q5_1(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q5_1*>(src);
+  const int64_t nb = n / 32;
   for (int64_t i = 0; i < nb; ++i, y += 32) {
     const float d = fp16_to_fp32(x[i].d);
     const float m = fp16_to_fp32(x[i].m);
@@ -70,7 +81,9 @@ void dequantize_q5_1(const block_q5_1* x, float* y, int64_t nb) {
   }
 }
 
-void dequantize_q8_0(const block_q8_0* x, float* y, int64_t nb) {
+void dequantize_row_q8_0(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q8_0*>(src);
+  const int64_t nb = n / qk8_0;
   for (int64_t i = 0; i < nb; ++i, y += qk8_0) {
     const float d = fp16_to_fp32(x[i].d);
     for (int j = 0; j < qk8_0; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
@@ -79,7 +92,9 @@ void dequantize_q8_0(const block_q8_0* x, float* y, int64_t nb) {
 
 // q2_K: 16 sub-blocks of 16. Byte qs[32*h + l] holds, in bit pair p, element
 // 128*h + 32*p + l (l < 32); sub-block s has scale scales[s] & 15, min >> 4.
-void dequantize_q2_k(const block_q2_k* x, float* y, int64_t nb) {
+void dequantize_row_q2_k(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q2_k*>(src);
+  const int64_t nb = n / qk_k;
   for (int64_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(x[i].d);
     const float dmin = fp16_to_fp32(x[i].dmin);
@@ -103,7 +118,9 @@ inline int q3_k_scale(const uint8_t* scales, int s) {
 
 // q3_K: low 2 bits packed like q2_K; the third bit of element 128*h + 32*p + l
 // is bit (4*h + p) of hmask[l], and a clear bit means "subtract 4".
-void dequantize_q3_k(const block_q3_k* x, float* y, int64_t nb) {
+void dequantize_row_q3_k(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q3_k*>(src);
+  const int64_t nb = n / qk_k;
   for (int64_t i = 0; i < nb; ++i) {
     const float d_all = fp16_to_fp32(x[i].d);
     float dl[qk_k / 16];
@@ -139,18 +156,24 @@ void dequantize_k_nibbles(const block& b, const uint8_t* qh, float* y) {
   }
 }
 
-void dequantize_q4_k(const block_q4_k* x, float* y, int64_t nb) {
+void dequantize_row_q4_k(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q4_k*>(src);
+  const int64_t nb = n / qk_k;
   for (int64_t i = 0; i < nb; ++i) dequantize_k_nibbles(x[i], nullptr, y + i * qk_k);
 }
 
-void dequantize_q5_k(const block_q5_k* x, float* y, int64_t nb) {
+void dequantize_row_q5_k(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q5_k*>(src);
+  const int64_t nb = n / qk_k;
   for (int64_t i = 0; i < nb; ++i) dequantize_k_nibbles(x[i], x[i].qh, y + i * qk_k);
 }
 
 // q6_K: 16 sub-blocks of 16 with int8 scales. For element 128*h + 32*p + l:
 // low nibble from ql[64*h + 32*(p % 2) + l] (high nibble if p >= 2), top two
 // bits from bit pair p of qh[32*h + l].
-void dequantize_q6_k(const block_q6_k* x, float* y, int64_t nb) {
+void dequantize_row_q6_k(const void* src, float* y, int64_t n) {
+  const auto* x = static_cast<const block_q6_k*>(src);
+  const int64_t nb = n / qk_k;
   for (int64_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(x[i].d);
     for (int e = 0; e < qk_k; ++e, ++y) {
@@ -163,37 +186,13 @@ void dequantize_q6_k(const block_q6_k* x, float* y, int64_t nb) {
   }
 }
 
-}  // namespace
-
 bool dequantize_supported(ggml_type t) {
-  switch (t) {
-    case ggml_type::f32: case ggml_type::f16: case ggml_type::bf16:
-    case ggml_type::q4_0: case ggml_type::q4_1: case ggml_type::q5_0: case ggml_type::q5_1: case ggml_type::q8_0:
-    case ggml_type::q2_k: case ggml_type::q3_k: case ggml_type::q4_k: case ggml_type::q5_k: case ggml_type::q6_k:
-      return true;
-    default:
-      return false;
-  }
+  const quant_traits* r = find_quant_traits(static_cast<uint32_t>(t));
+  return r != nullptr && r->dequantize != nullptr;
 }
 
 void dequantize_row(ggml_type t, const void* src, float* dst, int64_t n) {
-  const int64_t nb = n / type_traits(t).block_size;
-  switch (t) {
-    case ggml_type::f32: return dequantize_f32(src, dst, n);
-    case ggml_type::f16: return dequantize_f16(static_cast<const uint16_t*>(src), dst, n);
-    case ggml_type::bf16: return dequantize_bf16(static_cast<const uint16_t*>(src), dst, n);
-    case ggml_type::q4_0: return dequantize_q4_0(static_cast<const block_q4_0*>(src), dst, nb);
-    case ggml_type::q4_1: return dequantize_q4_1(static_cast<const block_q4_1*>(src), dst, nb);
-    case ggml_type::q5_0: return dequantize_q5_0(static_cast<const block_q5_0*>(src), dst, nb);
-    case ggml_type::q5_1: return dequantize_q5_1(static_cast<const block_q5_1*>(src), dst, nb);
-    case ggml_type::q8_0: return dequantize_q8_0(static_cast<const block_q8_0*>(src), dst, nb);
-    case ggml_type::q2_k: return dequantize_q2_k(static_cast<const block_q2_k*>(src), dst, nb);
-    case ggml_type::q3_k: return dequantize_q3_k(static_cast<const block_q3_k*>(src), dst, nb);
-    case ggml_type::q4_k: return dequantize_q4_k(static_cast<const block_q4_k*>(src), dst, nb);
-    case ggml_type::q5_k: return dequantize_q5_k(static_cast<const block_q5_k*>(src), dst, nb);
-    case ggml_type::q6_k: return dequantize_q6_k(static_cast<const block_q6_k*>(src), dst, nb);
-    default: return;
-  }
+  if (dequantize_supported(t)) quant_traits_of(t).dequantize(src, dst, n);
 }
 
 }  // namespace cortex

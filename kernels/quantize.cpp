@@ -9,6 +9,7 @@
 #include "kernels/quant.hpp"
 #include "kernels/quant_blocks.hpp"
 #include "kernels/quant_k_scales.hpp"
+#include "kernels/quant_traits.hpp"
 
 namespace cortex {
 namespace {
@@ -270,38 +271,33 @@ void quantize_q6_k(const float* x, block_q6_k* y, int64_t nb) {
 
 }  // namespace
 
+// The quantize_row_<type> named by the rows of kernels/quant_traits.cpp.
+void quantize_row_f32(const float* x, void* y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }
+
+void quantize_row_f16(const float* x, void* y, int64_t n) {
+  auto* h = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(x[i]);
+}
+
+void quantize_row_bf16(const float* x, void* y, int64_t n) {
+  auto* h = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(x[i]);
+}
+
+void quantize_row_q4_0(const float* x, void* y, int64_t n) { quantize_q4_0(x, static_cast<block_q4_0*>(y), n / qk4_0); }
+void quantize_row_q8_0(const float* x, void* y, int64_t n) { quantize_q8_0(x, static_cast<block_q8_0*>(y), n / qk8_0); }
+void quantize_row_q4_k(const float* x, void* y, int64_t n) { quantize_q4_k(x, static_cast<block_q4_k*>(y), n / qk_k); }
+void quantize_row_q5_k(const float* x, void* y, int64_t n) { quantize_q5_k(x, static_cast<block_q5_k*>(y), n / qk_k); }
+void quantize_row_q6_k(const float* x, void* y, int64_t n) { quantize_q6_k(x, static_cast<block_q6_k*>(y), n / qk_k); }
+
 bool quantize_supported(ggml_type t) {
-  switch (t) {
-    case ggml_type::f32: case ggml_type::f16: case ggml_type::bf16: case ggml_type::q4_0: case ggml_type::q8_0:
-    case ggml_type::q4_k: case ggml_type::q5_k: case ggml_type::q6_k:
-      return true;
-    default:
-      return false;
-  }
+  const quant_traits* r = find_quant_traits(static_cast<uint32_t>(t));
+  return r != nullptr && r->quantize != nullptr;
 }
 
 size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n) {
   if (!quantize_supported(t)) return 0;
-  const int64_t nb = n / type_traits(t).block_size;
-  switch (t) {
-    case ggml_type::f32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
-    case ggml_type::f16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(src[i]);
-      break;
-    }
-    case ggml_type::bf16: {
-      auto* y = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(src[i]);
-      break;
-    }
-    case ggml_type::q4_0: quantize_q4_0(src, static_cast<block_q4_0*>(dst), nb); break;
-    case ggml_type::q8_0: quantize_q8_0(src, static_cast<block_q8_0*>(dst), nb); break;
-    case ggml_type::q4_k: quantize_q4_k(src, static_cast<block_q4_k*>(dst), nb); break;
-    case ggml_type::q5_k: quantize_q5_k(src, static_cast<block_q5_k*>(dst), nb); break;
-    case ggml_type::q6_k: quantize_q6_k(src, static_cast<block_q6_k*>(dst), nb); break;
-    default: return 0;
-  }
+  quant_traits_of(t).quantize(src, dst, n);
   return row_size(t, n);
 }
 

@@ -52,4 +52,25 @@ using intake_actor = caf::typed_actor<
     caf::reacts_to<shutdown_atom>,
     caf::replies_to<stats_atom>::with<engine_stats>>;
 
+// What every gateway (ZeroMQ, HTTP) answers besides its requests' events:
+// cortexd tells it when the model is ready and when to drain, and asks how
+// many requests it still has open before exiting.
+using gateway_actor = request_sink_actor::extend<
+    // The model is loaded: submits go to `intake`; `model_info` is what `models` reports.
+    caf::reacts_to<ready_atom, intake_actor, model_info>,
+    // Health says draining; new submits get 503.
+    caf::reacts_to<drain_atom>,
+    // Requests opened and not yet terminated.
+    caf::replies_to<active_atom>::with<uint64_t>>;
+
+// The ZeroMQ gateway: its I/O thread hands it frames and peer events.
+using zmq_gateway_actor = gateway_actor::extend<caf::reacts_to<gateway_inbound>,
+                                                caf::reacts_to<peer_gone_atom, std::string>,
+                                                caf::reacts_to<blocked_atom, std::string, bool>>;
+
+// The HTTP gateway: its I/O thread hands it requests and connection events.
+using http_gateway_actor = gateway_actor::extend<caf::reacts_to<http_inbound>,
+                                                 caf::reacts_to<peer_gone_atom, uint64_t>,
+                                                 caf::reacts_to<blocked_atom, uint64_t, bool>>;
+
 }  // namespace cortex

@@ -14,6 +14,17 @@ struct gateway_inbound {
   bool extra_frames = false;
 };
 
+// An HTTP request as the HTTP gateway's I/O thread read it (complete head
+// and body; the body is unchecked).
+struct http_inbound {
+  uint64_t conn = 0;           // connection id, unique for the server's life
+  std::string method;          // "GET", "POST"...
+  std::string target;          // path and query as sent
+  std::string content_type;
+  std::string authorization;   // the Authorization header, as sent
+  std::string body;
+};
+
 // What `models` reports about the loaded model.
 struct model_info {
   std::string name;

@@ -120,6 +120,7 @@ struct request_finished {
   uint32_t preemptions = 0;
   error_report error;      // when reason == error
   std::map<std::string, std::string> tags;
+  std::vector<float> embedding;  // (n_embd,) L2-normalized, for request_kind::embed
 };
 
 // A submit that was rejected before it started (no accepted, no finished).

@@ -67,7 +67,7 @@ typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_finished& x) {
   return f(caf::meta::type_name("request_finished"), x.rid, x.client_id, x.reason, x.stop_kind, x.stop_value, x.text,
-           x.token_ids, x.logprobs, x.prompt_tokens, x.cached_tokens, x.completion_tokens, x.timings, x.preemptions, x.error, x.tags);
+           x.token_ids, x.logprobs, x.prompt_tokens, x.cached_tokens, x.completion_tokens, x.timings, x.preemptions, x.error, x.tags, x.embedding);
 }
 
 template <class Inspector>
@@ -119,6 +119,11 @@ typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, http_inbound& x) {
+  return f(caf::meta::type_name("http_inbound"), x.conn, x.method, x.target, x.content_type, x.authorization, x.body);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gateway_inbound& x) {
   return f(caf::meta::type_name("gateway_inbound"), x.peer, x.payload, x.delimiter, x.extra_frames);
 }
@@ -146,6 +151,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(cortex, (cortex::error_report))
   CAF_ADD_TYPE_ID(cortex, (cortex::finish_reason))
   CAF_ADD_TYPE_ID(cortex, (cortex::gateway_inbound))
+  CAF_ADD_TYPE_ID(cortex, (cortex::http_inbound))
   CAF_ADD_TYPE_ID(cortex, (cortex::model_info))
   CAF_ADD_TYPE_ID(cortex, (cortex::health_status))
 

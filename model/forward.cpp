@@ -127,6 +127,17 @@ void forward_pass::attention_layer(int layer, const std::vector<batch_seq>& batc
   });
 }
 
+void forward_pass::add_hidden_rows(const batch_seq& s, int first) {
+  const auto& hp = m_.hparams();
+  const int d = hp.n_embd;
+  normed_.resize(static_cast<size_t>(d));
+  for (int i = 0; i < s.n_tokens; ++i) {
+    kernels::rmsnorm(x_.data() + static_cast<size_t>(first + i) * d, m_.weights().output_norm.data(), normed_.data(), d,
+                     hp.rms_eps);
+    kernels::add_inplace(s.hidden_sum, normed_.data(), d);
+  }
+}
+
 int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
   const auto& hp = m_.hparams();
   const auto& w = m_.weights();
@@ -186,6 +197,7 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
 
   int row = 0, t = 0;
   for (const auto& s : batch) {
+    if (s.hidden_sum != nullptr) add_hidden_rows(s, t);
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const bool want = s.logits == logits_mode::all || (s.logits == logits_mode::last && i == s.n_tokens - 1);
       if (!want) continue;

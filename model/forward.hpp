@@ -24,6 +24,12 @@ struct batch_seq {
   const int32_t* block_table = nullptr; // block ids covering positions [0, pos0 + n_tokens)
   int32_t n_blocks = 0;                 // entries in block_table
   logits_mode logits = logits_mode::last;
+  // Optional (n_embd,) accumulator, borrowed: when set, run() adds the sum of
+  // this step's tokens' final hidden rows (after the output norm, llama.cpp's
+  // result_norm) into it, so a caller can mean-pool a sequence whose prompt
+  // spans several steps (model/embedding.hpp). Null (the generation path)
+  // costs nothing.
+  float* hidden_sum = nullptr;
 };
 
 class forward_pass {
@@ -38,7 +44,7 @@ class forward_pass {
 
   // Runs one step. Returns the number of logits rows written: for each
   // sequence in order, its last token's row (logits_mode::last) or one row
-  // per token (all). REQUIRES: every block table covers its positions and
+  // per token (all). Adds into each non-null hidden_sum. REQUIRES: every block table covers its positions and
   // tokens are < n_vocab (callers validate outside input first).
   int run(const std::vector<batch_seq>& batch, kv_arena& kv);
 
@@ -66,6 +72,8 @@ class forward_pass {
   void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);
   void ensure_capacity(int n_tokens, int n_rows);
   void attention_layer(int layer, const std::vector<batch_seq>& batch, kv_arena& kv);
+  // Adds the output-normed rows of s's tokens (first: its first token in the step) into s.hidden_sum.
+  void add_hidden_rows(const batch_seq& s, int first);
 
   const model& m_;
   kernels::thread_pool& pool_;
@@ -86,6 +94,7 @@ class forward_pass {
   std::vector<float> up_;     // (T, n_ff)
   std::vector<float> tmp_;    // (T, n_embd)
   std::vector<float> sel_;    // (rows, n_embd) normed rows that need logits
+  std::vector<float> normed_; // (n_embd,) one normed row for a hidden_sum
   std::vector<float> logits_; // (rows, n_vocab)
   std::vector<int32_t> seq_first_;  // (n_seqs,) index of each sequence's first token in the step
 };

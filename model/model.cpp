@@ -166,6 +166,20 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
   return m;
 }
 
+expected<std::unique_ptr<model>> model::load_vocab_only(const std::string& path) {
+  auto opened = gguf::file::open(path);
+  if (!opened) return opened.error();
+  std::unique_ptr<model> m(new model());
+  m->file_ = std::move(*opened);
+  m->vocab_only_ = true;
+  if (auto arch = m->file_->get_string("general.architecture"); arch && *arch == "qwen2") m->hp_.arch = model_arch::qwen2;
+  auto tok = tokenizer::from_gguf(*m->file_);
+  if (!tok) return fail(tok.error().code, "model '" + path + "': tokenizer: " + tok.error().message);
+  m->tok_ = std::move(*tok);
+  m->hp_.n_vocab = m->tok_->n_vocab();
+  return m;
+}
+
 // general.name when it says more than the architecture (stories260K's says
 // just "llama"), else the file name without .gguf.
 std::string model::name() const {

@@ -57,6 +57,12 @@ class model {
   // every tensor's presence, type and shape, and the tokenizer). Errors say
   // which key or tensor is wrong.
   static expected<std::unique_ptr<model>> load(const std::string& path);
+  // Loads only the metadata and the tokenizer (llama.cpp's vocab_only): for
+  // vocabulary-only GGUF files (no tensors) and tools that only tokenize or
+  // render chat templates. hparams() has just n_vocab (and arch when known),
+  // weights() is empty: such a model must not be given to a forward pass.
+  static expected<std::unique_ptr<model>> load_vocab_only(const std::string& path);
+  bool is_vocab_only() const { return vocab_only_; }
   ~model();
 
   const model_hparams& hparams() const { return hp_; }
@@ -77,6 +83,7 @@ class model {
   model_hparams hp_;
   model_weights w_;
   std::unique_ptr<cortex::tokenizer> tok_;
+  bool vocab_only_ = false;
 };
 
 }  // namespace cortex

@@ -11,7 +11,7 @@ single_sequence::single_sequence(const model& m, kernels::thread_pool& pool, int
   for (int b = 0; b < kv_.n_blocks(); ++b) table_[static_cast<size_t>(b)] = b;
 }
 
-int single_sequence::feed(const std::vector<int32_t>& tokens, logits_mode mode, int chunk) {
+int single_sequence::feed(const std::vector<int32_t>& tokens, logits_mode mode, int chunk, float* hidden_sum) {
   const size_t n_vocab = static_cast<size_t>(m_.hparams().n_vocab);
   rows_.clear();
   int n_rows = 0;
@@ -24,6 +24,7 @@ int single_sequence::feed(const std::vector<int32_t>& tokens, logits_mode mode, 
     s.pos0 = n_past_;
     s.block_table = table_.data();
     s.n_blocks = static_cast<int32_t>(table_.size());
+    s.hidden_sum = hidden_sum;
     s.logits = mode == logits_mode::all ? logits_mode::all : (last_chunk && mode == logits_mode::last ? logits_mode::last : logits_mode::none);
     batch_.assign(1, s);
     const int rows = fwd_.run(batch_, kv_);

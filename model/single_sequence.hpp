@@ -22,9 +22,11 @@ class single_sequence {
   void reset() { n_past_ = 0; }
 
   // Appends tokens in chunks of at most `chunk` and returns the number of
-  // logits rows (`mode` all: one per token; last: one). REQUIRES: n_past() +
+  // logits rows (`mode` all: one per token; last: one). A non-null
+  // `hidden_sum` ((n_embd,), borrowed) gets every fed token's final normed
+  // hidden row added (batch_seq::hidden_sum). REQUIRES: n_past() +
   // tokens.size() <= n_ctx().
-  int feed(const std::vector<int32_t>& tokens, logits_mode mode, int chunk = 512);
+  int feed(const std::vector<int32_t>& tokens, logits_mode mode, int chunk = 512, float* hidden_sum = nullptr);
   // Row r of the logits of the last feed() (for mode all, rows accumulate
   // across chunks of that call).
   const float* logits(int row) const;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -45,6 +46,10 @@ struct status {
   bool is_ok() const { return code == errc::none; }
   explicit operator bool() const { return is_ok(); }
 };
+
+// The message (for logs and test output; errc_name in messages/errors.hpp
+// names the code).
+inline std::ostream& operator<<(std::ostream& os, const status& s) { return os << s.message; }
 
 // An error. REQUIRES: code != errc::none.
 inline status fail(errc code, std::string message) { return status{code, std::move(message)}; }

@@ -1,19 +1,15 @@
 #include "actors/gateway/gateway_actor.hpp"
 
-#include <algorithm>
 #include <chrono>
-#include <map>
-#include <optional>
-#include <unordered_map>
-#include <unordered_set>
+#include <functional>
+#include <memory>
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/gateway/latency_stats.hpp"
 #include "messages/wire/client_decode.hpp"
 #include "messages/wire/server_encode.hpp"
 
@@ -21,76 +17,57 @@ namespace cortex {
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-
-// One request from one connection, from submit to its terminal message.
-struct route {
-  std::string peer;
-  std::string client_id;
-  bool delimiter = false;
-  uint64_t rid = 0;                 // 0 until accepted
-  uint64_t seq = 0;                 // next seq on the wire
+// What the wire keeps per request besides the core's route.
+struct wire_route {
+  bool delimiter = false;           // mirror a REQ-style empty frame
   wire::output_fields want;
-  std::vector<std::string> ignored;
-  bool cancel_pending = false;      // cancelled before `accepted` arrived
-  finish_reason cancel_reason = finish_reason::cancelled;
-  bool peer_gone = false;           // nothing more is sent
-  std::optional<request_chunk> merged;  // chunks held while the peer is blocked
-  clock_type::time_point last_token{};
+  std::vector<std::string> ignored;  // unknown submit keys, listed in `accepted`
+};
+
+using route = gateway_route<wire_route>;
+
+// The core's port: encodes events as protocol v1 frames for the peer.
+class wire_port final : public gateway_port<wire_route> {
+ public:
+  zmq_server* server = nullptr;
+  intake_actor intake;
+  std::function<void(uint64_t, finish_reason)> send_cancel;
+
+  void post(const std::string& peer, bool delimiter, const wire::wire_bytes& bytes) {
+    server->post(peer, std::string(bytes.begin(), bytes.end()), delimiter);
+  }
+  void cancel(uint64_t rid, finish_reason why) override {
+    if (intake) send_cancel(rid, why);
+  }
+  void send_accepted(route& r, const request_accepted& a) override {
+    post(r.conn, r.extra.delimiter, wire::encode_accepted(a, r.seq++, r.extra.ignored));
+  }
+  void send_chunk(route& r, const request_chunk& c) override {
+    post(r.conn, r.extra.delimiter, wire::encode_chunk(c, r.seq++, r.extra.want));
+  }
+  void send_finished(route& r, const request_finished& f) override {
+    post(r.conn, r.extra.delimiter, wire::encode_finished(f, r.seq++, r.extra.want));
+  }
+  void send_rejected(route& r, const error_report& e) override {
+    post(r.conn, r.extra.delimiter, wire::encode_error(r.client_id, 0, e));
+  }
 };
 
 struct gateway_state {
-  zmq_server* server = nullptr;
-  gateway_config cfg;
-  intake_actor intake;
-  wire::health_status health = wire::health_status::starting;
-  std::vector<wire::model_info> models;
+  wire_port port;
+  std::unique_ptr<gateway_core<wire_route>> core;
+  health_status health = health_status::starting;
+  std::vector<model_info> models;
   wire::decode_limits limits;
-  std::unordered_map<std::string, route> routes;            // by internal key
-  std::map<std::pair<std::string, std::string>, std::string> active;  // (peer, client id) -> key
-  std::unordered_set<std::string> blocked_peers;
-  uint64_t next_key = 1;
   uint64_t malformed = 0;
-  latency_stats ttft, itl;
-  clock_type::time_point started = clock_type::now();
+  gateway_clock::time_point started = gateway_clock::now();
   static inline const char* name = "cortex.gateway";
 };
 
-using self_ptr = caf::stateful_actor<gateway_state>*;
-
-void post(self_ptr self, const std::string& peer, bool delimiter, const wire::wire_bytes& bytes) {
-  self->state.server->post(peer, std::string(bytes.begin(), bytes.end()), delimiter);
-}
-
-void post_route(self_ptr self, route& r, const wire::wire_bytes& bytes) {
-  if (!r.peer_gone) post(self, r.peer, r.delimiter, bytes);
-}
-
-void end_route(self_ptr self, const std::string& key) {
-  auto& st = self->state;
-  auto it = st.routes.find(key);
-  if (it == st.routes.end()) return;
-  st.active.erase({it->second.peer, it->second.client_id});
-  st.routes.erase(it);
-}
-
-void cancel_route(self_ptr self, route& r, finish_reason reason) {
-  if (r.rid == 0) {
-    r.cancel_pending = true;
-    r.cancel_reason = reason;
-    return;
-  }
-  if (self->state.intake) self->send(self->state.intake, cancel_atom_v, r.rid, reason);
-}
-
-void flush_merged(self_ptr self, route& r) {
-  if (!r.merged) return;
-  post_route(self, r, wire::encode_chunk(*r.merged, r.seq++, r.want));
-  r.merged.reset();
-}
+using self_ptr = zmq_gateway_actor::stateful_pointer<gateway_state>;
 
 void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err) {
-  post(self, in.peer, in.delimiter, wire::encode_error(id, 0, err));
+  self->state.port.post(in.peer, in.delimiter, wire::encode_error(id, 0, err));
 }
 
 wire::server_stats make_server_stats(self_ptr self, engine_stats engine) {
@@ -98,16 +75,18 @@ wire::server_stats make_server_stats(self_ptr self, engine_stats engine) {
   wire::server_stats s;
   s.engine = std::move(engine);
   s.malformed_messages = st.malformed;
-  s.ttft_ms = {st.ttft.percentile(50), st.ttft.percentile(90), st.ttft.percentile(99)};
-  s.itl_ms = {st.itl.percentile(50), st.itl.percentile(90), st.itl.percentile(99)};
-  s.uptime_s = std::chrono::duration<double>(clock_type::now() - st.started).count();
+  const auto& ttft = st.core->ttft_ms();
+  const auto& itl = st.core->itl_ms();
+  s.ttft_ms = {ttft.percentile(50), ttft.percentile(90), ttft.percentile(99)};
+  s.itl_ms = {itl.percentile(50), itl.percentile(90), itl.percentile(99)};
+  s.uptime_s = std::chrono::duration<double>(gateway_clock::now() - st.started).count();
   return s;
 }
 
 void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
   auto& st = self->state;
-  if (st.health != wire::health_status::ready || !st.intake) {
-    const bool draining = st.health == wire::health_status::draining;
+  if (st.health != health_status::ready || !st.port.intake) {
+    const bool draining = st.health == health_status::draining;
     error_report err{draining ? errc::draining : errc::not_ready,
                      draining ? "the server is shutting down; submit to another instance"
                               : "the model is still loading; retry shortly",
@@ -115,23 +94,32 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
     reply_error(self, in, d.id, err);
     return;
   }
-  const auto slot = std::make_pair(in.peer, d.id);
-  if (st.active.count(slot)) {
+  wire_route extra{in.delimiter, wire::output_fields_of(d.request), std::move(d.ignored)};
+  auto key = st.core->open(in.peer, d.id, std::move(extra));
+  if (!key) {
     reply_error(self, in, d.id,
                 {errc::duplicate_id, "id '" + d.id + "' is still active on this connection; use a new id or wait for its finished", 0});
     return;
   }
-  const std::string key = "g" + std::to_string(st.next_key++);
-  route r;
-  r.peer = in.peer;
-  r.client_id = d.id;
-  r.delimiter = in.delimiter;
-  r.want = wire::output_fields_of(d.request);
-  r.ignored = std::move(d.ignored);
-  st.routes.emplace(key, std::move(r));
-  st.active.emplace(slot, key);
-  d.request.client_id = key;
-  self->send(st.intake, submit_atom_v, std::move(d.request), caf::actor_cast<request_sink_actor>(self));
+  d.request.client_id = *key;
+  self->send(st.port.intake, submit_atom_v, std::move(d.request), caf::actor_cast<request_sink_actor>(self));
+}
+
+void handle_stats(self_ptr self, const gateway_inbound& in, const std::string& id) {
+  auto& st = self->state;
+  if (!st.port.intake) {
+    st.port.post(in.peer, in.delimiter, wire::encode_stats(id, 0, make_server_stats(self, engine_stats{})));
+    return;
+  }
+  auto peer = in.peer;
+  auto delim = in.delimiter;
+  self->request(st.port.intake, std::chrono::seconds(10), stats_atom_v)
+      .then([self, peer, delim, id](engine_stats& e) {
+              self->state.port.post(peer, delim, wire::encode_stats(id, 0, make_server_stats(self, std::move(e))));
+            },
+            [self, peer, delim, id](caf::error&) {
+              self->state.port.post(peer, delim, wire::encode_error(id, 0, {errc::internal, "the engine did not answer stats", 0}));
+            });
 }
 
 void handle_inbound(self_ptr self, gateway_inbound& in) {
@@ -147,148 +135,60 @@ void handle_inbound(self_ptr self, gateway_inbound& in) {
   switch (d.type) {
     case client_message_type::submit: handle_submit(self, in, d); break;
     case client_message_type::cancel:
-      for (auto& id : d.cancel_ids) {
-        auto it = st.active.find({in.peer, id});
-        if (it == st.active.end()) continue;  // unknown ids are ignored
-        cancel_route(self, st.routes.at(it->second), finish_reason::cancelled);
-      }
+      for (auto& id : d.cancel_ids) st.core->cancel(in.peer, id);
       break;
     case client_message_type::ping: {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-      post(self, in.peer, in.delimiter, wire::encode_pong(d.id, 0, d.nonce, static_cast<uint64_t>(ms.count())));
+      st.port.post(in.peer, in.delimiter, wire::encode_pong(d.id, 0, d.nonce, static_cast<uint64_t>(ms.count())));
       break;
     }
     case client_message_type::health:
-      post(self, in.peer, in.delimiter, wire::encode_health(d.id, 0, st.health, !st.models.empty()));
+      st.port.post(in.peer, in.delimiter, wire::encode_health(d.id, 0, st.health, !st.models.empty()));
       break;
-    case client_message_type::models:
-      post(self, in.peer, in.delimiter, wire::encode_models(d.id, 0, st.models));
-      break;
-    case client_message_type::stats: {
-      if (!st.intake) {
-        post(self, in.peer, in.delimiter, wire::encode_stats(d.id, 0, make_server_stats(self, engine_stats{})));
-        break;
-      }
-      auto peer = in.peer;
-      auto delim = in.delimiter;
-      auto id = d.id;
-      self->request(st.intake, std::chrono::seconds(10), stats_atom_v)
-          .then([self, peer, delim, id](engine_stats& e) {
-                  post(self, peer, delim, wire::encode_stats(id, 0, make_server_stats(self, std::move(e))));
-                },
-                [self, peer, delim, id](caf::error&) {
-                  post(self, peer, delim, wire::encode_error(id, 0, {errc::internal, "the engine did not answer stats", 0}));
-                });
-      break;
-    }
+    case client_message_type::models: st.port.post(in.peer, in.delimiter, wire::encode_models(d.id, 0, st.models)); break;
+    case client_message_type::stats: handle_stats(self, in, d.id); break;
     case client_message_type::none: break;
   }
 }
 
+zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, gateway_config cfg) {
+  auto& st = self->state;
+  st.port.server = server;
+  st.port.send_cancel = [self](uint64_t rid, finish_reason why) { self->send(self->state.port.intake, cancel_atom_v, rid, why); };
+  st.core = std::make_unique<gateway_core<wire_route>>(st.port, cfg.core);
+  return {
+      [self](gateway_inbound& in) { handle_inbound(self, in); },
+      [self](peer_gone_atom, const std::string& peer) {
+        if (auto n = self->state.core->conn_gone(peer)) {
+          spdlog::info("gateway: a client left with {} active requests; they are cancelled", n);
+        }
+      },
+      [self](blocked_atom, const std::string& peer, bool blocked) { self->state.core->set_blocked(peer, blocked); },
+      [self](request_accepted& a) { self->state.core->on_accepted(a); },
+      [self](request_chunk& c) {
+        auto& core = *self->state.core;
+        const auto before = core.n_overflowed();
+        core.on_chunk(c);
+        if (core.n_overflowed() != before) spdlog::warn("gateway: a client reads too slowly; ending its request");
+      },
+      [self](request_finished& f) { self->state.core->on_finished(f); },
+      [self](request_rejected& rj) { self->state.core->on_rejected(rj); },
+      [self](ready_atom, intake_actor intake, model_info& m) {
+        auto& st = self->state;
+        st.port.intake = std::move(intake);
+        st.models = {m};
+        st.limits.model_names = {m.name};  // a `model` key must name it (else 404)
+        st.health = health_status::ready;
+      },
+      [self](drain_atom) { self->state.health = health_status::draining; },
+      [self](active_atom) -> uint64_t { return self->state.core->n_active(); },
+  };
+}
+
 }  // namespace
 
-caf::actor spawn_gateway(caf::actor_system& sys, zmq_server& server, const gateway_config& cfg) {
-  auto gw = sys.spawn([&server, cfg](caf::stateful_actor<gateway_state>* self) -> caf::behavior {
-    auto& st = self->state;
-    st.server = &server;
-    st.cfg = cfg;
-    return {
-        [self](gateway_inbound& in) { handle_inbound(self, in); },
-        [self](peer_gone_atom, const std::string& peer) {
-          auto& st = self->state;
-          int n = 0;
-          for (auto& [key, r] : st.routes) {
-            if (r.peer != peer || r.peer_gone) continue;
-            r.peer_gone = true;
-            r.merged.reset();
-            cancel_route(self, r, finish_reason::client_gone);
-            ++n;
-          }
-          st.blocked_peers.erase(peer);
-          if (n) spdlog::info("gateway: a client left with {} active requests; they are cancelled", n);
-        },
-        [self](blocked_atom, const std::string& peer, bool blocked) {
-          auto& st = self->state;
-          if (blocked) {
-            st.blocked_peers.insert(peer);
-            return;
-          }
-          st.blocked_peers.erase(peer);
-          for (auto& [key, r] : st.routes) {
-            if (r.peer == peer) flush_merged(self, r);
-          }
-        },
-        [self](request_accepted& a) {
-          auto& st = self->state;
-          auto it = st.routes.find(a.client_id);
-          if (it == st.routes.end()) return;
-          auto& r = it->second;
-          r.rid = a.rid;
-          a.client_id = r.client_id;
-          post_route(self, r, wire::encode_accepted(a, r.seq++, r.ignored));
-          if (r.cancel_pending) cancel_route(self, r, r.cancel_reason);
-        },
-        [self](request_chunk& c) {
-          auto& st = self->state;
-          auto it = st.routes.find(c.client_id);
-          if (it == st.routes.end()) return;
-          auto& r = it->second;
-          const auto now = clock_type::now();
-          if (!c.token_ids.empty() || !c.text.empty()) {
-            if (r.last_token != clock_type::time_point{}) {
-              st.itl.add(std::chrono::duration<double, std::milli>(now - r.last_token).count());
-            }
-            r.last_token = now;
-          }
-          if (r.peer_gone) return;
-          c.client_id = r.client_id;
-          if (!st.blocked_peers.count(r.peer)) {
-            flush_merged(self, r);
-            post_route(self, r, wire::encode_chunk(c, r.seq++, r.want));
-            return;
-          }
-          // A slow reader: merge, never block generation; past the bound, the request ends.
-          if (!r.merged) {
-            r.merged = std::move(c);
-          } else {
-            r.merged->text += c.text;
-            r.merged->token_ids.insert(r.merged->token_ids.end(), c.token_ids.begin(), c.token_ids.end());
-            r.merged->logprobs.insert(r.merged->logprobs.end(), c.logprobs.begin(), c.logprobs.end());
-          }
-          if (r.merged->text.size() + r.merged->token_ids.size() * 4 > st.cfg.max_pending_bytes) {
-            spdlog::warn("[rid {}] gateway: the client reads too slowly; ending the request", r.rid);
-            cancel_route(self, r, finish_reason::client_gone);
-          }
-        },
-        [self](request_finished& f) {
-          auto& st = self->state;
-          auto it = st.routes.find(f.client_id);
-          if (it == st.routes.end()) return;
-          auto& r = it->second;
-          if (f.timings.ttft_ms > 0) st.ttft.add(f.timings.ttft_ms);
-          f.client_id = r.client_id;
-          flush_merged(self, r);
-          post_route(self, r, wire::encode_finished(f, r.seq++, r.want));
-          end_route(self, it->first);
-        },
-        [self](request_rejected& rj) {
-          auto& st = self->state;
-          auto it = st.routes.find(rj.client_id);
-          if (it == st.routes.end()) return;
-          post_route(self, it->second, wire::encode_error(it->second.client_id, 0, rj.error));
-          end_route(self, it->first);
-        },
-        [self](ready_atom, intake_actor intake, model_info& m) {
-          auto& st = self->state;
-          st.intake = std::move(intake);
-          st.models = {m};
-          st.limits.model_names = {m.name};  // a `model` key must name it (else 404)
-          st.health = wire::health_status::ready;
-        },
-        [self](drain_atom) { self->state.health = wire::health_status::draining; },
-        [self](active_atom) -> uint64_t { return self->state.routes.size(); },
-    };
-  });
+zmq_gateway_actor spawn_gateway(caf::actor_system& sys, zmq_server& server, const gateway_config& cfg) {
+  auto gw = sys.spawn(gateway_fn, &server, cfg);
   server.start({[gw](inbound_frame&& f) {
                   caf::anon_send(gw, gateway_inbound{std::move(f.peer), std::move(f.payload), f.delimiter, f.extra_frames});
                 },

@@ -1,27 +1,27 @@
-// The gateway actor: protocol v1 over the ZeroMQ server. Decodes and
-// validates client messages (messages/wire), maps (peer, client id) to
-// requests, submits them to intake with itself as the sink, and encodes
-// everything that goes back. Nothing past it sees wire types.
+// The ZeroMQ gateway actor: protocol v1 over the ZeroMQ server, a thin shell
+// over the shared gateway core (actors/gateway_core). It decodes and
+// validates client messages (messages/wire), opens a route per submit,
+// submits to intake with itself as the sink, and encodes everything that
+// goes back. Nothing past it sees wire types.
 //
-// Messages it takes besides the sink events:
-//   (ready_atom, intake_actor, model_info)  the model is loaded: health ready
-//   (drain_atom)                            health draining: submits get 503
-//   (active_atom) -> uint64_t               requests not yet terminated
-//   stats_atom -> engine_stats              (for cortexd's shutdown wait)
+// Its interface (messages/actors.hpp, zmq_gateway_actor): the sink events,
+// ready / drain / active from cortexd, and frames and peer events from its
+// I/O thread.
 #pragma once
 
 #include <caf/fwd.hpp>
 
 #include "actors/gateway/zmq_server.hpp"
+#include "actors/gateway_core/gateway_core.hpp"
 #include "messages/actors.hpp"
 
 namespace cortex {
 
 struct gateway_config {
-  size_t max_pending_bytes = 1 << 20;  // merged text kept for a blocked reader before client_gone
+  gateway_core_limits core;  // slow-reader backlog
 };
 
 // `server` must outlive the actor; the actor starts its I/O thread.
-caf::actor spawn_gateway(caf::actor_system& sys, zmq_server& server, const gateway_config& cfg);
+zmq_gateway_actor spawn_gateway(caf::actor_system& sys, zmq_server& server, const gateway_config& cfg);
 
 }  // namespace cortex

@@ -15,7 +15,7 @@ namespace cortex::cli {
 
 int cmd_tokenize(int argc, char** argv) {
   args a("tokenize", "Prints the token ids of a text, space separated (or a JSON list with --json).",
-         {{"model", "PATH", "GGUF model file (only its tokenizer is used)", ""},
+         {{"model", "PATH", "GGUF model or vocabulary-only file (only its tokenizer is used)", ""},
           {"prompt", "TEXT", "text to tokenize", ""},
           {"file", "PATH", "read the text from a file ('-' = stdin)", ""},
           {"no-bos", "", "do not add the BOS token", ""},
@@ -31,7 +31,7 @@ int cmd_tokenize(int argc, char** argv) {
     std::fprintf(stderr, "cortex: give the text with --prompt TEXT or --file PATH\n");
     return 2;
   }
-  auto m = load_model(a);
+  auto m = load_model(a, /*vocab_only=*/true);
   if (!m) return 1;
   auto ids = m->tokenizer().encode(text, !a.has("no-bos"), a.has("parse-special"));
   const bool json = a.has("json");

@@ -6,12 +6,15 @@ namespace cortex::cli {
 
 int cmd_generate(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_template(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_submit(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 int cmd_cancel(int argc, char** argv);
 int cmd_stats(int argc, char** argv);
 int cmd_health(int argc, char** argv);

@@ -21,13 +21,13 @@ int parse_args(args& a, int argc, char** argv) {
   return -1;
 }
 
-std::unique_ptr<model> load_model(args& a) {
+std::unique_ptr<model> load_model(args& a, bool vocab_only) {
   const std::string path = a.get("model");
   if (path.empty()) {
     std::fprintf(stderr, "cortex: --model PATH is required (a GGUF file; 'cortex make-model' writes a synthetic one)\n");
     return nullptr;
   }
-  auto m = model::load(path);
+  auto m = vocab_only ? model::load_vocab_only(path) : model::load(path);
   if (!m) {
     std::fprintf(stderr, "cortex: %s\n", m.error().message.c_str());
     return nullptr;

@@ -12,8 +12,9 @@ namespace cortex::cli {
 
 // Parses; prints usage or the error. Returns -1 to continue, else the exit code.
 int parse_args(args& a, int argc, char** argv);
-// Loads --model (required), printing a clear error on failure.
-std::unique_ptr<model> load_model(args& a);
+// Loads --model (required), printing a clear error on failure. vocab_only:
+// metadata and tokenizer only (also accepts vocabulary-only GGUF files).
+std::unique_ptr<model> load_model(args& a, bool vocab_only = false);
 // The --threads value (0 = one per core).
 int thread_count(args& a);
 // "1,2,3" -> ids; false on a malformed list.

@@ -41,7 +41,7 @@ void setup_logging(const cortex::daemon_options& o) {
 }
 
 // Requests the gateway still has open (accepted or submitted, not terminated).
-uint64_t active_requests(caf::actor_system& sys, const caf::actor& gw) {
+uint64_t active_requests(caf::actor_system& sys, const cortex::gateway_actor& gw) {
   caf::scoped_actor self{sys};
   uint64_t n = 0;
   self->request(gw, std::chrono::seconds(5), cortex::active_atom_v).receive([&](uint64_t v) { n = v; }, [&](caf::error&) {});
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   }
   daemon_caf_config cfg;
   caf::actor_system sys{cfg};
-  auto gw = cortex::spawn_gateway(sys, **server, cortex::gateway_config{});
+  cortex::gateway_actor gw = cortex::spawn_gateway(sys, **server, cortex::gateway_config{});
   spdlog::info("listening on {} (health: starting)", (*server)->endpoint());
 
   const auto t0 = std::chrono::steady_clock::now();

@@ -1,6 +1,6 @@
 // AVX2 matmul kernels: f32/f16/bf16 and the q8_32 quant types (q4_0, q5_0,
-// q8_0). Everything here is internal; only get_matmul_kernels_avx2 is
-// exported (this file is compiled with -mavx2 -mfma -mf16c).
+// q8_0). Only the kernels named at the end are exported (this file is
+// compiled with -mavx2 -mfma -mf16c).
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
@@ -170,6 +170,8 @@ struct q8_32_tile {
   }
 };
 
+}  // namespace
+
 // Activations of f16 weights: F16C conversions round to nearest even with
 // subnormals and overflow to inf, like the scalar fp32_to_fp16.
 void round_to_f16_avx2(const float* x, float* y, int64_t n) {
@@ -181,16 +183,12 @@ void round_to_f16_avx2(const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-}  // namespace
-
-void get_matmul_kernels_avx2(matmul_kernel_set* set) {
-  set->f32 = tiled_rows<float_tile<load_f32>, 4, 2, 4>;
-  set->f16 = tiled_rows<float_tile<load_f16>, 4, 2, 4>;
-  set->bf16 = tiled_rows<float_tile<load_bf16>, 4, 2, 4>;
-  set->q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 2, 3>;
-  set->q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 2, 3>;
-  set->q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 2, 3>;
-  set->round_to_f16 = round_to_f16_avx2;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const matmul_rows_fn matmul_avx2_f32 = tiled_rows<float_tile<load_f32>, 4, 2, 4>,
+                            matmul_avx2_f16 = tiled_rows<float_tile<load_f16>, 4, 2, 4>,
+                            matmul_avx2_bf16 = tiled_rows<float_tile<load_bf16>, 4, 2, 4>,
+                            matmul_avx2_q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 2, 3>,
+                            matmul_avx2_q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 2, 3>,
+                            matmul_avx2_q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 2, 3>;
 
 }  // namespace cortex::kernels

@@ -1,5 +1,6 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels: f32/f16/bf16 and the q8_32
-// quant types (q4_0, q5_0, q8_0). Only get_matmul_kernels_avx512 is exported.
+// quant types (q4_0, q5_0, q8_0). Only the kernels named
+// at the end are exported.
 //
 // Quant kernels take two blocks (64 codes) per zmm. Weight codes are made
 // unsigned (q8_0: +128) so vpdpbusd(codes u8, x s8) applies; the zero point
@@ -224,13 +225,12 @@ struct q8_32_tile {
 
 }  // namespace
 
-void get_matmul_kernels_avx512(matmul_kernel_set* set) {
-  set->f32 = tiled_rows<float_tile<load_f32>, 4, 4, 4>;
-  set->f16 = tiled_rows<float_tile<load_f16>, 4, 4, 4>;
-  set->bf16 = tiled_rows<float_tile<load_bf16>, 4, 4, 4>;
-  set->q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 4, 3>;
-  set->q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 4, 3>;
-  set->q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 4, 3>;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const matmul_rows_fn matmul_avx512_f32 = tiled_rows<float_tile<load_f32>, 4, 4, 4>,
+                            matmul_avx512_f16 = tiled_rows<float_tile<load_f16>, 4, 4, 4>,
+                            matmul_avx512_bf16 = tiled_rows<float_tile<load_bf16>, 4, 4, 4>,
+                            matmul_avx512_q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 4, 3>,
+                            matmul_avx512_q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 4, 3>,
+                            matmul_avx512_q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 4, 3>;
 
 }  // namespace cortex::kernels

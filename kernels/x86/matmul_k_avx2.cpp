@@ -1,6 +1,6 @@
 // AVX2 matmul kernels for the k-quants (q4_k, q5_k, q6_k) against q8_k
-// activations, the same integer math as kernels/matmul_scalar.cpp. Only
-// get_matmul_kernels_avx2_k is exported (compiled with -mavx2 -mfma -mf16c).
+// activations, the same integer math as kernels/matmul_scalar.cpp. Only the
+// kernels named at the end are exported (compiled with -mavx2 -mfma -mf16c).
 //
 // A super-block (256) is four chunks of 64 codes, two ymm of 32 codes each.
 // Codes are unsigned (q6_k's -32 comes back through bsums), so per ymm
@@ -198,12 +198,11 @@ struct k_tile {
 
 }  // namespace
 
-void get_matmul_kernels_avx2_k(matmul_kernel_set* set) {
-  // One row per tile: with 16 ymm registers, two rows' codes and scales plus
-  // their sums spill, and measured slower at both 1 and 16 tokens.
-  set->q4_k = tiled_rows<k_tile<k4_policy<block_q4_k, false>>, 1, 1, 4>;
-  set->q5_k = tiled_rows<k_tile<k4_policy<block_q5_k, true>>, 1, 1, 4>;
-  set->q6_k = tiled_rows<k_tile<q6_policy>, 1, 1, 4>;
-}
+// Named by the rows of kernels/quant_traits.cpp. One row per tile: with 16
+// ymm registers, two rows' codes and scales plus their sums spill, and
+// measured slower at both 1 and 16 tokens.
+extern const matmul_rows_fn matmul_avx2_q4_k = tiled_rows<k_tile<k4_policy<block_q4_k, false>>, 1, 1, 4>,
+                            matmul_avx2_q5_k = tiled_rows<k_tile<k4_policy<block_q5_k, true>>, 1, 1, 4>,
+                            matmul_avx2_q6_k = tiled_rows<k_tile<q6_policy>, 1, 1, 4>;
 
 }  // namespace cortex::kernels

@@ -1,5 +1,5 @@
 // AVX-512 VNNI matmul kernels for the k-quants (q4_k, q5_k, q6_k) against
-// q8_k activations. Only get_matmul_kernels_avx512_k is exported.
+// q8_k activations. Only the kernels named at the end are exported.
 //
 // A super-block (256) is four chunks of 64 codes, one zmm each. Codes are
 // unsigned (q6_k's -32 comes back through bsums), so per chunk
@@ -171,10 +171,9 @@ struct k_tile {
 
 }  // namespace
 
-void get_matmul_kernels_avx512_k(matmul_kernel_set* set) {
-  set->q4_k = tiled_rows<k_tile<k4_policy<block_q4_k, false>>, 4, 2, 4>;
-  set->q5_k = tiled_rows<k_tile<k4_policy<block_q5_k, true>>, 4, 2, 4>;
-  set->q6_k = tiled_rows<k_tile<q6_policy>, 4, 2, 4>;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const matmul_rows_fn matmul_avx512_q4_k = tiled_rows<k_tile<k4_policy<block_q4_k, false>>, 4, 2, 4>,
+                            matmul_avx512_q5_k = tiled_rows<k_tile<k4_policy<block_q5_k, true>>, 4, 2, 4>,
+                            matmul_avx512_q6_k = tiled_rows<k_tile<q6_policy>, 4, 2, 4>;
 
 }  // namespace cortex::kernels

@@ -1,6 +1,6 @@
 // AVX2 kernels for packed q4_0 / q8_0 weights (layout in
-// kernels/matmul_kernels.hpp). Only get_matmul_kernels_avx2_packed is
-// exported.
+// kernels/matmul_kernels.hpp). Only the kernels named at the
+// end are exported.
 //
 // The packed layout is the AVX-512 one: each 64-byte code group holds 4 codes
 // of 16 rows, here taken as two ymm halves (rows 0-7 and 8-15). The unit of
@@ -132,9 +132,7 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
 
 }  // namespace
 
-void get_matmul_kernels_avx2_packed(matmul_kernel_set* set) {
-  set->packed_q4_0 = packed_rows<fmt_q4_0>;
-  set->packed_q8_0 = packed_rows<fmt_q8_0>;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const packed_rows_fn packed_avx2_q4_0 = packed_rows<fmt_q4_0>, packed_avx2_q8_0 = packed_rows<fmt_q8_0>;
 
 }  // namespace cortex::kernels

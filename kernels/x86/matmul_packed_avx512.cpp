@@ -1,6 +1,6 @@
 // AVX-512 VNNI kernels for packed q4_0 / q8_0 weights (layout in
-// kernels/matmul_kernels.hpp). Only get_matmul_kernels_avx512_packed is
-// exported.
+// kernels/matmul_kernels.hpp). Only the kernels named at the
+// end are exported.
 //
 // A 64-byte load gives 4 codes of each of 16 rows; vpdpbusd with the token's
 // 4 matching activation bytes broadcast to every lane accumulates one int32
@@ -225,9 +225,7 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
 
 }  // namespace
 
-void get_matmul_kernels_avx512_packed(matmul_kernel_set* set) {
-  set->packed_q4_0 = packed_rows<fmt_q4_0>;
-  set->packed_q8_0 = packed_rows<fmt_q8_0>;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const packed_rows_fn packed_avx512_q4_0 = packed_rows<fmt_q4_0>, packed_avx512_q8_0 = packed_rows<fmt_q8_0>;
 
 }  // namespace cortex::kernels

@@ -1,6 +1,6 @@
 // AVX2 kernels for packed q4_k / q6_k weights (layout in
-// kernels/matmul_kernels.hpp) against q8_kp activations. Only
-// get_matmul_kernels_avx2_packed_k is exported.
+// kernels/matmul_kernels.hpp) against q8_kp activations. Only the
+// kernels named at the end are exported.
 //
 // As for packed q4_0 (matmul_packed_avx2.cpp) the unit of work is a half
 // panel: 8 rows, row lane0 + r in 32-bit lane r of a ymm half of each 64-byte
@@ -275,9 +275,7 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
 
 }  // namespace
 
-void get_matmul_kernels_avx2_packed_k(matmul_kernel_set* set) {
-  set->packed_q4_k = packed_rows<false>;
-  set->packed_q6_k = packed_rows<true>;
-}
+// Named by the rows of kernels/quant_traits.cpp.
+extern const packed_rows_fn packed_avx2_q4_k = packed_rows<false>, packed_avx2_q6_k = packed_rows<true>;
 
 }  // namespace cortex::kernels

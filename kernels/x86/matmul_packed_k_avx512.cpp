@@ -1,6 +1,6 @@
 // AVX-512 VNNI kernels for packed q4_k / q6_k weights (layout in
-// kernels/matmul_kernels.hpp) against q8_kp activations. Only
-// get_matmul_kernels_avx512_packed_k is exported.
+// kernels/matmul_kernels.hpp) against q8_kp activations. Only the
+// kernels named at the end are exported.
 //
 // As for q4_0: a 64-byte load gives 4 codes of 16 rows, the token's 4
 // activation bytes are broadcast, and vpdpbusd accumulates one int32 sub-block
@@ -232,13 +232,12 @@ struct q6_k_tile {
 
 }  // namespace
 
-void get_matmul_kernels_avx512_packed_k(matmul_kernel_set* set) {
-  // Batched tiles: one panel x 4 tokens. Unpacking a 64-byte load of codes
-  // costs 3 (q4_k) to ~13/4 (q6_k) ALU ops, shared by the tile's tokens; with
-  // 4 tokens per panel the unpacking is under half the vpdpbusd count, and
-  // 16 int32 accumulators still fit the 32 zmm registers with the float sums.
-  set->packed_q4_k = packed_rows<q4_k_tile, 1, 4, 2>;
-  set->packed_q6_k = packed_rows<q6_k_tile, 1, 4, 2>;
-}
+// Named by the rows of kernels/quant_traits.cpp. Batched tiles: one panel x
+// 4 tokens. Unpacking a 64-byte load of codes costs 3 (q4_k) to ~13/4 (q6_k)
+// ALU ops, shared by the tile's tokens; with 4 tokens per panel the unpacking
+// is under half the vpdpbusd count, and 16 int32 accumulators still fit the
+// 32 zmm registers with the float sums.
+extern const packed_rows_fn packed_avx512_q4_k = packed_rows<q4_k_tile, 1, 4, 2>,
+                            packed_avx512_q6_k = packed_rows<q6_k_tile, 1, 4, 2>;
 
 }  // namespace cortex::kernels

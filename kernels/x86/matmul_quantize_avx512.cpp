@@ -10,8 +10,6 @@
 
 namespace cortex::kernels {
 
-namespace {
-
 float quantize_block_q8_32_avx512(const float* x, int8_t* q, int* sum) {
   const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
   const __m512 amax16 = _mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b));
@@ -26,9 +24,5 @@ float quantize_block_q8_32_avx512(const float* x, int8_t* q, int* sum) {
   *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
   return _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-
-}  // namespace
-
-void get_matmul_kernels_avx512_quantize(matmul_kernel_set* set) { set->quantize_q8_32 = quantize_block_q8_32_avx512; }
 
 }  // namespace cortex::kernels

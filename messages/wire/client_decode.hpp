@@ -17,12 +17,13 @@
 //   400 invalid_param  a value out of range (message names field, range and
 //                      the value sent), a negative or non-integer number where
 //                      a uint is needed, invalid UTF-8 in a string, a missing
-//                      or empty id where one is required, prompt and tokens
-//                      both or neither given
+//                      or empty id where one is required, not exactly one
+//                      of prompt / tokens / messages given, a chat turn of
+//                      the wrong shape (chat_decode.hpp)
 //   413 too_large      an id over max_id_bytes, more than max_stop_strings
 //                      stop strings or a longer one than max_stop_bytes, more
-//                      than max_logit_bias entries, and the other array/map
-//                      caps of decode_limits
+//                      than max_logit_bias entries, more than max_messages
+//                      turns, and the other array/map caps of decode_limits
 //   404 unknown_model  `model` names none of decode_limits::model_names
 //
 // Type rules: uint fields take msgpack integers >= 0 (a negative integer or
@@ -59,7 +60,8 @@ struct decode_limits {
   uint32_t max_tags = 64;                // `tags` entries
   uint32_t max_tag_bytes = 1024;         // per tag key and per tag value
   uint32_t max_nonce_bytes = 1024;       // the ping nonce, re-encoded
-  uint32_t max_depth = 16;               // msgpack nesting (the deepest valid field is 3)
+  uint32_t max_messages = 1024;          // protocol.md: `messages` turns
+  uint32_t max_depth = 16;               // protocol.md: msgpack nesting (chat turns nest deepest)
   uint32_t max_ignored = 32;             // unknown keys listed; further ones are summed up
 };
 

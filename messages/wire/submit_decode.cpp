@@ -4,6 +4,8 @@
 #include <limits>
 #include <unordered_set>
 
+#include "messages/wire/chat_decode.hpp"
+
 namespace cortex::wire::detail {
 namespace {
 
@@ -192,10 +194,12 @@ bool check_model(field_reader& r, const msgpack::object& o) {
 }  // namespace
 
 bool decode_submit(field_reader& r, const msgpack::object& root, generation_request& out) {
-  bool has_id = false, has_prompt = false, has_tokens = false;
+  bool has_id = false, has_prompt = false, has_tokens = false, has_messages = false;
+  const char* chat_only = nullptr;  // a chat-only key that was given
   const bool ok = r.for_each_field(root, "", [&](std::string_view key, const msgpack::object& val) {
-    const bool known = is_one_of(key, {"v", "t", "id", "prompt", "tokens", "add_bos", "stream", "priority",
-                                       "deadline_ms", "params", "want", "tags", "model"});
+    const bool known = is_one_of(key, {"v", "t", "id", "prompt", "tokens", "messages", "chat_template_kwargs",
+                                       "add_generation_prompt", "add_bos", "stream", "priority", "deadline_ms",
+                                       "params", "want", "tags", "model"});
     if (!known) return field_status::unknown;
     if (val.type == msgpack::type::NIL || key == "v" || key == "t") return field_status::known;
     bool b = false;
@@ -204,6 +208,16 @@ bool decode_submit(field_reader& r, const msgpack::object& root, generation_requ
     if (key == "prompt") return has_prompt = true, field_reader::status(r.read_text(val, "prompt", out.prompt));
     if (key == "tokens")
       return has_tokens = true, field_reader::status(r.read_token_ids(val, "tokens", r.lim.max_prompt_tokens, out.tokens));
+    if (key == "messages") return has_messages = true, field_reader::status(decode_messages(r, val, out.messages_json));
+    if (key == "chat_template_kwargs") {
+      chat_only = "chat_template_kwargs";
+      return field_reader::status(decode_chat_template_kwargs(r, val, out.chat_template_kwargs_json));
+    }
+    // Not in protocol.md's table: http.md's extension, accepted here too.
+    if (key == "add_generation_prompt") {
+      chat_only = "add_generation_prompt";
+      return field_reader::status(r.read_bool(val, "add_generation_prompt", out.add_generation_prompt));
+    }
     if (key == "add_bos") {
       if (!r.read_bool(val, "add_bos", b)) return field_status::failed;
       out.add_bos = b ? 1 : 0;
@@ -230,9 +244,20 @@ bool decode_submit(field_reader& r, const msgpack::object& root, generation_requ
   if (!has_id)
     return r.fail(errc::invalid_param,
                   "submit needs an id: a string of 1.." + std::to_string(r.lim.max_id_bytes) + " bytes");
-  if (has_prompt && has_tokens) return r.fail(errc::invalid_param, "give exactly one of prompt / tokens, not both");
-  if (!has_prompt && !has_tokens)
-    return r.fail(errc::invalid_param, "give exactly one of prompt (a string) / tokens (an array of token ids)");
+  const int n_inputs = int(has_prompt) + int(has_tokens) + int(has_messages);
+  if (n_inputs > 1)
+    return r.fail(errc::invalid_param, std::string("give exactly one of prompt / tokens / messages, not ") +
+                                           (n_inputs == 3            ? "all three"
+                                            : !has_messages          ? "both prompt and tokens"
+                                            : has_prompt             ? "both prompt and messages"
+                                                                     : "both tokens and messages"));
+  if (n_inputs == 0)
+    return r.fail(errc::invalid_param,
+                  "give exactly one of prompt (a string) / tokens (an array of token ids) / messages (an array of "
+                  "chat turns {role, content})");
+  if (chat_only && !has_messages)
+    return r.fail(errc::invalid_param, std::string(chat_only) + " applies to messages only; leave it out with " +
+                                           (has_prompt ? "prompt" : "tokens"));
   if (has_tokens && out.tokens.empty())
     return r.fail(errc::invalid_param, "tokens is empty; give at least one token id");
   out.use_tokens = has_tokens;

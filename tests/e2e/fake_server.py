@@ -14,11 +14,19 @@ def fake_text(prompt):
     return "<" + prompt[::-1] + ">"
 
 
+def fake_chat_prompt(messages):
+    """The fake's stand-in for a chat template: "role:text|role:text"."""
+    def text(content):
+        return content if isinstance(content, str) else "".join(p["text"] for p in content)
+    return "|".join("%s:%s" % (t["role"], text(t.get("content") or "")) for t in messages)
+
+
 class FakeServer:
     """ROUTER on a free loopback port, served by a thread. Per peer and id it
     sends accepted, chunks of 3 characters (one message per active request per
-    loop turn, so streams interleave), then finished. A prompt "forever"
-    streams until cancelled. Records every decoded message in `received`."""
+    loop turn, so streams interleave), then finished. Chat `messages` stand
+    for the prompt fake_chat_prompt makes of them. A prompt (or last chat
+    turn) "forever" streams until cancelled; "reject" is refused with a 400. Records every decoded message in `received`."""
 
     def __init__(self):
         self.ctx = zmq.Context()
@@ -99,14 +107,21 @@ class FakeServer:
         if (peer, id) in self.active:
             return self._error(peer, 409, "duplicate_id", "id %s is active" % id, id=id)
         prompt = m.get("prompt")
+        last = None  # the last turn's text, for chat messages
+        if isinstance(m.get("messages"), list) and prompt is None:
+            prompt = fake_chat_prompt(m["messages"])
+            last = fake_chat_prompt(m["messages"][-1:]).split(":", 1)[1]
         if not isinstance(prompt, str):
             return self._error(peer, 400, "invalid_param", "prompt must be a string", id=id)
-        known = {"v", "t", "id", "prompt", "stream", "params", "tags", "want", "priority", "deadline_ms"}
+        if "reject" in (prompt, last):
+            return self._error(peer, 400, "invalid_param", "the fake rejects 'reject'", id=id, terminal=True)
+        known = {"v", "t", "id", "prompt", "messages", "chat_template_kwargs", "add_generation_prompt", "stream",
+                 "params", "tags", "want", "priority", "deadline_ms"}
         q = collections.deque()
         q.append({"v": 1, "t": "accepted", "id": id, "rid": 7, "prompt_tokens": len(prompt),
                   "ignored": sorted(k for k in m if k not in known), "tags": m.get("tags", {})})
         self.seqs.pop((peer, id), None)
-        if prompt == "forever":
+        if "forever" in (prompt, last):
             self._send(peer, q.popleft())
             self.active[(peer, id)] = "forever"
             return

@@ -1,15 +1,24 @@
-"""Unit tests of clients/python/cortexstream.py against a fake ROUTER
-(fake_server.py). They check the client's own logic: framing, routing of
-interleaved streams by id, errors, raw access. The e2e tests use the real
-cortexd."""
+"""Unit tests of the Python client (clients/python/cortexstream/) against a
+fake ROUTER (fake_server.py). They check the client's own logic: framing,
+routing of interleaved streams by id, errors, raw access, chat messages, the
+command line. The e2e tests use the real cortexd."""
 
+import json
+import os
+import subprocess
 import unittest
 
 import msgpack
 
 from tests.e2e import support  # noqa: F401  (puts clients/python on sys.path)
 import cortexstream
-from tests.e2e.fake_server import FakeServer, fake_text
+from tests.e2e.fake_server import FakeServer, fake_chat_prompt, fake_text
+
+CHAT = [{"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"b": 1, "a": [2.5, None]}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
 
 
 class ClientUnitTest(unittest.TestCase):
@@ -106,6 +115,51 @@ class ClientUnitTest(unittest.TestCase):
         self.assertFalse(s.done)
         s.cancel()
         self.assertEqual(list(s)[-1]["reason"], "cancelled")
+
+    def test_submit_messages_sends_them_as_given(self):
+        text, fin = self.client.complete(messages=CHAT, chat_template_kwargs={"enable_thinking": False},
+                                         add_generation_prompt=False, max_tokens=4)
+        self.assertEqual(text, fake_text("system:Be brief.|user:Hi there|assistant:|tool:ok"))
+        sent = self.server.received[-1]
+        self.assertEqual(sent["messages"], CHAT)
+        self.assertEqual(list(sent["messages"][2]["tool_calls"][0]["function"]["arguments"]), ["b", "a"])
+        self.assertEqual(sent["chat_template_kwargs"], {"enable_thinking": False})
+        self.assertIs(sent["add_generation_prompt"], False)
+        self.assertNotIn("prompt", sent)
+        self.assertNotIn("tokens", sent)
+        # Without the chat extras only `messages` goes out.
+        self.client.complete(messages=CHAT[:1])
+        sent = self.server.received[-1]
+        self.assertEqual(sorted(sent), ["id", "messages", "t", "v"])
+
+    def test_pending_clear(self):
+        self.client.send({"v": 1, "t": "bogus", "id": "x"})
+        self.assertEqual(self.client.recv()["name"], "unknown_type")
+        self.client.send({"v": 1, "t": "bogus", "id": "x"})
+        self.assertEqual(self.client.ping()["t"], "pong")  # the error (for id x) arrives first and is kept
+        self.assertEqual([m["name"] for m in self.client.pending(clear=True)], ["unknown_type"])
+        self.assertEqual(self.client.pending(), [])
+
+    def test_command_line_prompt_and_messages_json(self):
+        script = os.path.join(support.REPO_DIR, "clients", "python", "cortexstream.py")
+        run = lambda *args, stdin=None: subprocess.run(  # noqa: E731
+            ["/usr/bin/python3", script, "--endpoint", self.server.endpoint, "--timeout", "5"] + list(args),
+            input=stdin, capture_output=True, text=True, timeout=60)
+        r = run("abc")
+        self.assertEqual((r.returncode, r.stdout), (0, fake_text("abc") + "\n"), r.stderr)
+        r = run("--messages-json", "-", "--chat-template-kwargs", '{"k": [1]}', stdin=json.dumps(CHAT[:2]))
+        self.assertEqual((r.returncode, r.stdout), (0, fake_text(fake_chat_prompt(CHAT[:2])) + "\n"), r.stderr)
+        self.assertEqual((self.server.received[-1]["messages"], self.server.received[-1]["chat_template_kwargs"]),
+                         (CHAT[:2], {"k": [1]}))
+        r = run("abc", "--chat-template-kwargs", "{}")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("goes with --messages-json", r.stderr)
+        r = run("--messages-json", "-", stdin='{"role": "user"}')
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("JSON array", r.stderr)
+        r = run()
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("give a prompt or --messages-json", r.stderr)
 
     def test_timeout(self):
         c = cortexstream.Client("tcp://127.0.0.1:1", timeout_s=0.2)

@@ -220,6 +220,28 @@ class ProtocolRulesTest(support.ServerTestCase):
             ("logit_bias value a string", p("o6", logit_bias={1: "x"}), INVALID),
         ])
 
+    def test_chat_messages_shape(self):
+        user = {"role": "user", "content": "Hi"}
+        chat = dict(prompt=DROP, messages=[user])
+        self.run_cases([
+            ("messages and prompt", submit(messages=[user]), INVALID),
+            ("messages and tokens", submit(prompt=DROP, tokens=[1], messages=[user]), INVALID),
+            ("messages not an array", submit(prompt=DROP, messages="Hi"), INVALID),
+            ("no turns", submit(prompt=DROP, messages=[]), INVALID),
+            ("unknown role", submit(prompt=DROP, messages=[{"role": "robot", "content": "Hi"}]), INVALID),
+            ("role missing", submit(prompt=DROP, messages=[{"content": "Hi"}]), INVALID),
+            ("content a number", submit(prompt=DROP, messages=[{"role": "user", "content": 1}]), INVALID),
+            ("image part", submit(prompt=DROP, messages=[{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "x"}}]}]), INVALID),
+            ("binary in a turn", submit(prompt=DROP, messages=[dict(user, name=b"\x00")]), INVALID),
+            ("kwargs not a map", submit(chat_template_kwargs=[1], **chat), INVALID),
+            ("kwargs with a prompt", submit(chat_template_kwargs={"a": 1}), INVALID),
+            ("1025 turns", submit(prompt=DROP, messages=[user] * 1025), TOO_LARGE),
+        ])
+        m = self.expect_error(submit(prompt=DROP, messages=[user, {"role": "robot", "content": "x"}]), *INVALID,
+                              id="bad")
+        self.assertIn("messages[1].role", m["message"])
+
     def test_prompt_over_the_context_is_422(self):
         self.run_cases([
             ("tokens over n_ctx", submit(id="c1", prompt=DROP, tokens=[1] + [403] * self.n_ctx),
@@ -286,8 +308,7 @@ class ProtocolRulesTest(support.ServerTestCase):
         self.assertEqual(next(s)["t"], "accepted")
         self.c.send(submit(id="dup", prompt="something else"))
         text, fin = s.result()
-        err = [m for m in self.c.pending() if m.get("t") == "error"]
-        self.c._other.clear()
+        err = [m for m in self.c.pending(clear=True) if m.get("t") == "error"]
         self.assertEqual(len(err), 1, "exactly one error for the duplicate")
         self.assertEqual((err[0]["code"], err[0]["name"], err[0]["id"]), (409, "duplicate_id", "dup"))
         self.assertEqual([e["seq"] for e in s.events], list(range(len(s.events))))

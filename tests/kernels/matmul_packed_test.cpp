@@ -202,7 +202,7 @@ TEST_P(matmul_packed_isa_test, activation_quantizer_is_bit_identical_to_scalar) 
   std::mt19937 rng(77);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::uniform_int_distribution<int> exponent(-30, 30);
-  const auto simd = active_matmul_kernels().quantize_q8_32;
+  const auto simd = active_activation_kernels().quantize_q8_32;
   for (int iter = 0; iter < 2000; ++iter) {
     float x[32];
     const float scale = std::ldexp(1.f, exponent(rng));
@@ -225,7 +225,7 @@ TEST_P(matmul_packed_isa_test, f16_rounding_of_activations_is_bit_identical_to_s
   std::normal_distribution<float> normal(0.f, 1.f);
   std::uniform_int_distribution<int> exponent(-30, 20);
   std::uniform_int_distribution<uint32_t> bits;
-  const auto simd = active_matmul_kernels().round_to_f16;
+  const auto simd = active_activation_kernels().round_to_f16;
   std::vector<float> x(1003), y(x.size()), y_ref(x.size());
   for (int iter = 0; iter < 200; ++iter) {
     for (float& v : x) v = normal(rng) * std::ldexp(1.f, exponent(rng));

@@ -125,7 +125,8 @@ TEST(wire_client_reject, prompt_and_tokens) {
   expect_rejected(submit_with("prompt", "caf\xc3"), invalid_param, "prompt is not valid UTF-8", "bad");
   expect_rejected(submit_with("prompt", "\xed\xa0\x80"), invalid_param, "prompt is not valid UTF-8", "bad");  // surrogate
   expect_rejected(submit_with("prompt", "\xc0\xaf"), invalid_param, "prompt is not valid UTF-8", "bad");      // overlong
-  expect_rejected(submit_with("tokens", mp::arr({1, 2})), invalid_param, "exactly one of prompt / tokens, not both", "bad");
+  expect_rejected(submit_with("tokens", mp::arr({1, 2})), invalid_param,
+                  "exactly one of prompt / tokens / messages, not both prompt and tokens", "bad");
   mp neither = submit_with("prompt", mp::nil());
   expect_rejected(neither, invalid_param, "exactly one of prompt", "bad");
   mp tokens = submit_with("prompt", mp::nil()).set("tokens", mp::arr({}));

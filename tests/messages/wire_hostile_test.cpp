@@ -6,6 +6,8 @@
 #include <random>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "messages/wire/client_decode.hpp"
 #include "messages/wire/server_decode.hpp"
 #include "messages/wire/utf8.hpp"
@@ -27,6 +29,9 @@ decode_result decode(const std::vector<uint8_t>& b) {
 void expect_well_formed_answer(const decode_result& d) {
   if (d.ok()) {
     EXPECT_NE(d.type, client_message_type::none);
+    // Chat turns and template variables pass on as JSON that parses.
+    for (const std::string* text : {&d.request.messages_json, &d.request.chat_template_kwargs_json})
+      if (!text->empty()) EXPECT_TRUE(nlohmann::json::accept(*text)) << *text;
     return;
   }
   static const std::set<errc> decode_errors = {errc::malformed,   errc::invalid_param, errc::unknown_type,
@@ -46,6 +51,16 @@ std::vector<std::vector<uint8_t>> valid_messages() {
                           {"tags", mp::map({{"a", "b"}})}, {"model", "m"}})
           .bytes(),
       envelope("submit", {{"id", "s2"}, {"tokens", mp::arr({1, 2, 3, 400})}, {"stream", false}}).bytes(),
+      envelope("submit", {{"id", "s3"},
+                          {"messages", mp::arr({mp::map({{"role", "system"}, {"content", "Be \"brief\"\n"}}),
+                                                mp::map({{"role", "user"},
+                                                         {"content", mp::arr({mp::map({{"type", "text"},
+                                                                                       {"text", "caf\xc3\xa9"}})})}}),
+                                                mp::map({{"role", "assistant"},
+                                                         {"tool_calls", mp::arr({mp::map({{"w", mp::f32(0.5f)},
+                                                                                          {"n", -3}, {"z", mp::nil()}})})}})})},
+                          {"chat_template_kwargs", mp::map({{"enable_thinking", false}, {"x", mp::arr({1.5})}})}})
+          .bytes(),
       envelope("cancel", {{"ids", mp::arr({"a", "b"})}}).bytes(),
       envelope("ping", {{"nonce", mp::arr({1, "x", mp::map({{"k", mp::nil()}})})}}).bytes(),
       envelope("stats").bytes(),

@@ -1,0 +1,348 @@
+#include "actors/http_gateway/http_gateway_actor.hpp"
+
+#include <chrono>
+#include <unordered_map>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/http_gateway/http_routes.hpp"
+#include "actors/http_gateway/metrics_hub.hpp"
+#include "actors/http_gateway/openai_embedding.hpp"
+#include "actors/http_gateway/openai_error.hpp"
+#include "actors/http_gateway/openai_request.hpp"
+#include "actors/http_gateway/openai_response.hpp"
+#include "actors/http_gateway/openai_stream.hpp"
+
+namespace cortex {
+
+namespace {
+
+using namespace cortex::http;
+
+// Which HTTP response a core route (one choice, or one embedding input) feeds.
+struct http_route {
+  uint64_t response = 0;
+  uint32_t index = 0;
+};
+using route = gateway_route<http_route>;
+
+// One HTTP request being answered from engine events.
+struct response_state {
+  uint64_t conn = 0;
+  openai_endpoint endpoint = openai_endpoint::chat_completions;
+  std::string model;
+  std::vector<std::string> client_ids;  // the core ids of its choices / inputs
+  std::optional<openai_stream_encoder> stream;
+  std::optional<openai_response_builder> whole;
+  // Embeddings: one vector per input, and the prompt tokens counted.
+  std::vector<std::vector<float>> embeddings;
+  uint64_t prompt_tokens = 0;
+  size_t n_done = 0;
+  bool base64 = false;            // embeddings: encoding_format base64
+  bool streaming_started = false;
+  gateway_clock::time_point t0 = gateway_clock::now();
+};
+
+struct http_state;
+using self_ptr = http_gateway_actor::stateful_pointer<http_state>;
+
+class http_port final : public gateway_port<http_route> {
+ public:
+  self_ptr self = nullptr;
+  void cancel(uint64_t rid, finish_reason why) override;
+  void send_accepted(route& r, const request_accepted& a) override;
+  void send_chunk(route& r, const request_chunk& c) override;
+  void send_finished(route& r, const request_finished& f) override;
+  void send_rejected(route& r, const error_report& e) override;
+};
+
+struct http_state {
+  http_server* server = nullptr;
+  http_gateway_config cfg;
+  http_port port;
+  std::unique_ptr<gateway_core<http_route>> core;
+  intake_actor intake;
+  health_status health = health_status::starting;
+  bool model_loaded = false;
+  model_info model;
+  openai_limits limits;
+  std::unordered_map<uint64_t, response_state> responses;  // by response id
+  uint64_t next_response = 1;
+  static inline const char* name = "cortex.http_gateway";
+};
+
+std::string conn_key(uint64_t conn) { return std::to_string(conn); }
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void respond_json(self_ptr self, uint64_t conn, int status, std::string body, http_header_list headers = {}) {
+  http_response_out r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers = std::move(headers);
+  self->state.server->respond(conn, std::move(r));
+}
+
+void respond_error(self_ptr self, uint64_t conn, const error_report& e, std::string_view param = {}) {
+  auto er = make_openai_error(e, param);
+  http_header_list h;
+  if (er.retry_after_s) h.emplace_back("Retry-After", std::to_string(er.retry_after_s));
+  respond_json(self, conn, er.status, std::move(er.body), std::move(h));
+}
+
+// Records the end of a response in the metrics and forgets it; its choices
+// still running are cancelled.
+void end_response(self_ptr self, uint64_t id, const char* reason) {
+  auto& st = self->state;
+  auto it = st.responses.find(id);
+  if (it == st.responses.end()) return;
+  auto& rs = it->second;
+  for (auto& cid : rs.client_ids) st.core->cancel(conn_key(rs.conn), cid);
+  if (st.cfg.metrics) {
+    st.cfg.metrics->request_done(openai_endpoint_path(rs.endpoint), reason,
+                                 std::chrono::duration<double>(gateway_clock::now() - rs.t0).count());
+  }
+  st.responses.erase(it);
+}
+
+response_state* response_of(self_ptr self, const route& r) {
+  auto it = self->state.responses.find(r.extra.response);
+  return it == self->state.responses.end() ? nullptr : &it->second;
+}
+
+void stream_bytes(self_ptr self, response_state& rs, std::string bytes) {
+  if (bytes.empty()) return;
+  auto& srv = *self->state.server;
+  if (!rs.streaming_started) {
+    rs.streaming_started = true;
+    srv.stream_begin(rs.conn, 200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+  }
+  srv.stream_write(rs.conn, std::move(bytes));
+}
+
+void http_port::cancel(uint64_t rid, finish_reason why) {
+  if (self->state.intake) self->send(self->state.intake, cancel_atom_v, rid, why);
+}
+
+void http_port::send_accepted(route& r, const request_accepted& a) {
+  auto* rs = response_of(self, r);
+  if (rs && rs->stream) stream_bytes(self, *rs, rs->stream->on_accepted(r.extra.index, a));
+}
+
+void http_port::send_chunk(route& r, const request_chunk& c) {
+  auto* rs = response_of(self, r);
+  if (!rs) return;
+  if (rs->stream) {
+    stream_bytes(self, *rs, rs->stream->on_chunk(r.extra.index, c));
+  } else if (rs->whole) {
+    rs->whole->on_chunk(r.extra.index, c);
+  }
+}
+
+void http_port::send_finished(route& r, const request_finished& f) {
+  auto* rs = response_of(self, r);
+  if (!rs) return;
+  auto& st = self->state;
+  const auto id = r.extra.response;
+  if (st.cfg.metrics) st.cfg.metrics->tokens(f.prompt_tokens, f.completion_tokens);
+  if (rs->endpoint == openai_endpoint::embeddings) {
+    if (f.reason != finish_reason::stop) {
+      respond_error(self, rs->conn, f.reason == finish_reason::error ? f.error
+                                                                     : error_report{errc::internal, std::string("the embedding ended with ") + finish_reason_name(f.reason), 0});
+      return end_response(self, id, finish_reason_name(f.reason));
+    }
+    rs->embeddings[r.extra.index] = f.embedding;
+    rs->prompt_tokens += f.prompt_tokens;
+    if (++rs->n_done == rs->embeddings.size()) {
+      respond_json(self, rs->conn, 200, openai_embedding_body(rs->model, rs->embeddings, rs->prompt_tokens, rs->base64));
+      end_response(self, id, "stop");
+    }
+    return;
+  }
+  if (rs->stream) {
+    stream_bytes(self, *rs, rs->stream->on_finished(r.extra.index, f));
+    if (rs->stream->done()) {
+      st.server->stream_end(rs->conn);
+      end_response(self, id, openai_finish_reason(f.reason));
+    }
+    return;
+  }
+  rs->whole->on_finished(r.extra.index, f);
+  if (!rs->whole->complete()) return;
+  if (auto* e = rs->whole->error()) {
+    respond_error(self, rs->conn, *e);
+  } else {
+    respond_json(self, rs->conn, 200, rs->whole->body());
+  }
+  end_response(self, id, openai_finish_reason(f.reason));
+}
+
+void http_port::send_rejected(route& r, const error_report& e) {
+  auto* rs = response_of(self, r);
+  if (!rs) return;
+  auto& st = self->state;
+  if (st.cfg.metrics) st.cfg.metrics->rejected(errc_name(e.code));
+  if (rs->stream && rs->stream->started()) {
+    stream_bytes(self, *rs, rs->stream->on_error(e));
+    st.server->stream_end(rs->conn);
+  } else {
+    respond_error(self, rs->conn, e);
+  }
+  end_response(self, r.extra.response, "rejected");
+}
+
+// Opens one core route per engine request and submits them.
+void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<generation_request> reqs) {
+  auto& st = self->state;
+  const uint64_t id = st.next_response++;
+  std::vector<std::pair<std::string, generation_request>> ready;
+  for (uint32_t i = 0; i < reqs.size(); ++i) {
+    const std::string cid = std::to_string(id) + "/" + std::to_string(i);
+    auto key = st.core->open(conn_key(conn), cid, http_route{id, i});
+    if (!key) continue;  // cannot happen: ids are unique per response
+    rs.client_ids.push_back(cid);
+    reqs[i].client_id = *key;
+    ready.emplace_back(cid, std::move(reqs[i]));
+  }
+  st.responses.emplace(id, std::move(rs));
+  for (auto& [cid, req] : ready) {
+    self->send(st.intake, submit_atom_v, std::move(req), caf::actor_cast<request_sink_actor>(self));
+  }
+}
+
+void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
+  auto& st = self->state;
+  if (st.health != health_status::ready || !st.intake) {
+    const bool draining = st.health == health_status::draining;
+    return respond_error(self, in.conn,
+                         {draining ? errc::draining : errc::not_ready,
+                          draining ? "the server is shutting down; send to another instance" : "the model is still loading; retry shortly",
+                          draining ? 1000u : 500u});
+  }
+  auto parsed = parse_openai_request(ep, in.body, st.limits);
+  if (!parsed.ok()) {
+    if (st.cfg.metrics) st.cfg.metrics->rejected(errc_name(parsed.error.report.code));
+    return respond_error(self, in.conn, parsed.error.report, parsed.error.param);
+  }
+  auto& req = parsed.request;
+  response_state rs;
+  rs.conn = in.conn;
+  rs.endpoint = ep;
+  rs.model = req.model;
+  if (ep == openai_endpoint::embeddings) {
+    rs.embeddings.resize(req.inputs.size());
+    rs.base64 = req.base64;
+    return submit_all(self, in.conn, std::move(rs), std::move(req.inputs));
+  }
+  const char* prefix = ep == openai_endpoint::chat_completions ? "chatcmpl-" : "cmpl-";
+  auto ctx = make_response_context(req, prefix + std::to_string(st.next_response) + "-" + std::to_string(unix_now()),
+                                   unix_now(), st.cfg.hooks->token_text);
+  if (req.stream) {
+    rs.stream.emplace(ctx);
+  } else {
+    rs.whole.emplace(ctx);
+  }
+  submit_all(self, in.conn, std::move(rs), choice_requests(req));
+}
+
+void handle_metrics(self_ptr self, uint64_t conn) {
+  auto& st = self->state;
+  auto hub = st.cfg.metrics;
+  if (!hub) return respond_error(self, conn, {errc::unsupported, "metrics are not enabled", 0});
+  auto send_text = [self, conn, hub](const engine_stats* e) {
+    http_response_out r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = hub->render(e, self->state.model_loaded);
+    self->state.server->respond(conn, std::move(r));
+  };
+  if (!st.intake) return send_text(nullptr);
+  self->request(st.intake, std::chrono::seconds(10), stats_atom_v)
+      .then([send_text](engine_stats& e) { send_text(&e); }, [send_text](caf::error&) { send_text(nullptr); });
+}
+
+void handle_inbound(self_ptr self, http_inbound& in) {
+  auto& st = self->state;
+  const auto route = classify_http_route(in.method, in.target);
+  switch (route.kind) {
+    case http_route_kind::health_live: return respond_json(self, in.conn, 200, R"({"status":"live"})");
+    case http_route_kind::health_ready:
+      return st.health == health_status::ready
+                 ? respond_json(self, in.conn, 200, R"({"status":"ready"})")
+                 : respond_json(self, in.conn, 503, st.health == health_status::draining ? R"({"status":"draining"})" : R"({"status":"starting"})",
+                                {{"Retry-After", "1"}});
+    case http_route_kind::health_startup:
+      return st.model_loaded ? respond_json(self, in.conn, 200, R"({"status":"started"})")
+                             : respond_json(self, in.conn, 503, R"({"status":"starting"})", {{"Retry-After", "1"}});
+    case http_route_kind::metrics: return handle_metrics(self, in.conn);
+    case http_route_kind::models: return respond_json(self, in.conn, 200, models_body(st.model_loaded ? &st.model : nullptr));
+    case http_route_kind::model: {
+      if (!st.model_loaded || route.model_id != st.model.name) {
+        return respond_error(self, in.conn, {errc::unknown_model, "no model '" + route.model_id + "' is loaded; GET /v1/models lists it", 0}, "model");
+      }
+      return respond_json(self, in.conn, 200, model_body(st.model));
+    }
+    case http_route_kind::chat_completions: return handle_openai(self, in, openai_endpoint::chat_completions);
+    case http_route_kind::completions: return handle_openai(self, in, openai_endpoint::completions);
+    case http_route_kind::embeddings: return handle_openai(self, in, openai_endpoint::embeddings);
+    case http_route_kind::wrong_method:
+      return respond_error(self, in.conn, {errc::invalid_param, "method " + in.method + " is not allowed on " + in.target, 0});
+    case http_route_kind::unknown:
+      return respond_json(self, in.conn, 404,
+                          openai_error_body({errc::unknown_type, "no such endpoint: " + in.method + " " + in.target +
+                                                                     " (see /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /health/*, /metrics)", 0}));
+  }
+}
+
+http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* server, http_gateway_config cfg) {
+  auto& st = self->state;
+  st.server = server;
+  st.cfg = std::move(cfg);
+  st.port.self = self;
+  st.core = std::make_unique<gateway_core<http_route>>(st.port, st.cfg.core);
+  return {
+      [self](http_inbound& in) { handle_inbound(self, in); },
+      [self](peer_gone_atom, uint64_t conn) {
+        auto& st = self->state;
+        if (auto n = st.core->conn_gone(conn_key(conn))) spdlog::info("http: a client closed its connection with {} active requests; they are cancelled", n);
+        std::vector<uint64_t> gone;
+        for (auto& [id, rs] : st.responses) {
+          if (rs.conn == conn) gone.push_back(id);
+        }
+        for (auto id : gone) end_response(self, id, "client_gone");
+      },
+      [self](blocked_atom, uint64_t conn, bool blocked) { self->state.core->set_blocked(conn_key(conn), blocked); },
+      [self](request_accepted& a) { self->state.core->on_accepted(a); },
+      [self](request_chunk& c) { self->state.core->on_chunk(c); },
+      [self](request_finished& f) { self->state.core->on_finished(f); },
+      [self](request_rejected& rj) { self->state.core->on_rejected(rj); },
+      [self](ready_atom, intake_actor intake, model_info& m) {
+        auto& st = self->state;
+        st.intake = std::move(intake);
+        st.model = m;
+        st.model_loaded = true;
+        st.limits.model_name = m.name;
+        st.limits.n_embd = st.cfg.hooks->n_embd;
+        st.health = health_status::ready;
+      },
+      [self](drain_atom) { self->state.health = health_status::draining; },
+      [self](active_atom) -> uint64_t { return self->state.core->n_active(); },
+  };
+}
+
+}  // namespace
+
+http_gateway_actor spawn_http_gateway(caf::actor_system& sys, http_server& server, http_gateway_config cfg) {
+  auto gw = sys.spawn(http_gateway_fn, &server, std::move(cfg));
+  server.start({[gw](http_inbound&& in) { caf::anon_send(gw, std::move(in)); },
+                [gw](uint64_t conn) { caf::anon_send(gw, peer_gone_atom_v, conn); },
+                [gw](uint64_t conn, bool blocked) { caf::anon_send(gw, blocked_atom_v, conn, blocked); }});
+  return gw;
+}
+
+}  // namespace cortex

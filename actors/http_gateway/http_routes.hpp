@@ -1,0 +1,32 @@
+// The HTTP gateway's paths (http.md "Endpoints") and the `/v1/models`
+// bodies. CAF-free.
+#pragma once
+
+#include <string>
+
+#include "messages/gateway.hpp"
+
+namespace cortex::http {
+
+enum class http_route_kind : uint8_t {
+  chat_completions, completions, embeddings, models, model,
+  health_live, health_ready, health_startup, metrics,
+  wrong_method,  // a known path with another method (405-like; answered 400 invalid_param)
+  unknown        // 404
+};
+
+struct http_route_match {
+  http_route_kind kind = http_route_kind::unknown;
+  std::string model_id;  // for `model`: the {id} of /v1/models/{id}, percent-decoded
+};
+
+// `target` is the request target as sent (a query string is ignored).
+http_route_match classify_http_route(const std::string& method, const std::string& target);
+
+// {"object": "list", "data": [model objects]}; `m` null: no model loaded (empty list).
+std::string models_body(const model_info* m);
+// One model object: {"id", "object": "model", "created", "owned_by", and our
+// own fields "arch", "n_ctx", "n_vocab", "quant", "n_params"}.
+std::string model_body(const model_info& m);
+
+}  // namespace cortex::http

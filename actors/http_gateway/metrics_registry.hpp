@@ -1,0 +1,95 @@
+// The service's Prometheus metrics, exactly http.md's "Metrics" names,
+// types and labels, and their text for GET /metrics. CAF-free; nothing
+// throws. Thread-safe: every method takes one internal lock, so gateways,
+// the scheduler's reporter and the /metrics handler may call it from their
+// own threads.
+//
+//   counters   cortex_requests_total{endpoint, reason}, cortex_prompt_tokens_total,
+//              cortex_generation_tokens_total, cortex_prefix_cache_hit_tokens_total,
+//              cortex_preemptions_total, cortex_malformed_messages_total{gateway},
+//              cortex_rejections_total{code}
+//   gauges     cortex_requests_running, cortex_requests_waiting, cortex_kv_blocks_used,
+//              cortex_kv_blocks_total, cortex_connections{gateway}, cortex_model_loaded
+//   histograms cortex_time_to_first_token_seconds, cortex_inter_token_latency_seconds,
+//              cortex_request_duration_seconds, cortex_queue_time_seconds,
+//              cortex_step_duration_seconds (seconds), cortex_step_batch_tokens
+//              (tokens per engine step); fixed buckets (metrics_registry.cpp)
+//
+// Label values are the caller's words; suggested: endpoint "chat_completions"
+// | "completions" | "embeddings" | "wire"; reason protocol v1's finish reason
+// (finish_reason_name); gateway "http" | "zmq"; code the protocol v1 error
+// name ("overloaded", errc_name). Families are rendered in the order above,
+// label sets sorted; a labelled family with no series yet has only its
+// HELP/TYPE lines.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "actors/http_gateway/prometheus_text.hpp"
+#include "messages/request.hpp"
+
+namespace cortex::http {
+
+class metrics_registry {
+ public:
+  metrics_registry();
+
+  // Counters.
+  void count_request(std::string_view endpoint, std::string_view reason);
+  void add_prompt_tokens(uint64_t n);
+  void add_generation_tokens(uint64_t n);
+  void add_prefix_cache_hit_tokens(uint64_t n);
+  void add_preemptions(uint64_t n);
+  void count_malformed_message(std::string_view gateway);
+  void count_rejection(std::string_view code);
+
+  // Gauges (the latest value wins).
+  void set_requests_running(double v);
+  void set_requests_waiting(double v);
+  void set_kv_blocks_used(double v);
+  void set_kv_blocks_total(double v);
+  void set_connections(std::string_view gateway, double v);
+  void set_model_loaded(bool loaded);
+
+  // Histograms; durations in seconds.
+  void observe_time_to_first_token(double s);
+  void observe_inter_token_latency(double s);
+  void observe_request_duration(double s);
+  void observe_queue_time(double s);
+  void observe_step(double duration_s, uint32_t batch_tokens);  // one engine step
+
+  // Everything a request's terminal event tells: requests_total{endpoint,
+  // reason}, prompt / generation / prefix-cache-hit tokens, preemptions,
+  // time to first token (when a token came), queue time, request duration,
+  // and the inter-token latency: its mean over the request
+  // (decode_ms / (completion_tokens - 1)) counted completion_tokens - 1
+  // times, so that counts and sums are exact (buckets approximate). A caller
+  // that times every token itself calls observe_inter_token_latency instead
+  // and passes with_inter_token = false.
+  void record_finished(std::string_view endpoint, const request_finished& f, bool with_inter_token = true);
+
+  // The exposition text (format 0.0.4).
+  std::string render() const;
+
+ private:
+  template <class F>
+  void locked(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    f();
+  }
+
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // (endpoint, reason)
+  uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, prefix_cache_hit_tokens_ = 0, preemptions_ = 0;
+  std::map<std::string, uint64_t> malformed_;    // by gateway
+  std::map<std::string, uint64_t> rejections_;   // by code
+  double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, model_loaded_ = 0;
+  std::map<std::string, double> connections_;    // by gateway
+  histogram ttft_, itl_, duration_, queue_, step_duration_, step_batch_tokens_;
+};
+
+}  // namespace cortex::http

@@ -1,0 +1,444 @@
+#include "actors/http_gateway/openai_request.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "actors/http_gateway/json_field_reader.hpp"
+#include "actors/http_gateway/openai_json.hpp"
+
+namespace cortex::http {
+
+const char* openai_endpoint_path(openai_endpoint e) {
+  switch (e) {
+    case openai_endpoint::chat_completions: return "/v1/chat/completions";
+    case openai_endpoint::completions: return "/v1/completions";
+    case openai_endpoint::embeddings: return "/v1/embeddings";
+  }
+  return "";
+}
+
+const char* openai_endpoint_label(openai_endpoint e) {
+  switch (e) {
+    case openai_endpoint::chat_completions: return "chat_completions";
+    case openai_endpoint::completions: return "completions";
+    case openai_endpoint::embeddings: return "embeddings";
+  }
+  return "";
+}
+
+namespace {
+
+using detail::json;
+using detail::json_field_reader;
+
+constexpr int64_t int32_hi = std::numeric_limits<int32_t>::max();
+constexpr int64_t int64_lo = std::numeric_limits<int64_t>::min();
+constexpr int64_t int64_hi = std::numeric_limits<int64_t>::max();
+
+// The value of `key` in `obj`, or nullptr when absent or null.
+const json* field(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string at(const std::string& param, size_t i) { return param + "[" + std::to_string(i) + "]"; }
+
+class request_parser {
+ public:
+  request_parser(const json& body, const openai_limits& lim, openai_request& out, openai_error& err)
+      : body_(body), lim_(lim), out_(out), r_(err) {}
+
+  bool parse() {
+    if (!parse_model()) return false;
+    if (out_.endpoint == openai_endpoint::embeddings) return parse_embeddings();
+    if (!parse_generation_fields()) return false;
+    return out_.endpoint == openai_endpoint::chat_completions ? parse_chat() : parse_completion();
+  }
+
+ private:
+  bool parse_model() {
+    out_.model = lim_.model_name;
+    const json* v = field(body_, "model");
+    if (!v) return true;
+    std::string name;
+    if (!r_.read_string(*v, "model", name)) return false;
+    if (!lim_.model_name.empty() && name != lim_.model_name)
+      return r_.fail(errc::unknown_model, "model",
+                     "model is " + detail::describe_json(*v) + ", which is not loaded; the loaded model is " +
+                         json(lim_.model_name).dump() + " (or leave model out)");
+    out_.model = name;
+    return true;
+  }
+
+  bool read_float(const char* key, const std::string& range, bool (*ok)(double), float& out) {
+    const json* v = field(body_, key);
+    return !v || r_.read_number(*v, key, range, ok, out);
+  }
+
+  // Sampling, stopping and response-shape fields shared by chat and completions.
+  bool parse_generation_fields() {
+    generation_request& g = out_.request;
+    request_params& p = g.params;
+    const bool chat = out_.endpoint == openai_endpoint::chat_completions;
+    int64_t i = 0;
+    p.max_tokens = chat ? lim_.default_max_tokens_chat : lim_.default_max_tokens_completions;
+    for (const char* key : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
+      if (const json* v = field(body_, key)) {
+        if (!r_.read_int(*v, key, 1, int64_hi, "an integer >= 1", i)) return false;
+        p.max_tokens = static_cast<uint32_t>(std::min<int64_t>(i, UINT32_MAX));  // intake caps it to the context
+      }
+    }
+    if (!read_float("temperature", "a number in [0, 2] (0 = greedy)", [](double x) { return x >= 0 && x <= 2; },
+                    p.temperature) ||
+        !read_float("top_p", "a number in (0, 1]", [](double x) { return x > 0 && x <= 1; }, p.top_p) ||
+        !read_float("presence_penalty", "a number in [-2, 2]", [](double x) { return x >= -2 && x <= 2; },
+                    p.presence_penalty) ||
+        !read_float("frequency_penalty", "a number in [-2, 2]", [](double x) { return x >= -2 && x <= 2; },
+                    p.frequency_penalty) ||
+        !read_float("min_p", "a number in [0, 1]", [](double x) { return x >= 0 && x <= 1; }, p.min_p) ||
+        !read_float("repetition_penalty", "a number > 0 (1 = off)", [](double x) { return x > 0 && std::isfinite(x); },
+                    p.repetition_penalty))
+      return false;
+    if (const json* v = field(body_, "n")) {
+      const std::string range = "an integer in 1.." + std::to_string(lim_.max_n);
+      if (!r_.read_int(*v, "n", 1, lim_.max_n, range, i)) return false;
+      out_.n = static_cast<uint32_t>(i);
+    }
+    if (const json* v = field(body_, "seed")) {  // OpenAI's seed is any integer; negative ones keep their bits
+      if (v->is_number_unsigned()) p.seed = v->get<uint64_t>();
+      else if (r_.read_int(*v, "seed", int64_lo, int64_hi, "an integer", i)) p.seed = static_cast<uint64_t>(i);
+      else return false;
+      p.has_seed = true;
+    }
+    if (const json* v = field(body_, "top_k")) {
+      if (!r_.read_int(*v, "top_k", 0, int32_hi, "an integer >= 0 (0 = off)", i)) return false;
+      p.top_k = static_cast<int32_t>(i);
+    }
+    if (const json* v = field(body_, "min_tokens")) {
+      if (!r_.read_int(*v, "min_tokens", 0, UINT32_MAX, "an integer >= 0", i)) return false;
+      p.min_tokens = static_cast<uint32_t>(i);
+      if (p.min_tokens > p.max_tokens)
+        return r_.fail(errc::invalid_param, "min_tokens",
+                       "min_tokens (" + std::to_string(p.min_tokens) + ") must not exceed max_tokens (" +
+                           std::to_string(p.max_tokens) + ")");
+    }
+    if (const json* v = field(body_, "ignore_eos"); v && !r_.read_bool(*v, "ignore_eos", p.ignore_eos)) return false;
+    if (const json* v = field(body_, "stop_token_ids");
+        v && !r_.read_token_ids(*v, "stop_token_ids", lim_.max_stop_token_ids, p.stop_token_ids, true))
+      return false;
+    if (const json* v = field(body_, "priority")) {
+      if (!r_.read_int(*v, "priority", std::numeric_limits<int32_t>::min(), int32_hi, "a 32-bit integer", i))
+        return false;
+      g.priority = static_cast<int32_t>(i);
+    }
+    if (const json* v = field(body_, "deadline_ms")) {
+      if (!r_.read_int(*v, "deadline_ms", 1, int64_hi, "an integer >= 1 (leave it out for no deadline)", i))
+        return false;
+      g.deadline_ms = static_cast<uint64_t>(i);
+    }
+    if (const json* v = field(body_, "user"); v && !r_.read_string(*v, "user", out_.user)) return false;
+    return parse_stop() && parse_logit_bias() && parse_logprobs() && parse_stream() && parse_response_format();
+  }
+
+  bool parse_stop() {
+    const json* v = field(body_, "stop");
+    if (!v) return true;
+    std::vector<std::string>& stop = out_.request.params.stop;
+    if (v->is_string()) {
+      stop.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      if (v->size() > lim_.max_stop_strings) return r_.too_many("stop", v->size(), lim_.max_stop_strings, "strings");
+      stop.resize(v->size());
+      for (size_t k = 0; k < v->size(); ++k)
+        if (!r_.read_string((*v)[k], at("stop", k), stop[k])) return false;
+    } else {
+      return r_.expected("stop", "a string or an array of strings", *v);
+    }
+    for (size_t k = 0; k < stop.size(); ++k) {
+      const std::string param = v->is_string() ? "stop" : at("stop", k);
+      if (stop[k].empty()) return r_.fail(errc::invalid_param, param, param + " is empty; stop strings must be non-empty");
+      if (stop[k].size() > lim_.max_stop_bytes)
+        return r_.fail(errc::too_large, param,
+                       param + " is " + std::to_string(stop[k].size()) + " bytes; at most " +
+                           std::to_string(lim_.max_stop_bytes) + " are allowed");
+    }
+    return true;
+  }
+
+  // {"<token id>": bias in [-100, 100]}.
+  bool parse_logit_bias() {
+    const json* v = field(body_, "logit_bias");
+    if (!v) return true;
+    if (!v->is_object()) return r_.expected("logit_bias", "an object mapping token ids (as strings) to numbers", *v);
+    if (v->size() > lim_.max_logit_bias) return r_.too_many("logit_bias", v->size(), lim_.max_logit_bias, "entries");
+    request_params& p = out_.request.params;
+    std::set<int32_t> seen;
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      const std::string& key = it.key();
+      const std::string param = "logit_bias[" + json(key).dump() + "]";
+      int64_t id = 0;
+      const bool digits = !key.empty() && key.size() <= 10 &&
+                          std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits) id = std::stoll(key);
+      if (!digits || id > int32_hi)
+        return r_.fail(errc::invalid_param, param,
+                       "logit_bias keys must be token ids written as decimal strings (\"50256\"), got " +
+                           json(key).dump());
+      if (!seen.insert(static_cast<int32_t>(id)).second)
+        return r_.fail(errc::invalid_param, param, "logit_bias has token " + std::to_string(id) + " twice");
+      float bias = 0;
+      if (!r_.read_number(it.value(), param, "a number in [-100, 100] (-100 bans the token)",
+                          [](double x) { return x >= -100 && x <= 100; }, bias))
+        return false;
+      p.logit_bias_ids.push_back(static_cast<int32_t>(id));
+      p.logit_bias_values.push_back(bias);
+    }
+    return true;
+  }
+
+  // chat: logprobs (bool) + top_logprobs (0..20); completions: logprobs (0..20).
+  bool parse_logprobs() {
+    const std::string range = "an integer in 0.." + std::to_string(lim_.max_logprobs);
+    int64_t k = 0;
+    const json* lp = field(body_, "logprobs");
+    if (out_.endpoint == openai_endpoint::chat_completions) {
+      if (lp && !r_.read_bool(*lp, "logprobs", out_.logprobs)) return false;
+      if (const json* top = field(body_, "top_logprobs")) {
+        if (!r_.read_int(*top, "top_logprobs", 0, lim_.max_logprobs, range, k)) return false;
+        if (k > 0 && !out_.logprobs)
+          return r_.fail(errc::invalid_param, "top_logprobs", "top_logprobs needs logprobs: true");
+      }
+    } else if (lp) {
+      if (!r_.read_int(*lp, "logprobs", 0, lim_.max_logprobs, range, k)) return false;
+      out_.logprobs = true;
+    }
+    out_.top_logprobs = static_cast<uint32_t>(k);
+    out_.request.n_logprobs = out_.logprobs ? std::max<uint32_t>(1, out_.top_logprobs) : 0;
+    return true;
+  }
+
+  bool parse_stream() {
+    if (const json* v = field(body_, "stream"); v && !r_.read_bool(*v, "stream", out_.stream)) return false;
+    out_.request.stream = out_.stream;
+    const json* opts = field(body_, "stream_options");
+    if (!opts) return true;
+    if (!opts->is_object()) return r_.expected("stream_options", "an object", *opts);
+    const json* usage = field(*opts, "include_usage");
+    return !usage || r_.read_bool(*usage, "stream_options.include_usage", out_.include_usage);
+  }
+
+  bool parse_response_format() {
+    const json* v = field(body_, "response_format");
+    if (!v) return true;
+    if (!v->is_object()) return r_.expected("response_format", "an object such as {\"type\": \"text\"}", *v);
+    const json* type = field(*v, "type");
+    std::string t;
+    if (!type) return r_.fail(errc::invalid_param, "response_format.type", "response_format needs a type (\"text\")");
+    if (!r_.read_string(*type, "response_format.type", t)) return false;
+    if (t != "text")
+      return r_.fail(errc::unsupported, "response_format",
+                     "response_format " + type->dump() + " is not supported yet; only \"text\" is");
+    return true;
+  }
+
+  // A 501 for a recognised OpenAI field this server does not implement.
+  bool reject_if(const char* key, bool (*used)(const json&), const char* what) {
+    const json* v = field(body_, key);
+    if (v && used(*v)) return r_.fail(errc::unsupported, key, std::string(key) + " is not supported: " + what);
+    return true;
+  }
+
+  bool parse_chat() {
+    const json* msgs = field(body_, "messages");
+    if (!msgs) return r_.fail(errc::invalid_param, "messages", "messages is required: an array of {role, content}");
+    if (!msgs->is_array()) return r_.expected("messages", "an array of {role, content} objects", *msgs);
+    if (msgs->empty()) return r_.fail(errc::invalid_param, "messages", "messages is empty; give at least one message");
+    if (msgs->size() > lim_.max_messages) return r_.too_many("messages", msgs->size(), lim_.max_messages, "messages");
+    json normalized = json::array();
+    for (size_t i = 0; i < msgs->size(); ++i) {
+      json m = (*msgs)[i];
+      if (!normalize_message(m, at("messages", i))) return false;
+      normalized.push_back(std::move(m));
+    }
+    out_.request.messages_json = dump_json(normalized);
+    json kwargs = json::object();
+    if (const json* v = field(body_, "chat_template_kwargs")) {
+      if (!v->is_object()) return r_.expected("chat_template_kwargs", "an object of template variables", *v);
+      kwargs = *v;
+    }
+    if (const json* v = field(body_, "tools")) {
+      if (!v->is_array()) return r_.expected("tools", "an array of tool definitions", *v);
+      kwargs["tools"] = *v;
+    }
+    if (const json* v = field(body_, "tool_choice")) {
+      if (!v->is_string() && !v->is_object()) return r_.expected("tool_choice", "a string or an object", *v);
+      kwargs["tool_choice"] = *v;
+    }
+    if (!kwargs.empty()) out_.request.chat_template_kwargs_json = dump_json(kwargs);
+    const json* agp = field(body_, "add_generation_prompt");
+    return !agp || r_.read_bool(*agp, "add_generation_prompt", out_.request.add_generation_prompt);
+  }
+
+  // Checks one message and makes its content a string; everything else in
+  // it (tool_calls, tool_call_id, name, unknown keys) goes to the template as given.
+  bool normalize_message(json& m, const std::string& param) {
+    if (!m.is_object()) return r_.expected(param, "an object {role, content}", m);
+    const json* role = field(m, "role");
+    std::string r;
+    if (!role) return r_.fail(errc::invalid_param, param + ".role", param + ".role is required");
+    if (!r_.read_string(*role, param + ".role", r)) return false;
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+      return r_.expected(param + ".role", "one of \"system\", \"user\", \"assistant\", \"tool\"", *role);
+    std::string s;
+    for (const char* key : {"name", "tool_call_id"})
+      if (const json* v = field(m, key); v && !r_.read_string(*v, param + "." + key, s)) return false;
+    if (const json* v = field(m, "tool_calls"); v && !v->is_array())
+      return r_.expected(param + ".tool_calls", "an array", *v);
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      if (r == "assistant") return true;  // e.g. a turn that only calls tools
+      return r_.fail(errc::invalid_param, param + ".content",
+                     param + ".content is required: a string or an array of {type: \"text\", text}");
+    }
+    if (content->is_string()) return true;
+    if (!content->is_array())
+      return r_.expected(param + ".content", "a string or an array of {type: \"text\", text}", *content);
+    std::string text;
+    for (size_t k = 0; k < content->size(); ++k) {
+      const json& part = (*content)[k];
+      const std::string pp = at(param + ".content", k);
+      if (!part.is_object()) return r_.expected(pp, "an object {type: \"text\", text}", part);
+      const json* type = field(part, "type");
+      std::string t;
+      if (!type) return r_.fail(errc::invalid_param, pp + ".type", pp + ".type is required (\"text\")");
+      if (!r_.read_string(*type, pp + ".type", t)) return false;
+      if (t == "image_url" || t == "input_audio" || t == "file" || t == "image")
+        return r_.fail(errc::unsupported, pp + ".type", pp + " is a " + t + " part; only text parts are supported");
+      if (t != "text") return r_.expected(pp + ".type", "\"text\"", *type);
+      const json* pt = field(part, "text");
+      if (!pt) return r_.fail(errc::invalid_param, pp + ".text", pp + ".text is required");
+      if (!r_.read_string(*pt, pp + ".text", s)) return false;
+      text += s;
+    }
+    *content = std::move(text);
+    return true;
+  }
+
+  bool parse_completion() {
+    if (!reject_if("echo", [](const json& v) { return v.is_boolean() && v.get<bool>(); }, "the prompt is not echoed") ||
+        !reject_if("suffix", [](const json& v) { return !v.is_string() || !v.get_ref<const std::string&>().empty(); },
+                   "there is no insertion mode"))
+      return false;
+    const json* v = field(body_, "prompt");
+    if (!v) return r_.fail(errc::invalid_param, "prompt", "prompt is required: a string or an array of token ids");
+    generation_request& g = out_.request;
+    std::string param = "prompt";
+    const json* one = v;
+    // A batch of one ([string] or [[ids]]) is that prompt; larger batches are 501.
+    if (v->is_array() && !v->empty() && ((*v)[0].is_string() || (*v)[0].is_array())) {
+      if (v->size() > 1)
+        return r_.fail(errc::unsupported, "prompt", "prompt holds " + std::to_string(v->size()) +
+                                                        " prompts; send one prompt per request (or use n)");
+      one = &(*v)[0];
+      param = "prompt[0]";
+    }
+    if (one->is_string()) {
+      g.prompt = one->get<std::string>();
+      return true;
+    }
+    if (!one->is_array()) return r_.expected(param, "a string or an array of token ids", *one);
+    g.use_tokens = true;
+    return r_.read_token_ids(*one, param, lim_.max_prompt_tokens, g.tokens);
+  }
+
+  bool parse_embeddings() {
+    if (const json* v = field(body_, "user"); v && !r_.read_string(*v, "user", out_.user)) return false;
+    if (const json* v = field(body_, "encoding_format")) {
+      std::string f;
+      if (!r_.read_string(*v, "encoding_format", f)) return false;
+      if (f != "float" && f != "base64") return r_.expected("encoding_format", "\"float\" or \"base64\"", *v);
+      out_.base64 = f == "base64";
+    }
+    if (const json* v = field(body_, "dimensions")) {
+      int64_t d = 0;
+      const std::string range = lim_.n_embd ? "the model's embedding size, " + std::to_string(lim_.n_embd)
+                                            : std::string("an integer >= 1");
+      if (!r_.read_int(*v, "dimensions", lim_.n_embd ? lim_.n_embd : 1, lim_.n_embd ? lim_.n_embd : int64_hi, range,
+                       d))
+        return false;
+    }
+    const json* v = field(body_, "input");
+    if (!v) return r_.fail(errc::invalid_param, "input", "input is required: a string, or an array of strings or of token ids");
+    if (v->is_string()) return add_input(*v, "input");
+    if (!v->is_array())
+      return r_.expected("input", "a string, an array of strings, an array of token ids or an array of arrays of them", *v);
+    if (v->empty()) return r_.fail(errc::invalid_param, "input", "input is empty; give at least one input");
+    if ((*v)[0].is_number()) return add_input(*v, "input");  // one list of token ids
+    if (v->size() > lim_.max_embedding_inputs)
+      return r_.too_many("input", v->size(), lim_.max_embedding_inputs, "inputs");
+    for (size_t i = 0; i < v->size(); ++i)
+      if (!add_input((*v)[i], at("input", i))) return false;
+    return true;
+  }
+
+  // One embedding input: a non-empty string or array of token ids.
+  bool add_input(const json& v, const std::string& param) {
+    generation_request g;
+    g.kind = request_kind::embed;
+    g.stream = false;
+    g.want_text = false;
+    if (v.is_string()) {
+      g.prompt = v.get<std::string>();
+      if (g.prompt.empty()) return r_.fail(errc::invalid_param, param, param + " is an empty string");
+    } else if (v.is_array()) {
+      g.use_tokens = true;
+      if (!r_.read_token_ids(v, param, lim_.max_prompt_tokens, g.tokens)) return false;
+    } else {
+      return r_.expected(param, "a string or an array of token ids", v);
+    }
+    out_.inputs.push_back(std::move(g));
+    return true;
+  }
+
+  const json& body_;
+  const openai_limits& lim_;
+  openai_request& out_;
+  json_field_reader r_;
+};
+
+}  // namespace
+
+openai_parse_result parse_openai_request(openai_endpoint endpoint, const std::string& body, const openai_limits& lim) {
+  openai_parse_result res;
+  res.request.endpoint = endpoint;
+  detail::json_field_reader r(res.error);
+  if (detail::json_nesting_depth(body, lim.max_depth) > lim.max_depth) {
+    r.fail(errc::too_large, "", "the body nests arrays and objects deeper than " + std::to_string(lim.max_depth) + " levels");
+    return res;
+  }
+  json doc;
+  try {
+    doc = json::parse(body);
+  } catch (const json::exception& e) {
+    r.fail(errc::malformed, "", std::string("the body is not valid JSON: ") + e.what());
+    return res;
+  }
+  if (!doc.is_object()) {
+    r.fail(errc::malformed, "", "the body must be a JSON object, got " + detail::describe_json(doc));
+    return res;
+  }
+  request_parser(doc, lim, res.request, res.error).parse();
+  return res;
+}
+
+std::vector<generation_request> choice_requests(const openai_request& r) {
+  std::vector<generation_request> out(r.n, r.request);
+  for (uint32_t i = 0; i < r.n; ++i)
+    if (out[i].params.has_seed) out[i].params.seed += i;
+  return out;
+}
+
+}  // namespace cortex::http

@@ -1,0 +1,56 @@
+#include "actors/http_gateway/openai_response.hpp"
+
+#include <utility>
+
+#include "actors/http_gateway/openai_json.hpp"
+
+namespace cortex::http {
+
+using nlohmann::ordered_json;
+
+openai_response_builder::openai_response_builder(openai_response_context ctx)
+    : ctx_(std::move(ctx)), choices_(ctx_.n) {}
+
+void openai_response_builder::on_chunk(uint32_t i, const request_chunk& c) {
+  if (i >= choices_.size()) return;
+  choice& ch = choices_[i];
+  ch.text += c.text;
+  ch.logprobs.append(ctx_, c.logprobs);
+}
+
+void openai_response_builder::on_finished(uint32_t i, const request_finished& f) {
+  if (i >= choices_.size() || choices_[i].finished) return;  // exactly one terminal event counts
+  choice& ch = choices_[i];
+  ch.text += f.text;
+  ch.logprobs.append(ctx_, f.logprobs);
+  ch.finished = true;
+  ch.reason = f.reason;
+  ++n_finished_;
+  usage_.add(f);
+  if (f.reason == finish_reason::error && !has_error_) {
+    has_error_ = true;
+    error_ = f.error;
+  }
+}
+
+std::string openai_response_builder::body() const {
+  const bool chat = ctx_.endpoint == openai_endpoint::chat_completions;
+  ordered_json choices = ordered_json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const choice& ch = choices_[i];
+    ordered_json c = {{"index", i}};
+    if (chat) c["message"] = {{"role", "assistant"}, {"content", ch.text}};
+    else c["text"] = ch.text;
+    c["logprobs"] = ch.logprobs.get(ctx_);
+    c["finish_reason"] = openai_finish_reason(ch.reason);
+    choices.push_back(std::move(c));
+  }
+  return dump_json(ordered_json{{"id", ctx_.id},
+                                {"object", chat ? "chat.completion" : "text_completion"},
+                                {"created", ctx_.created},
+                                {"model", ctx_.model},
+                                {"choices", std::move(choices)},
+                                {"usage", usage_.to_json()}});
+}
+
+}  // namespace cortex::http

@@ -1,0 +1,111 @@
+#include "apps/cortex/wire_request.hpp"
+
+#include <cstdio>
+#include <random>
+
+#include "apps/cortex/common.hpp"
+
+namespace cortex::cli {
+
+std::vector<option_spec> with_endpoint(std::vector<option_spec> specs) {
+  specs.insert(specs.begin(), {"endpoint", "E", "cortexd's ZeroMQ endpoint", "tcp://127.0.0.1:5555"});
+  specs.push_back({"timeout-ms", "MS", "give up when the server does not answer for this long", "30000"});
+  return specs;
+}
+
+std::vector<option_spec> generation_specs() {
+  return {{"max-tokens", "N", "tokens to generate at most", "256"},
+          {"temperature", "T", "sampling temperature; 0 = greedy", "1.0"},
+          {"top-k", "K", "0 = off", "0"},
+          {"top-p", "P", "nucleus threshold", "1.0"},
+          {"min-p", "P", "minimum probability relative to the top token", "0"},
+          {"seed", "S", "RNG seed", ""},
+          {"stop", "TEXT", "a stop string", ""},
+          {"priority", "N", "higher is served first", "0"},
+          {"deadline-ms", "MS", "end the request after this long", ""},
+          {"ignore-eos", "", "generate past end-of-sequence", ""}};
+}
+
+bool build_generation_request(args& a, wire_json& msg) {
+  auto max_tokens = a.get_int("max-tokens"), top_k = a.get_int("top-k"), priority = a.get_int("priority");
+  auto temperature = a.get_float("temperature"), top_p = a.get_float("top-p"), min_p = a.get_float("min-p");
+  if (!max_tokens || !top_k || !priority || !temperature || !top_p || !min_p) {
+    std::fprintf(stderr, "cortex: %s\n", a.error().c_str());
+    return false;
+  }
+  wire_json params = {{"max_tokens", *max_tokens}, {"temperature", *temperature}, {"top_k", *top_k},
+                      {"top_p", *top_p},           {"min_p", *min_p}};
+  if (a.has("seed")) {
+    auto s = a.get_int("seed");
+    if (!s || *s < 0) {
+      std::fprintf(stderr, "cortex: --seed expects a non-negative integer\n");
+      return false;
+    }
+    params["seed"] = *s;
+  }
+  if (a.has("stop")) params["stop"] = wire_json::array({a.get("stop")});
+  if (a.has("ignore-eos")) params["ignore_eos"] = true;
+  msg = {{"v", 1}, {"t", "submit"}, {"priority", *priority}, {"params", params}};
+  if (a.has("deadline-ms")) {
+    auto d = a.get_int("deadline-ms");
+    if (!d || *d <= 0) {
+      std::fprintf(stderr, "cortex: --deadline-ms expects a positive integer\n");
+      return false;
+    }
+    msg["deadline_ms"] = *d;
+  }
+  return true;
+}
+
+std::string fresh_request_id() { return "cli-" + std::to_string(std::random_device{}() % 1000000000u); }
+
+bool read_messages_json(const std::string& path, wire_json& out, std::string& error) {
+  std::string text;
+  if (!read_text(path, text)) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
+  out = wire_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (out.is_discarded()) {
+    error = "'" + path + "' is not valid JSON";
+    return false;
+  }
+  if (!out.is_array() || out.empty()) {
+    error = "'" + path + "' must hold a non-empty JSON array of chat turns, e.g. [{\"role\": \"user\", \"content\": \"Hi\"}]";
+    return false;
+  }
+  return true;
+}
+
+bool parse_json_object(const std::string& text, const char* what, wire_json& out, std::string& error) {
+  out = wire_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (out.is_discarded() || !out.is_object()) {
+    error = std::string(what) + " must be a JSON object, e.g. '{\"enable_thinking\": false}'";
+    return false;
+  }
+  return true;
+}
+
+bool read_request(wire_connection& c, const std::string& id, int timeout_ms,
+                  const std::function<void(const wire_json&)>& on_message, wire_json& terminal) {
+  wire_json m;
+  while (c.recv(m, timeout_ms)) {
+    if (!m.is_object() || (m.contains("id") && m.value("id", "") != id)) continue;
+    const std::string t = m.value("t", "");
+    // An id-less error is the server refusing the frame itself (malformed).
+    if (!m.contains("id") && t != "error") continue;
+    on_message(m);
+    if (t == "finished" || t == "error") {
+      terminal = std::move(m);
+      return true;
+    }
+  }
+  return false;
+}
+
+void print_error_reply(const wire_json& m) {
+  std::fprintf(stderr, "cortex: error %d %s: %s\n", m.value("code", 0), m.value("name", "").c_str(),
+               m.value("message", "").c_str());
+}
+
+}  // namespace cortex::cli

@@ -1,0 +1,153 @@
+// The trait rows (kernels/quant_traits.hpp), one per GGML type, and the
+// per-type functions they name. Declared here, defined with their kind:
+// converters in quant.cpp / quantize.cpp, scalar matmul in matmul_scalar.cpp,
+// packing in matmul_packed.cpp / matmul_packed_k.cpp, SIMD kernels in
+// kernels/x86/*_avx2.cpp / *_avx512.cpp. Taking a SIMD kernel's address is
+// safe on any CPU; only calling it needs the isa (callers index by
+// active_isa()).
+#include "kernels/quant_traits.hpp"
+
+#include "kernels/matmul_packed_k.hpp"
+#include "kernels/quant_blocks.hpp"
+
+namespace cortex {
+
+// ---- converters (quant.cpp, quantize.cpp) ---------------------------------
+void dequantize_row_f32(const void*, float*, int64_t);
+void dequantize_row_f16(const void*, float*, int64_t);
+void dequantize_row_bf16(const void*, float*, int64_t);
+void dequantize_row_q4_0(const void*, float*, int64_t);
+void dequantize_row_q4_1(const void*, float*, int64_t);
+void dequantize_row_q5_0(const void*, float*, int64_t);
+void dequantize_row_q5_1(const void*, float*, int64_t);
+void dequantize_row_q8_0(const void*, float*, int64_t);
+void dequantize_row_q2_k(const void*, float*, int64_t);
+void dequantize_row_q3_k(const void*, float*, int64_t);
+void dequantize_row_q4_k(const void*, float*, int64_t);
+void dequantize_row_q5_k(const void*, float*, int64_t);
+void dequantize_row_q6_k(const void*, float*, int64_t);
+void quantize_row_f32(const float*, void*, int64_t);
+void quantize_row_f16(const float*, void*, int64_t);
+void quantize_row_bf16(const float*, void*, int64_t);
+void quantize_row_q4_0(const float*, void*, int64_t);
+void quantize_row_q8_0(const float*, void*, int64_t);
+void quantize_row_q4_k(const float*, void*, int64_t);
+void quantize_row_q5_k(const float*, void*, int64_t);
+void quantize_row_q6_k(const float*, void*, int64_t);
+
+namespace kernels {
+
+// ---- matmul kernels: scalar (matmul_scalar.cpp), x86/matmul_avx2.cpp,
+// x86/matmul_avx512.cpp, x86/matmul_k_avx2.cpp, x86/matmul_k_avx512.cpp ----
+#define CORTEX_MATMUL_KERNELS(t) \
+  extern const matmul_rows_fn matmul_scalar_##t, matmul_avx2_##t, matmul_avx512_##t
+CORTEX_MATMUL_KERNELS(f32);
+CORTEX_MATMUL_KERNELS(f16);
+CORTEX_MATMUL_KERNELS(bf16);
+CORTEX_MATMUL_KERNELS(q4_0);
+CORTEX_MATMUL_KERNELS(q5_0);
+CORTEX_MATMUL_KERNELS(q8_0);
+CORTEX_MATMUL_KERNELS(q4_k);
+CORTEX_MATMUL_KERNELS(q5_k);
+CORTEX_MATMUL_KERNELS(q6_k);
+#undef CORTEX_MATMUL_KERNELS
+
+// ---- packed layouts: packing and scalar kernel (matmul_packed.cpp,
+// matmul_packed_k.cpp), x86/matmul_packed{,_k}_{avx2,avx512}.cpp ------------
+#define CORTEX_PACKED_KERNELS(t)               \
+  extern const pack_panel_fn pack_panel_##t;   \
+  extern const unpack_row_fn unpack_row_##t;   \
+  extern const packed_rows_fn packed_scalar_##t, packed_avx2_##t, packed_avx512_##t
+CORTEX_PACKED_KERNELS(q4_0);
+CORTEX_PACKED_KERNELS(q8_0);
+CORTEX_PACKED_KERNELS(q4_k);
+CORTEX_PACKED_KERNELS(q6_k);
+#undef CORTEX_PACKED_KERNELS
+
+}  // namespace kernels
+
+namespace {
+
+using namespace kernels;
+using xf = x_format;
+
+#define CORTEX_MATMUL(t) \
+  { matmul_scalar_##t, matmul_avx2_##t, matmul_avx512_##t }
+#define CORTEX_PACKED(t) \
+  pack_panel_##t, unpack_row_##t, { packed_scalar_##t, packed_avx2_##t, packed_avx512_##t }
+
+// Built on first use: the kernel pointers are other TUs' constants.
+struct trait_table {
+  // Panel records: two 32-column blocks (64-byte scale header, then 256 /
+  // 512 code bytes per block) or one 256-column super-block.
+  const packed_layout packed_q4_0{packed_x_format::q8_p, 64, 64 + 2 * 256, CORTEX_PACKED(q4_0)};
+  const packed_layout packed_q8_0{packed_x_format::q8_p, 64, 64 + 2 * 512, CORTEX_PACKED(q8_0)};
+  const packed_layout packed_q4_k{packed_x_format::q8_kp, 256, packed_record_q4_k, CORTEX_PACKED(q4_k)};
+  const packed_layout packed_q6_k{packed_x_format::q8_kp, 256, packed_record_q6_k, CORTEX_PACKED(q6_k)};
+
+  // type, name, block size, bytes per block, dequantize, quantize,
+  // activation format, zero point, matmul kernels, packed layout.
+  const quant_traits rows[20] = {
+      {ggml_type::f32, "f32", 1, sizeof(float), dequantize_row_f32, quantize_row_f32, xf::f32, 0,
+       CORTEX_MATMUL(f32), nullptr},
+      {ggml_type::f16, "f16", 1, sizeof(half_bits), dequantize_row_f16, quantize_row_f16, xf::f16, 0,
+       CORTEX_MATMUL(f16), nullptr},
+      {ggml_type::bf16, "bf16", 1, sizeof(uint16_t), dequantize_row_bf16, quantize_row_bf16, xf::bf16, 0,
+       CORTEX_MATMUL(bf16), nullptr},
+      {ggml_type::q4_0, "q4_0", qk4_0, sizeof(block_q4_0), dequantize_row_q4_0, quantize_row_q4_0, xf::q8_32, 8,
+       CORTEX_MATMUL(q4_0), &packed_q4_0},
+      {ggml_type::q4_1, "q4_1", 32, sizeof(block_q4_1), dequantize_row_q4_1, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q5_0, "q5_0", 32, sizeof(block_q5_0), dequantize_row_q5_0, nullptr, xf::q8_32, 16,
+       CORTEX_MATMUL(q5_0), nullptr},
+      {ggml_type::q5_1, "q5_1", 32, sizeof(block_q5_1), dequantize_row_q5_1, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q8_0, "q8_0", qk8_0, sizeof(block_q8_0), dequantize_row_q8_0, quantize_row_q8_0, xf::q8_32, 128,
+       CORTEX_MATMUL(q8_0), &packed_q8_0},
+      // q8_1 = {d, s} halves + 32 int8; only produced at run time for dot products.
+      {ggml_type::q8_1, "q8_1", 32, 2 * sizeof(half_bits) + 32, nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q2_k, "q2_K", qk_k, sizeof(block_q2_k), dequantize_row_q2_k, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q3_k, "q3_K", qk_k, sizeof(block_q3_k), dequantize_row_q3_k, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q4_k, "q4_K", qk_k, sizeof(block_q4_k), dequantize_row_q4_k, quantize_row_q4_k, xf::q8_256, 0,
+       CORTEX_MATMUL(q4_k), &packed_q4_k},
+      {ggml_type::q5_k, "q5_K", qk_k, sizeof(block_q5_k), dequantize_row_q5_k, quantize_row_q5_k, xf::q8_256, 0,
+       CORTEX_MATMUL(q5_k), nullptr},
+      {ggml_type::q6_k, "q6_K", qk_k, sizeof(block_q6_k), dequantize_row_q6_k, quantize_row_q6_k, xf::q8_256, 0,
+       CORTEX_MATMUL(q6_k), &packed_q6_k},
+      {ggml_type::q8_k, "q8_K", qk_k, sizeof(block_q8_k), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::i8, "i8", 1, 1, nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::i16, "i16", 1, 2, nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::i32, "i32", 1, 4, nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::i64, "i64", 1, 8, nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::f64, "f64", 1, 8, nullptr, nullptr, xf::none, 0, {}, nullptr},
+  };
+
+  static constexpr uint32_t max_id = 31;
+  const quant_traits* by_id[max_id + 1] = {};
+
+  trait_table() {
+    for (const quant_traits& r : rows) by_id[static_cast<uint32_t>(r.type)] = &r;
+  }
+};
+
+#undef CORTEX_MATMUL
+#undef CORTEX_PACKED
+
+const trait_table& table() {
+  static const trait_table t;
+  return t;
+}
+
+}  // namespace
+
+const quant_traits* find_quant_traits(uint32_t type_id) {
+  return type_id <= trait_table::max_id ? table().by_id[type_id] : nullptr;
+}
+
+const quant_traits& quant_traits_of(ggml_type t) { return *find_quant_traits(static_cast<uint32_t>(t)); }
+
+ggml_type_traits type_traits(uint32_t type_id) {
+  const quant_traits* r = find_quant_traits(type_id);
+  if (r == nullptr) return {nullptr, 0, 0, false};
+  return {r->name, r->block_size, r->type_size, r->dequantize != nullptr};
+}
+
+}  // namespace cortex
