@@ -16,14 +16,16 @@ namespace cortex {
 
 enum class logits_mode : uint8_t { none, last, all };
 
-// One sequence's share of a step. Pointers are borrowed for the call.
+// One sequence's share of a step: the model's borrowed view of the
+// executor's step_entry (messages/engine.hpp; same names for tokens, pos0,
+// block_table). Pointers are borrowed for the call.
 struct batch_seq {
   const int32_t* tokens = nullptr;      // (n_tokens,) ids < n_vocab
   int32_t n_tokens = 0;                 // tokens to compute this step (>= 1)
   int32_t pos0 = 0;                     // position of tokens[0]; K/V of [0, pos0) already in the arena
   const int32_t* block_table = nullptr; // block ids covering positions [0, pos0 + n_tokens)
   int32_t n_blocks = 0;                 // entries in block_table
-  logits_mode logits = logits_mode::last;
+  logits_mode logits = logits_mode::last;  // rows run() writes; the executor asks for `last` exactly when the entry samples
   // Optional (n_embd,) accumulator, borrowed: when set, run() adds the sum of
   // this step's tokens' final hidden rows (after the output norm, llama.cpp's
   // result_norm) into it, so a caller can mean-pool a sequence whose prompt
