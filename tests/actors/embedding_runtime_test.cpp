@@ -110,6 +110,47 @@ TEST_P(embedding_runtime, golden_embeddings_while_generation_runs_beside) {
   EXPECT_TRUE(fx.wait_idle());
 }
 
+// A low-priority embed request in a pool too small for everyone is preempted
+// mid-prompt (generation requests of higher priority need its blocks) and
+// recomputed from its first token later: the pooled sum must start afresh.
+TEST(embedding_runtime_kv, preempted_embed_request_still_gives_the_golden_embedding) {
+  const auto golden = testing::load_json(testing::shared_dir() + "/golden/embeddings/stories260K.json");
+  ASSERT_FALSE(golden.is_discarded());
+  const auto& c = golden["cases"].back();  // 52 tokens
+  auto cfg = model_config("stories260K.gguf");
+  cfg.kv_blocks = 20;  // four 60-token prompts decoding to 70 tokens fill all 20 blocks of 16
+  cfg.max_prefill_with_decode = 2;
+  runtime_fixture fx(cfg);
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> prompt = {1};
+    for (int k = 1; k < 60; ++k) prompt.push_back(259 + (k * 37 + i * 101) % 250);
+    auto r = token_request("gen" + std::to_string(i), prompt, request_kind::generate);
+    r.params.max_tokens = 10;
+    ids.push_back(r.client_id);
+    fx.submit(r);
+  }
+  auto e = token_request("embed", c["ids"].get<std::vector<int32_t>>(), request_kind::embed);
+  e.priority = -1;
+  ids.push_back("embed");
+  fx.submit(e);
+  ASSERT_TRUE(fx.log().wait_done(ids, std::chrono::seconds(300)));
+  const auto r = fx.log().get("embed");
+  ASSERT_TRUE(r.finished);
+  ASSERT_EQ(r.finished->reason, finish_reason::stop);
+  EXPECT_GE(r.finished->preemptions, 1u) << "the test must preempt the embed request to check its restart";
+  const auto ref = c["embedding"].get<std::vector<double>>();
+  ASSERT_EQ(r.finished->embedding.size(), ref.size());
+  double worst = 0;
+  for (size_t k = 0; k < ref.size(); ++k) worst = std::max(worst, std::abs(r.finished->embedding[k] - ref[k]));
+  EXPECT_LE(worst, k_atol);
+  std::printf("[ golden   ] stories260K embedding after %u preemption(s): worst abs diff %.3g\n",
+              r.finished->preemptions, worst);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(fx.log().get("gen" + std::to_string(i)).finished->completion_tokens, 10u);
+  EXPECT_TRUE(fx.wait_idle());
+}
+
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string n = info.param;
   std::replace(n.begin(), n.end(), '-', '_');
