@@ -115,10 +115,8 @@ struct request_finished {
   request_timings timings;
   uint32_t preemptions = 0;
   error_report error;      // when reason == error
-  // request_kind::embed: the prompt's embedding, (n_embd,), mean of the final
-  // normed hidden states, L2-normalized; set when reason == stop. Empty otherwise.
-  std::vector<float> embedding;
   std::map<std::string, std::string> tags;
+  std::vector<float> embedding;  // (n_embd,) L2-normalized, for request_kind::embed
 };
 
 // A submit that was rejected before it started (no accepted, no finished).

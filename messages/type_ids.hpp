@@ -61,8 +61,7 @@ typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_finished& x) {
   return f(caf::meta::type_name("request_finished"), x.rid, x.client_id, x.reason, x.stop_kind, x.stop_value, x.text,
-           x.token_ids, x.logprobs, x.prompt_tokens, x.cached_tokens, x.completion_tokens, x.timings, x.preemptions, x.error, x.tags,
-           x.embedding);
+           x.token_ids, x.logprobs, x.prompt_tokens, x.cached_tokens, x.completion_tokens, x.timings, x.preemptions, x.error, x.tags, x.embedding);
 }
 
 template <class Inspector>
