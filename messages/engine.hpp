@@ -18,6 +18,7 @@ struct sequence_admission {
   uint64_t seed = 0;            // resolved (random when the request had none)
   int32_t priority = 0;
   uint32_t n_logprobs = 0;
+  request_kind kind = request_kind::generate;  // embed: prefill only, no sampling
 };
 
 // scheduler -> executor, before a sequence's first step: its sampler.
@@ -36,6 +37,11 @@ struct engine_step_entry {
   int32_t pos0 = 0;                  // position of tokens[0]
   std::vector<int32_t> block_table;  // covers [0, pos0 + n)
   bool sample = false;               // the step completes its known tokens: sample one
+  // A prefill-only (embed) request: the executor adds these tokens' final
+  // normed hidden rows to the request's pooled sum (starting afresh when
+  // pos0 == 0, e.g. after a preemption); with `sample` set it returns the
+  // embedding in engine_step_result::embeddings instead of sampling.
+  bool embed = false;
 };
 
 // scheduler -> executor: one engine step.
@@ -51,11 +57,19 @@ struct sampled_output {
   token_logprob logprob;  // filled when n_logprobs > 0 (id and lp always)
 };
 
-// executor -> scheduler: the step's sampled tokens, or a failure that ends
-// exactly the sequences of this step.
+// An embed request's result: its prompt's embedding, (n_embd,), L2-normalized.
+struct embedding_output {
+  uint64_t rid = 0;
+  std::vector<float> embedding;
+};
+
+// executor -> scheduler: the step's sampled tokens (and embeddings of embed
+// requests whose prompt completed), or a failure that ends exactly the
+// sequences of this step.
 struct engine_step_result {
   uint64_t step_id = 0;
   std::vector<sampled_output> outputs;
+  std::vector<embedding_output> embeddings;
   bool failed = false;
   std::string error;
   double compute_ms = 0;
@@ -69,6 +83,7 @@ struct session_update {
   bool prefill_done = false;        // the prompt is fully computed
   std::vector<sampled_output> tokens;
   uint32_t preemptions = 0;
+  std::vector<float> embedding;     // embed requests: the result, once (the request is then done)
 };
 
 // Engine-wide statistics (protocol.md `stats`, engine part).

@@ -67,6 +67,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         adm.seed = v.request.seed;
         adm.priority = req.priority;
         adm.n_logprobs = req.n_logprobs;
+        adm.kind = req.kind;
         session_config scfg;
         scfg.rid = rid;
         scfg.request = std::move(req);

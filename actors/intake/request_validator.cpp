@@ -162,7 +162,11 @@ validation_result request_validator::validate(const generation_request& r) {
   }
 
   const size_t n_ctx = limits_.n_ctx > 0 ? static_cast<size_t>(limits_.n_ctx) : 0;
-  if (prompt.size() >= n_ctx)
+  if (r.kind == request_kind::embed && prompt.size() > n_ctx)  // prefill only: the input may fill the context
+    return reject(fail(errc::context_overflow, "the input is " + std::to_string(prompt.size()) +
+                                                   " tokens; the context holds " + std::to_string(n_ctx) +
+                                                   ": shorten it to at most " + std::to_string(n_ctx) + " tokens"));
+  if (r.kind != request_kind::embed && prompt.size() >= n_ctx)
     return reject(fail(errc::context_overflow,
                        "the prompt is " + std::to_string(prompt.size()) + " tokens; the context holds " +
                            std::to_string(n_ctx) + " and at least one must be left to generate: shorten it to at most " +

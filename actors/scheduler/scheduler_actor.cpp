@@ -86,6 +86,11 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
                                           static_cast<uint32_t>(s->n_tokens_generated() + 1)) != token_stop::none;
       sampled.push_back({seq_id, o.token, finished});
     }
+    std::unordered_map<int64_t, embedding_output*> embedding_of;
+    for (auto& o : res.embeddings) {  // an embed request's answer: it ends with stop
+      sampled.push_back({static_cast<int64_t>(o.rid), 0, true});
+      embedding_of[static_cast<int64_t>(o.rid)] = &o;
+    }
     // Progress notes for the sessions, taken before update() may end sequences.
     std::vector<std::pair<session_actor, session_update>> notes;
     for (const auto& e : plan.entries) {
@@ -101,6 +106,7 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
         u.prefill_done = true;
       }
       if (auto o = by_seq.find(e.seq_id); o != by_seq.end()) u.tokens.push_back(*o->second);
+      if (auto o = embedding_of.find(e.seq_id); o != embedding_of.end()) u.embedding = std::move(o->second->embedding);
       u.preemptions = static_cast<uint32_t>(s->n_preemptions);
       if (u.prefill_done || !u.tokens.empty()) notes.emplace_back(slot.session, std::move(u));
     }
@@ -141,7 +147,8 @@ void kick(self_ptr self) {
       o.prompt = slot.admission.prompt;
       self->send(st.exec, std::move(o));
     }
-    step.entries.push_back({static_cast<uint64_t>(e.seq_id), e.tokens, e.pos0, e.block_table, e.completes});
+    step.entries.push_back({static_cast<uint64_t>(e.seq_id), e.tokens, e.pos0, e.block_table, e.completes,
+                            slot.admission.kind == request_kind::embed});
   }
   st.steps++;
   st.batch_tokens += static_cast<uint64_t>(plan->stats.n_tokens_batch);
@@ -201,6 +208,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
         req.priority = a.priority;
         req.tokens_prompt = a.prompt;
         req.max_tokens = static_cast<int32_t>(std::max<uint32_t>(1, a.params.max_tokens));
+        req.embed = a.kind == request_kind::embed;
         if (auto s = st.core->add(std::move(req)); !s) {
           error_report err{errc::internal, "scheduler refused the request: " + s.message, 0};
           self->send(session, finish_atom_v, finish_reason::error, err);
