@@ -223,7 +223,7 @@ bool string_method(const std::string& s, const std::string& name, const call_arg
 bool dict_method(const value& d, const std::string& name, const call_args& a, value& out) {
   value_list items;
   if (name == "items") {
-    for (const auto& kv : d.entries()) items.push_back(value::list({value::string(kv.first), kv.second}));
+    for (const auto& kv : d.entries()) items.push_back(value::tuple({value::string(kv.first), kv.second}));
   } else if (name == "keys") {
     for (const auto& kv : d.entries()) items.push_back(value::string(kv.first));
   } else if (name == "values") {

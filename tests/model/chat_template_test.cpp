@@ -179,7 +179,12 @@ TEST(chat_template, operators_and_precedence) {
   EXPECT_EQ(ok("{{ x|length - 1 }} {{ -2|abs }} {{ not 1 is none }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 2 + 3 * 4 }}",
                R"({"x": [1, 2, 3]})"),
             "2 2 True True False 14");
-  EXPECT_EQ(ok("{{ 'ab' * 2 }} {{ [1] + [2] }} {{ 'a' + 'b' }} {{ (1, 2) }}"), "abab [1, 2] ab [1, 2]");
+  EXPECT_EQ(ok("{{ 'ab' * 2 }} {{ [1] + [2] }} {{ 'a' + 'b' }} {{ (1, 2) }} {{ (1,) }} {{ (1, 2) == [1, 2] }}"),
+            "abab [1, 2] ab (1, 2) (1,) False");
+  EXPECT_EQ(ok("{{ {'a': 1}.items()|list }} {{ {'a': 1}|items|list }} {{ 2 ** 62 }} {{ 1 ** 1000000000000 }}"),
+            "[('a', 1)] [('a', 1)] 4611686018427387904 1");
+  EXPECT_EQ(ok("{{ '%s is %d%%' % ('x', 5) }} {{ '%r' % 'q' }} {{ '%05.1f'|format(2.25) }} {{ '%s-%s'|format(1, none) }}"),
+            "x is 5% 'q' 002.2 1-None");
   EXPECT_FALSE(render("{{ 'a' + 1 }}").has_value());
   EXPECT_FALSE(render("{{ 1 / 0 }}").has_value());
 }
@@ -197,6 +202,14 @@ TEST(chat_template, filters) {
             "[1, 2, 3] 12 [1, 3]");
   EXPECT_EQ(ok("{{ 'a\nb'|indent(2) }}|{{ '5'|int + 1 }} {{ 'x'|int }} {{ ['a', 'b']|map('upper')|list }}"),
             "a\n  b|6 0 ['A', 'B']");
+}
+
+TEST(chat_template, more_filters) {
+  EXPECT_EQ(ok("{% for k, v in {'b': 1, 'A': 2, 'c': 0}|dictsort %}{{ k }}{{ v }}{% endfor %}"), "A2b1c0");
+  EXPECT_EQ(ok("{% for k, v in {'b': 1, 'a': 2}|dictsort(by='value', reverse=true) %}{{ k }}{% endfor %}"), "ab");
+  EXPECT_EQ(ok("{{ [1, 2, 1, 3]|unique|list }} {{ [3, 9, 2]|max }} {{ [3, 9, 2]|min }} {{ [1, 2, 3]|sum }}"),
+            "[1, 2, 3] 9 2 6");
+  EXPECT_EQ(ok("{{ 2.567|round(2) }} {{ 2.5|round }} {{ 2.1|round(0, 'ceil') }}"), "2.57 2.0 3.0");
 }
 
 TEST(chat_template, tests) {
@@ -260,6 +273,21 @@ TEST(chat_template, huge_loops_and_outputs_hit_limits) {
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().find("steps"), std::string::npos);
   EXPECT_NE(fails("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}").find("exceeds"), std::string::npos);
+}
+
+TEST(chat_template, runaway_values_are_bounded) {
+  EXPECT_NE(fails("{{ 'a' * 1000000000000 }}").find("exceeds"), std::string::npos);
+  EXPECT_EQ(ok("[{{ '' * 1000000000000 }}]"), "[]");
+  EXPECT_NE(fails("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}")
+                .find("exceeds"),
+            std::string::npos);
+  EXPECT_NE(fails("{{ 3 ** 1000 }}").find("overflow"), std::string::npos);
+  EXPECT_NE(fails("{{ 'x'|indent(1000000000000) }}").find("width"), std::string::npos);
+  std::string deep = "{\"x\": ";
+  for (int i = 0; i < 1000; ++i) deep += "[";
+  for (int i = 0; i < 1000; ++i) deep += "]";
+  deep += "}";
+  EXPECT_NE(fails("{{ x }}", deep).find("nested deeper"), std::string::npos);
 }
 
 TEST(chat_template, unknown_names_warn_at_load_and_fail_at_render) {
