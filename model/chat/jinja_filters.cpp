@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -290,9 +291,16 @@ value f_round(const value& v, const call_args& a) {
   if (!v.is_number()) throw template_error(std::string("round: expected a number, not '") + type_name(v) + "'");
   const value p = a.get(0, "precision");
   const std::string method = a.get(1, "method").is_undefined() ? "common" : to_str(a.get(1, "method"));
-  const double scale = std::pow(10.0, p.is_number() ? static_cast<double>(p.as_int()) : 0.0);
-  const double x = v.as_double() * scale;
-  // "common" is Python's round(): ties go to the even neighbour.
+  const int digits = p.is_number() ? static_cast<int>(p.as_int()) : 0;
+  if (method == "common" && digits >= 0 && digits <= 100) {
+    // Python's round(x, n): the exact binary value rounded half-to-even, as
+    // glibc's printf rounds it.
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v.as_double());
+    return value::floating(std::strtod(buf, nullptr));
+  }
+  const double scale = std::pow(10.0, static_cast<double>(digits));
+  const double x = v.as_double() * scale;  // Jinja's ceil/floor: math.ceil(x * 10**n) / 10**n
   const double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
   return value::floating(r / scale);
 }
