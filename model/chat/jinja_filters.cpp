@@ -304,6 +304,11 @@ value f_round(const value& v, const call_args& a) {
   const double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
   return value::floating(r / scale);
 }
+// Attributes only, never items: a dict's keys are not attributes (a namespace's are).
+value f_attr(const value& v, const call_args& a) {
+  const std::string name = to_str(a.get(0, "name"));
+  return v.type() == value::kind::ns ? get_attr(v, name) : value::undefined(std::string("'") + type_name(v) + " object' has no attribute '" + name + "'");
+}
 value f_format(const value& v, const call_args& a) { return value::string(percent_format(to_str(v), a.positional)); }
 
 const std::map<std::string, filter_fn>& filters() {
@@ -317,7 +322,7 @@ const std::map<std::string, filter_fn>& filters() {
       {"abs", f_abs},         {"reverse", f_reverse},     {"safe", f_safe},             {"escape", f_escape},
       {"e", f_escape},        {"indent", f_indent},       {"sort", f_sort},             {"dictsort", f_dictsort},
       {"unique", f_unique},   {"max", f_max},             {"min", f_min},               {"sum", f_sum},
-      {"round", f_round},     {"format", f_format},
+      {"round", f_round},     {"format", f_format},           {"attr", f_attr},
   };
   return m;
 }

@@ -43,19 +43,16 @@ value split(const std::string& s, const value& sep_v, const value& max_v, bool f
       words.emplace_back(i, j);
       i = j;
     }
-    if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit + 1) {
+    if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit) {
+      // The unsplit remainder keeps its white space on the far side.
       const auto k = static_cast<size_t>(maxsplit);
       if (from_right) {
         const size_t keep_from = words.size() - k;
-        size_t b = 0;
-        while (b < cpts.size() && is_python_space(cpts[b])) ++b;
-        std::vector<std::pair<size_t, size_t>> merged = {{b, words[keep_from - 1].second}};
+        std::vector<std::pair<size_t, size_t>> merged = {{0, words[keep_from - 1].second}};
         merged.insert(merged.end(), words.begin() + static_cast<long>(keep_from), words.end());
         words = merged;
       } else {
-        size_t e = cpts.size();
-        while (e > 0 && is_python_space(cpts[e - 1])) --e;
-        words[k] = {words[k].first, e};
+        words[k] = {words[k].first, cpts.size()};
         words.resize(k + 1);
       }
     }

@@ -266,9 +266,10 @@ std::string percent_format(const std::string& fmt, const value_list& args) {
         continue;
       }
       std::snprintf(buf, sizeof buf, (spec + "s").c_str(), text.c_str());
-    } else if (conv == 'd' || conv == 'i') {
-      if (!v.is_number()) type_error(std::string("%d format: a real number is required, not ") + type_name(v));
-      std::snprintf(buf, sizeof buf, (spec + "lld").c_str(), static_cast<long long>(v.as_int()));
+    } else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
+      if (!v.is_number()) type_error(std::string("%") + conv + " format: a number is required, not " + type_name(v));
+      const char* len = conv == 'd' || conv == 'i' ? "lld" : conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo";
+      std::snprintf(buf, sizeof buf, (spec + len).c_str(), static_cast<long long>(v.as_int()));
     } else if (conv == 'f' || conv == 'e' || conv == 'g') {
       if (!v.is_number()) type_error(std::string("%f format: a real number is required, not ") + type_name(v));
       std::snprintf(buf, sizeof buf, (spec + conv).c_str(), v.as_double());
