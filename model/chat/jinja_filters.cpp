@@ -116,13 +116,15 @@ value f_capitalize(const value& v, const call_args&) {
   if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
   return value::string(s);
 }
+// Jinja's title filter: each piece between runs of - ( { [ < and white
+// space gets its first character upper-cased and the rest lower-cased.
 value f_title(const value& v, const call_args&) {
   std::string s = to_str(v);
   bool start = true;
   for (auto& c : s) {
-    const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;
-    c = static_cast<char>(alpha && start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
-    start = !alpha && !std::isdigit(static_cast<unsigned char>(c)) && c != '\'';
+    const bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || std::isspace(static_cast<unsigned char>(c));
+    if (!sep) c = static_cast<char>(start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    start = sep;
   }
   return value::string(s);
 }

@@ -142,7 +142,16 @@ bool string_method(const std::string& s, const std::string& name, const call_arg
   else if (name == "rstrip") out = strip(false, true);
   else if (name == "split" || name == "rsplit") out = split(s, a.get(0, "sep"), a.get(1, "maxsplit"), name == "rsplit");
   else if (name == "startswith" || name == "endswith") out = value::boolean(affix_match(s, a.get(0, "prefix"), name == "startswith"));
-  else if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
+  else if (name == "title") {  // Python: a letter after a non-letter starts a word
+    std::string r = s;
+    bool prev_alpha = false;
+    for (auto& c : r) {
+      const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;
+      if (alpha) c = static_cast<char>(prev_alpha ? std::tolower(static_cast<unsigned char>(c)) : std::toupper(static_cast<unsigned char>(c)));
+      prev_alpha = alpha;
+    }
+    out = value::string(r);
+  } else if (name == "upper" || name == "lower" || name == "capitalize") {
     call_args none;
     out = apply_filter(name, value::string(s), none);
   } else if (name == "replace") {

@@ -172,6 +172,8 @@ CASES = [
     ('more_58', "{{ [3, 'a']|sort }}", {}),
     ('more_59', "{{ {'a': [1, 2]}|string }}{{ none|string }}{{ true|string }}", {}),
     ('more_60', '{{ x|trim }}|{{ x|length }}', {'x': '\x85 a \u200b'}),
+    ("title_case", "{{ \"they're bill's friends-of (the) [x] {y} <z> 3rd\"|title }}|{{ \"they're bill's 3rd x-y\".title() }}|"
+                   "{{ 'hELLO wORLD'|capitalize }}{{ 'hELLO'.capitalize() }}", {}),
 ]
 
 
