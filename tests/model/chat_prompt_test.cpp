@@ -3,7 +3,8 @@
 // and the real templates of ../golden/chat. Token ids are the published
 // ones of those vocabularies (Llama 3: <|begin_of_text|> 128000,
 // <|start_header_id|> 128006, <|end_header_id|> 128007, <|eot_id|> 128009;
-// Qwen: <|im_start|> 151644, <|im_end|> 151645; Llama SPM: </s> 2) or come
+// Qwen: <|im_start|> 151644, <|im_end|> 151645; Llama SPM: </s> 2; Phi-3:
+// <|end|> 32007) or come
 // from the golden tokenizer cases.
 #include <algorithm>
 #include <fstream>
@@ -93,6 +94,14 @@ TEST(model_chat, stop_tokens_are_the_templates_end_of_turn_tokens) {
   EXPECT_EQ(chat_stop_tokens(chatml_template_text(), qwen3->tokenizer().vocabulary()), std::vector<int32_t>({151645}));
   EXPECT_EQ(chat_stop_tokens(golden_template("mistral_v0_3"), spm->tokenizer().vocabulary()),
             std::vector<int32_t>({2}));
+  // Phi-3 writes <|end|> (32007) and, without a generation prompt, eos_token.
+  auto phi3 = vocab_model("phi-3");
+  ASSERT_TRUE(phi3);
+  const auto& pv = phi3->tokenizer().vocabulary();
+  std::vector<int32_t> want = {32007, pv.eos_id};
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  EXPECT_EQ(chat_stop_tokens(golden_template("phi3_mini"), pv), want);
   // ChatML's <|im_end|> is no token of Llama 3's vocabulary.
   EXPECT_TRUE(chat_stop_tokens(chatml_template_text(), llama3->tokenizer().vocabulary()).empty());
 }
