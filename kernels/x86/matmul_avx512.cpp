@@ -14,7 +14,8 @@
 #include <cstddef>
 
 #include "kernels/matmul_kernels.hpp"
-#include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/matmul_isa_avx512.hpp"
+#include "kernels/x86/matmul_tile_body.hpp"
 
 namespace cortex::kernels {
 
@@ -23,7 +24,7 @@ namespace {
 // ---- float weights --------------------------------------------------------
 
 struct load_f32 {
-  static __m512 load16(const uint8_t* row, int64_t k) {
+  static __m512 load(const uint8_t* row, int64_t k) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k);
   }
   static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
@@ -32,7 +33,7 @@ struct load_f32 {
 };
 
 struct load_f16 {
-  static __m512 load16(const uint8_t* row, int64_t k) {
+  static __m512 load(const uint8_t* row, int64_t k) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k * 2)));
   }
   static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
@@ -42,49 +43,11 @@ struct load_f16 {
 
 struct load_bf16 {
   static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
-  static __m512 load16(const uint8_t* row, int64_t k) {
+  static __m512 load(const uint8_t* row, int64_t k) {
     return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k * 2)));
   }
   static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
     return widen(_mm256_maskz_loadu_epi16(m, row + k * 2));
-  }
-};
-
-template <class Load>
-struct float_tile {
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  // y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols)
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const tile_operands<uint8_t, float, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    __m512 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + 16 <= w.cols; k += 16) {
-      __m512 wv[nr];
-      for (int i = 0; i < nr; ++i) wv[i] = Load::load16(rows[i], k);
-      for (int j = 0; j < nt; ++j) {
-        const __m512 xv = _mm512_loadu_ps(xs[j] + k);
-        for (int i = 0; i < nr; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
-      }
-    }
-    if (k < w.cols) {
-      const __mmask16 m = static_cast<__mmask16>((1u << (w.cols - k)) - 1);
-      __m512 wv[nr];
-      for (int i = 0; i < nr; ++i) wv[i] = Load::load_tail(rows[i], k, m);
-      for (int j = 0; j < nt; ++j) {
-        const __m512 xv = _mm512_maskz_loadu_ps(m, xs[j] + k);
-        for (int i = 0; i < nr; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
-      }
-    }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
   }
 };
 
@@ -197,8 +160,7 @@ struct q8_32_tile {
     const auto& rows = op.rows;
     const auto& xs = op.xs;
     __m512 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
+    zero_tile<avx512_isa>(acc);
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
       __m512i wq[nr];
@@ -218,17 +180,16 @@ struct q8_32_tile {
       }
       step<nr, nt>(wq, wd, xs, b * 32, x.d_offset + b * 32, x.aux_offset + b * 32, acc);
     }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+    store_tile<avx512_isa>(acc, y, w.rows, r, t);
   }
 };
 
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const matmul_rows_fn matmul_avx512_f32 = tiled_rows<float_tile<load_f32>, 4, 4, 4>,
-                            matmul_avx512_f16 = tiled_rows<float_tile<load_f16>, 4, 4, 4>,
-                            matmul_avx512_bf16 = tiled_rows<float_tile<load_bf16>, 4, 4, 4>,
+extern const matmul_rows_fn matmul_avx512_f32 = tiled_rows<float_tile<avx512_isa, load_f32>, 4, 4, 4>,
+                            matmul_avx512_f16 = tiled_rows<float_tile<avx512_isa, load_f16>, 4, 4, 4>,
+                            matmul_avx512_bf16 = tiled_rows<float_tile<avx512_isa, load_bf16>, 4, 4, 4>,
                             matmul_avx512_q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 4, 3>,
                             matmul_avx512_q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 4, 3>,
                             matmul_avx512_q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 4, 3>;
