@@ -79,52 +79,44 @@ struct unpack_q8_0 {
   static __m256i codes(const block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 
-template <class Unpack>
-struct q8_32_tile {
-  using block = typename Unpack::block;
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const int64_t nb = w.cols / 32;
-    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[nr][nt];
-    zero_tile<avx2_isa>(acc);
-    for (int64_t b = 0; b < nb; ++b) {
-      __m256i wq[nr];
-      __m256 wd[nr];
-      for (int i = 0; i < nr; ++i) {
-        wq[i] = Unpack::codes(rows[i][b]);
-        wd[i] = _mm256_set1_ps(_cvtsh_ss(rows[i][b].d));
-      }
-      for (int j = 0; j < nt; ++j) {
-        const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs[j] + b * 32));
-        const __m256 xd = _mm256_load_ps(reinterpret_cast<const float*>(xs[j] + x.d_offset) + b * 8);
-        for (int i = 0; i < nr; ++i) {
-          __m256i p;
-          if constexpr (Unpack::is_signed) {
-            p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq[i], wq[i]), _mm256_sign_epi8(xq, wq[i]));
-          } else {
-            p = _mm256_maddubs_epi16(wq[i], xq);
-          }
-          const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-          __m256 s;
-          if constexpr (Unpack::is_signed) {
-            s = _mm256_mul_ps(f, xd);
-          } else {
-            const __m256 xc = _mm256_load_ps(reinterpret_cast<const float*>(xs[j] + x.aux_offset) + b * 8);
-            s = _mm256_fmadd_ps(f, xd, xc);
-          }
-          acc[i][j] = _mm256_fmadd_ps(s, wd[i], acc[i][j]);
-        }
-      }
+// The q8_32 steps of the generic tile (matmul_tile_body.hpp): one block of
+// 32 per step; q8_0's signed codes take the sign trick instead of cxv.
+struct avx2_q8_32 : avx2_isa {
+  static constexpr int q8_blocks = 1;
+  using qvec = __m256i;
+  template <class Unpack, int n>
+  static qvec codes(const typename Unpack::block* b) {
+    return Unpack::codes(b[0]);
+  }
+  template <int n, class Block>
+  static facc scales(const Block* b) {
+    return _mm256_set1_ps(_cvtsh_ss(b[0].d));
+  }
+  struct q8_x {
+    __m256i q;
+    __m256 d, c;
+  };
+  static q8_x load_x(const uint8_t* xt, const quantized_x& x, int64_t b) {
+    return {_mm256_load_si256(reinterpret_cast<const __m256i*>(xt + b * 32)),
+            _mm256_load_ps(reinterpret_cast<const float*>(xt + x.d_offset) + b * 8),
+            _mm256_load_ps(reinterpret_cast<const float*>(xt + x.aux_offset) + b * 8)};
+  }
+  template <class Unpack>
+  static facc dot(qvec wq, facc wd, const q8_x& xb, facc acc) {
+    __m256i p;
+    if constexpr (Unpack::is_signed) {
+      p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xb.q, wq));
+    } else {
+      p = _mm256_maddubs_epi16(wq, xb.q);
     }
-    store_tile<avx2_isa>(acc, y, w.rows, r, t);
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    __m256 s;
+    if constexpr (Unpack::is_signed) {
+      s = _mm256_mul_ps(f, xb.d);
+    } else {
+      s = _mm256_fmadd_ps(f, xb.d, xb.c);
+    }
+    return _mm256_fmadd_ps(s, wd, acc);
   }
 };
 
@@ -145,8 +137,8 @@ void round_to_f16_avx2(const float* x, float* y, int64_t n) {
 extern const matmul_rows_fn matmul_avx2_f32 = tiled_rows<float_tile<avx2_isa, load_f32>, 4, 2, 4>,
                             matmul_avx2_f16 = tiled_rows<float_tile<avx2_isa, load_f16>, 4, 2, 4>,
                             matmul_avx2_bf16 = tiled_rows<float_tile<avx2_isa, load_bf16>, 4, 2, 4>,
-                            matmul_avx2_q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 2, 3>,
-                            matmul_avx2_q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 2, 3>,
-                            matmul_avx2_q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 2, 3>;
+                            matmul_avx2_q4_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q4_0>, 4, 2, 3>,
+                            matmul_avx2_q5_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q5_0>, 4, 2, 3>,
+                            matmul_avx2_q8_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q8_0>, 4, 2, 3>;
 
 }  // namespace cortex::kernels

@@ -1,5 +1,5 @@
-// ISA-generic tile bodies of the row-major matmul kernels (float weights and
-// the k-quants), written once over an isa traits type I and compiled per isa
+// ISA-generic tile bodies of the row-major matmul kernels (float weights,
+// the q8_32 types and the k-quants), written once over an isa traits type I and compiled per isa
 // by x86/matmul_avx2.cpp, matmul_avx512.cpp, matmul_k_avx2.cpp and
 // matmul_k_avx512.cpp, as vec_body.hpp does for the vector ops. What differs
 // per isa (register width, how codes meet activations) is in I and in the
@@ -25,6 +25,14 @@
 // A k-quant Policy provides block, row_state, prepare(block, row_state&),
 // codes(block, row_state, c) -> chunk, scale(row_state, c) -> chunk and
 // finish(row_state, iacc, __m256i bsums, float dx, facc) -> facc.
+// For q8_32 weights I is the isa's q8_32 extension (in its TU), adding:
+//   q8_blocks            blocks of 32 per step (1 or 2; with 2, an odd last
+//                        block is a step of 1 against the zero padding block)
+//   qvec                 the codes of a step
+//   codes<Unpack, n>(const block*) -> qvec, scales<n>(const block*) -> facc
+//   q8_x, load_x(xt, x, b) a token's activations of the step at block b
+//   dot<Unpack>(qvec, facc wd, q8_x, facc acc) -> facc
+//                        acc + (codes . xq * dx + zero point term) * wd
 #pragma once
 
 #include <immintrin.h>
@@ -77,6 +85,42 @@ struct float_tile {
     for (int i = 0; i < nr; ++i)
       for (int j = 0; j < nt; ++j)
         y[(t + j) * w.rows + r + i] = I::template finish_float<Load>(acc[i][j], op.rows[i], op.xs[j], k, w.cols);
+  }
+};
+
+// q8_32 weights (blocks of 32 codes and one f16 scale) against q8_32
+// activations; each step's weight codes are unpacked once for all nt tokens.
+template <class I, class Unpack>
+struct q8_32_tile {
+  using block = typename Unpack::block;
+  const weight_view& w;
+  const quantized_x& x;
+  float* y;
+
+  template <int n_blocks, int nr, int nt>
+  void step(const tile_operands<block, uint8_t, nr, nt>& op, int64_t b, typename I::facc (&acc)[nr][nt]) const {
+    typename I::qvec wq[nr];
+    typename I::facc wd[nr];
+    for (int i = 0; i < nr; ++i) {
+      wq[i] = I::template codes<Unpack, n_blocks>(op.rows[i] + b);
+      wd[i] = I::template scales<n_blocks>(op.rows[i] + b);
+    }
+    for (int j = 0; j < nt; ++j) {
+      const typename I::q8_x xb = I::load_x(op.xs[j], x, b);
+      for (int i = 0; i < nr; ++i) acc[i][j] = I::template dot<Unpack>(wq[i], wd[i], xb, acc[i][j]);
+    }
+  }
+
+  template <int nr, int nt>
+  void run(int64_t r, int t) const {
+    const int64_t nb = w.cols / 32;
+    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
+    typename I::facc acc[nr][nt];
+    zero_tile<I>(acc);
+    int64_t b = 0;
+    for (; b + I::q8_blocks <= nb; b += I::q8_blocks) step<I::q8_blocks>(op, b, acc);
+    if (b < nb) step<1>(op, b, acc);
+    store_tile<I>(acc, y, w.rows, r, t);
   }
 };
 
