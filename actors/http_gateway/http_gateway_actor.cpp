@@ -42,6 +42,10 @@ struct response_state {
   std::vector<std::vector<float>> embeddings;
   uint64_t prompt_tokens = 0;
   size_t n_done = 0;
+  // Choices 1..n-1, held back until choice 0's prompt is computed so that
+  // they find it in the prefix cache (the prompt computed once); their
+  // routes are open, client_id set.
+  std::vector<generation_request> deferred;
   bool base64 = false;            // embeddings: encoding_format base64
   bool streaming_started = false;
   gateway_clock::time_point t0 = gateway_clock::now();
@@ -104,10 +108,28 @@ void end_response(self_ptr self, uint64_t id, bool cancel_rest = false) {
   auto it = st.responses.find(id);
   if (it == st.responses.end()) return;
   auto& rs = it->second;
+  auto deferred = std::move(rs.deferred);
   if (cancel_rest) {
     for (auto& cid : rs.client_ids) st.core->cancel(conn_key(rs.conn), cid);
   }
   st.responses.erase(it);
+  // Never submitted: they end here (their routes close; nothing is sent,
+  // the response is gone).
+  for (auto& req : deferred) {
+    request_rejected rj{req.client_id, {errc::internal, "not submitted: its response had already ended", 0}};
+    st.core->on_rejected(rj);
+  }
+}
+
+void submit(self_ptr self, generation_request req) {
+  self->send(self->state.intake, submit_atom_v, std::move(req), caf::actor_cast<request_sink_actor>(self));
+}
+
+// Choice 0 has its prompt computed (or ended): the held-back choices go now.
+void release_deferred(self_ptr self, response_state& rs) {
+  auto deferred = std::move(rs.deferred);
+  rs.deferred.clear();
+  for (auto& req : deferred) submit(self, std::move(req));
 }
 
 response_state* response_of(self_ptr self, const route& r) {
@@ -137,6 +159,7 @@ void http_port::send_accepted(route& r, const request_accepted& a) {
 void http_port::send_chunk(route& r, const request_chunk& c) {
   auto* rs = response_of(self, r);
   if (!rs) return;
+  if (!rs->deferred.empty()) release_deferred(self, *rs);
   if (rs->stream) {
     stream_bytes(self, *rs, rs->stream->on_chunk(r.extra.index, c));
   } else if (rs->whole) {
@@ -150,6 +173,7 @@ void http_port::send_finished(route& r, const request_finished& f) {
   auto& st = self->state;
   const auto id = r.extra.response;
   if (st.cfg.metrics) st.cfg.metrics->record_finished(openai_endpoint_label(rs->endpoint), f);
+  if (!rs->deferred.empty() && f.reason != finish_reason::error) release_deferred(self, *rs);
   if (rs->endpoint == openai_endpoint::embeddings) {
     if (f.reason != finish_reason::stop) {
       respond_error(self, rs->conn, f.reason == finish_reason::error ? f.error
@@ -173,12 +197,12 @@ void http_port::send_finished(route& r, const request_finished& f) {
     return;
   }
   rs->whole->on_finished(r.extra.index, f);
-  if (!rs->whole->complete()) return;
-  if (auto* e = rs->whole->error()) {
+  if (auto* e = rs->whole->error()) {  // one choice failed: the response is that error
     respond_error(self, rs->conn, *e);
-  } else {
-    respond_json(self, rs->conn, 200, rs->whole->body());
+    return end_response(self, id, true);
   }
+  if (!rs->whole->complete()) return;
+  respond_json(self, rs->conn, 200, rs->whole->body());
   end_response(self, id);
 }
 
@@ -212,10 +236,11 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
     reqs[i].client_id = *key;
     ready.emplace_back(cid, std::move(reqs[i]));
   }
+  const bool hold_back = ready.size() > 1 && rs.endpoint != openai_endpoint::embeddings;
+  for (size_t i = 1; hold_back && i < ready.size(); ++i) rs.deferred.push_back(std::move(ready[i].second));
+  if (hold_back) ready.resize(1);
   st.responses.emplace(id, std::move(rs));
-  for (auto& [cid, req] : ready) {
-    self->send(st.intake, submit_atom_v, std::move(req), caf::actor_cast<request_sink_actor>(self));
-  }
+  for (auto& [cid, req] : ready) submit(self, std::move(req));
 }
 
 void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
