@@ -33,10 +33,12 @@ struct ggml_type_traits {
   const char* name;   // "q4_0", as llama.cpp names it; nullptr if unknown
   int64_t block_size; // elements per block (1 for plain types)
   size_t type_size;   // bytes per block
-  bool supported;     // we can dequantize and multiply with it
+  bool supported;     // we can read it (the row has a dequantizer)
 };
 
-// Traits of a type id read from a file. Unknown ids give {nullptr,0,0,false}.
+// The file-format part of a type id's row in kernels/quant_traits.cpp
+// (defined there; the whole row: kernels/quant_traits.hpp). Unknown ids give
+// {nullptr,0,0,false}.
 ggml_type_traits type_traits(uint32_t type_id);
 inline ggml_type_traits type_traits(ggml_type t) { return type_traits(static_cast<uint32_t>(t)); }
 

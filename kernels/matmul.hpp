@@ -31,7 +31,8 @@ class matmul_scratch {
   size_t capacity_ = 0;
 };
 
-// Weight types matmul accepts: f32, f16, bf16, q4_0, q8_0, q5_0, q4_k, q5_k, q6_k.
+// Weight types matmul accepts: those whose row in kernels/quant_traits.cpp
+// has a matmul kernel (f32, f16, bf16, q4_0, q8_0, q5_0, q4_k, q5_k, q6_k).
 bool matmul_supports(ggml_type type);
 
 // y (n_tokens, w.rows) = x (n_tokens, w.cols) @ W^T, all f32 row-major.

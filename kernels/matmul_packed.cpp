@@ -5,6 +5,7 @@
 
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
+#include "kernels/matmul_packed_k.hpp"
 #include "kernels/quant_traits.hpp"
 
 namespace cortex::kernels {
@@ -84,34 +85,27 @@ template <class L>
 void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
   const int64_t nb = w.cols / 32;
   constexpr bool q4 = L::n_groups == 4;
-  for (int64_t p = p0; p < p1; ++p) {
-    const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
-    const packed_dest dst = packed_dest_of(w, p);
-    for (int64_t i = 0; i < dst.valid; ++i) {
-      for (int t = 0; t < n_tokens; ++t) {
-        const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
-        const auto* xq = reinterpret_cast<const int8_t*>(xt);
-        const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
-        const auto* xc = reinterpret_cast<const int32_t*>(xt + x.aux_offset);
-        float sum = 0.f;
-        for (int64_t b = 0; b < nb; ++b) {
-          int32_t dot = xc[b];
-          for (int k = 0; k < n_code_bytes<L>; ++k) {
-            const uint8_t c = panel[code_offset<L>(b, i, k)];
-            if (q4) {
-              dot += (c & 0x0f) * xq[b * 32 + k] + (c >> 4) * xq[b * 32 + 16 + k];
-            } else {
-              dot += c * xq[b * 32 + k];
-            }
-          }
-          uint16_t h;
-          std::memcpy(&h, panel + scale_offset<L>(b, i), 2);
-          sum += static_cast<float>(dot) * (fp16_to_fp32(h) * xd[b]);
+  for_each_packed_output(w, x, n_tokens, p0, p1, [&](const uint8_t* panel, int64_t i, const uint8_t* xt) {
+    const auto* xq = reinterpret_cast<const int8_t*>(xt);
+    const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
+    const auto* xc = reinterpret_cast<const int32_t*>(xt + x.aux_offset);
+    float sum = 0.f;
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t dot = xc[b];
+      for (int k = 0; k < n_code_bytes<L>; ++k) {
+        const uint8_t c = panel[code_offset<L>(b, i, k)];
+        if (q4) {
+          dot += (c & 0x0f) * xq[b * 32 + k] + (c >> 4) * xq[b * 32 + 16 + k];
+        } else {
+          dot += c * xq[b * 32 + k];
         }
-        dst.y[t * dst.ld + i] = sum;
       }
+      uint16_t h;
+      std::memcpy(&h, panel + scale_offset<L>(b, i), 2);
+      sum += static_cast<float>(dot) * (fp16_to_fp32(h) * xd[b]);
     }
-  }
+    return sum;
+  });
 }
 
 const packed_layout& layout_of(ggml_type t) { return *quant_traits_of(t).packed; }

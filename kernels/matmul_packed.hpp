@@ -14,7 +14,8 @@
 
 namespace cortex::kernels {
 
-// Types pack_matrix accepts: q4_0, q8_0, q4_k and q6_k.
+// Types pack_matrix accepts: those whose row in kernels/quant_traits.cpp has
+// a packed layout (q4_0, q8_0, q4_k and q6_k).
 bool packed_supported(ggml_type type);
 
 // Whether the active isa has a SIMD packed kernel for the type (AVX-512 VNNI

@@ -154,24 +154,17 @@ void unpack_row(int64_t cols, const uint8_t* panel, int64_t i, uint8_t* out) {
 template <class L>
 void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
   const int64_t nb = w.cols / 256;
-  for (int64_t p = p0; p < p1; ++p) {
-    const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
-    const packed_dest dst = packed_dest_of(w, p);
-    for (int64_t i = 0; i < dst.valid; ++i) {
-      for (int t = 0; t < n_tokens; ++t) {
-        const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
-        const auto* xq = reinterpret_cast<const int8_t*>(xt);
-        const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
-        float sum = 0.f;
-        for (int64_t b = 0; b < nb; ++b) {
-          typename L::block blk;
-          L::unpack(panel + static_cast<size_t>(b) * L::record, i, blk);
-          sum += L::dot(blk, xq + b * 256, xd[b]);
-        }
-        dst.y[t * dst.ld + i] = sum;
-      }
+  for_each_packed_output(w, x, n_tokens, p0, p1, [&](const uint8_t* panel, int64_t i, const uint8_t* xt) {
+    const auto* xq = reinterpret_cast<const int8_t*>(xt);
+    const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
+    float sum = 0.f;
+    for (int64_t b = 0; b < nb; ++b) {
+      typename L::block blk;
+      L::unpack(panel + static_cast<size_t>(b) * L::record, i, blk);
+      sum += L::dot(blk, xq + b * 256, xd[b]);
     }
-  }
+    return sum;
+  });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // active_isa()).
 #include "kernels/quant_traits.hpp"
 
+#include "kernels/cpu_features.hpp"
 #include "kernels/matmul_packed_k.hpp"
 #include "kernels/quant_blocks.hpp"
 
@@ -36,6 +37,8 @@ void quantize_row_q5_k(const float*, void*, int64_t);
 void quantize_row_q6_k(const float*, void*, int64_t);
 
 namespace kernels {
+
+static_assert(static_cast<int>(isa::avx512) + 1 == n_kernel_isas, "one kernel slot per isa");
 
 // ---- matmul kernels: scalar (matmul_scalar.cpp), x86/matmul_avx2.cpp,
 // x86/matmul_avx512.cpp, x86/matmul_k_avx2.cpp, x86/matmul_k_avx512.cpp ----
@@ -124,7 +127,9 @@ struct trait_table {
   const quant_traits* by_id[max_id + 1] = {};
 
   trait_table() {
-    for (const quant_traits& r : rows) by_id[static_cast<uint32_t>(r.type)] = &r;
+    for (const quant_traits& r : rows) {
+      if (r.name != nullptr) by_id[static_cast<uint32_t>(r.type)] = &r;  // not a row the size left empty
+    }
   }
 };
 

@@ -18,6 +18,7 @@ struct sequence_admission {
   uint64_t seed = 0;            // resolved (random when the request had none)
   int32_t priority = 0;
   uint32_t n_logprobs = 0;
+  request_kind kind = request_kind::generate;  // embed: prefill only, no sampling
 };
 
 // scheduler -> executor, before a sequence's first step: its sampler.
@@ -39,6 +40,11 @@ struct step_entry {
   std::vector<int32_t> block_table;  // block ids covering [0, pos0 + n_tokens)
   bool sample = false;               // reaches the last known token: sample one token for it
   bool is_decode = false;            // a running sequence's single next token (not prefill or recompute)
+  // A prefill-only (embed) request: the executor adds these tokens' final
+  // normed hidden rows to the request's pooled sum (starting afresh when
+  // pos0 == 0, e.g. after a preemption); with `sample` set it returns the
+  // embedding in engine_step_result::embeddings instead of sampling.
+  bool embed = false;
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
 };
 
@@ -55,12 +61,20 @@ struct sampled_output {
   token_logprob logprob;  // filled when n_logprobs > 0 (id and lp always)
 };
 
-// executor -> scheduler: the step's sampled tokens, or a failure that ends
-// exactly the sequences of this step.
+// An embed request's result: its prompt's embedding, (n_embd,), L2-normalized.
+struct embedding_output {
+  request_id rid = 0;
+  std::vector<float> embedding;
+};
+
+// executor -> scheduler: the step's sampled tokens (and embeddings of embed
+// requests whose prompt completed), or a failure that ends exactly the
+// sequences of this step.
 struct engine_step_result {
   uint64_t step_id = 0;
   std::vector<sampled_output> outputs;
-  status error;  // not ok: the step failed (outputs empty)
+  std::vector<embedding_output> embeddings;
+  status error;  // not ok: the step failed (outputs and embeddings empty)
   double compute_ms = 0;
   bool failed() const { return !error.is_ok(); }
 };
@@ -73,6 +87,7 @@ struct session_update {
   bool prefill_done = false;        // the prompt is fully computed
   std::vector<sampled_output> tokens;
   uint32_t preemptions = 0;
+  std::vector<float> embedding;     // embed requests: the result, once (the request is then done)
 };
 
 // Engine-wide statistics (protocol.md `stats`, engine part).

@@ -77,7 +77,8 @@ typename Inspector::result_type inspect(Inspector& f, request_rejected& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sequence_admission& x) {
-  return f(caf::meta::type_name("sequence_admission"), x.rid, x.tokens_prompt, x.params, x.seed, x.priority, x.n_logprobs);
+  return f(caf::meta::type_name("sequence_admission"), x.rid, x.tokens_prompt, x.params, x.seed, x.priority, x.n_logprobs,
+           x.kind);
 }
 
 template <class Inspector>
@@ -87,7 +88,7 @@ typename Inspector::result_type inspect(Inspector& f, sequence_open& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_entry& x) {
-  return f(caf::meta::type_name("step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample, x.is_decode);
+  return f(caf::meta::type_name("step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample, x.is_decode, x.embed);
 }
 
 template <class Inspector>
@@ -101,14 +102,19 @@ typename Inspector::result_type inspect(Inspector& f, sampled_output& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, embedding_output& x) {
+  return f(caf::meta::type_name("embedding_output"), x.rid, x.embedding);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_step_result& x) {
-  return f(caf::meta::type_name("engine_step_result"), x.step_id, x.outputs, x.error, x.compute_ms);
+  return f(caf::meta::type_name("engine_step_result"), x.step_id, x.outputs, x.error, x.compute_ms, x.embeddings);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_update& x) {
   return f(caf::meta::type_name("session_update"), x.rid, x.started, x.cached_tokens, x.prefill_done, x.tokens,
-           x.preemptions);
+           x.preemptions, x.embedding);
 }
 
 template <class Inspector>

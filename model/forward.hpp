@@ -38,10 +38,10 @@ class forward_pass {
  public:
   // `pool` is the compute pool; the pass never allocates once its buffers
   // have grown to the largest step seen. Where the CPU has packed kernels
-  // (kernels/matmul_packed.hpp: kernels::packed_is_faster), the constructor
-  // repacks those matrices (kernels::packed_supported types) into a copy the
-  // pass owns (about the size of those weights);
-  // the model's mapping stays the source of truth.
+  // (kernels/matmul_packed.hpp), the constructor repacks the matrices whose
+  // type has a packed layout (q4_0, q8_0, q4_K, q6_K: their rows in
+  // kernels/quant_traits.cpp) into a copy the pass owns (about the size of
+  // those weights); the model's mapping stays the source of truth.
   forward_pass(const model& m, kernels::thread_pool& pool);
 
   // Runs one step. Returns the number of logits rows written: for each

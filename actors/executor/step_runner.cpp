@@ -3,6 +3,8 @@
 #include <chrono>
 #include <exception>
 
+#include "model/embedding.hpp"
+
 namespace cortex {
 
 sampling_params to_sampling_params(const request_params& p, uint64_t seed, uint32_t n_logprobs) {
@@ -40,7 +42,14 @@ status step_runner::check(const engine_step& step) const {
   const auto bad = [](const std::string& what) { return fail(errc::internal, "bad step plan: " + what); };
   for (const auto& e : step.entries) {
     if (e.tokens.empty()) return bad("empty step entry for request " + std::to_string(e.rid));
-    if (e.sample && !seqs_.count(e.rid)) return bad("no sampler open for request " + std::to_string(e.rid));
+    if (e.sample && !e.embed && !seqs_.count(e.rid)) return bad("no sampler open for request " + std::to_string(e.rid));
+    if (e.embed && e.pos0 != 0) {  // a chunk after the first: the earlier rows must be in its sum
+      const auto it = sums_.find(e.rid);
+      if (it == sums_.end() || it->second.n_tokens != e.pos0) {
+        return bad("embed request " + std::to_string(e.rid) + " continues at position " + std::to_string(e.pos0) +
+                   " but its pooled sum covers " + std::to_string(it == sums_.end() ? 0 : it->second.n_tokens) + " tokens");
+      }
+    }
     const int64_t end = static_cast<int64_t>(e.pos0) + static_cast<int64_t>(e.tokens.size());
     if (e.pos0 < 0 || (end + cfg_.block_size - 1) / cfg_.block_size > static_cast<int64_t>(e.block_table.size())) {
       return bad("block table of request " + std::to_string(e.rid) + " does not cover its positions");
@@ -53,6 +62,15 @@ status step_runner::check(const engine_step& step) const {
     }
   }
   return status::ok();
+}
+
+void step_runner::finish_embedding(const step_entry& e, engine_step_result& res) {
+  const auto it = sums_.find(e.rid);
+  it->second.n_tokens += static_cast<int32_t>(e.tokens.size());
+  if (!e.sample) return;  // more of the prompt to come
+  res.embeddings.push_back(
+      {e.rid, pooled_embedding(it->second.sum.data(), model_->hparams().n_embd, it->second.n_tokens)});
+  sums_.erase(it);
 }
 
 engine_step_result step_runner::run(const engine_step& step) {
@@ -77,7 +95,15 @@ engine_step_result step_runner::run(const engine_step& step) {
     s.pos0 = e.pos0;
     s.block_table = e.block_table.data();
     s.n_blocks = static_cast<int32_t>(e.block_table.size());
-    s.logits = e.sample ? logits_mode::last : logits_mode::none;
+    s.logits = e.sample && !e.embed ? logits_mode::last : logits_mode::none;
+    if (e.embed) {
+      pooled_sum& ps = sums_[e.rid];
+      if (e.pos0 == 0) {  // the first chunk, or a recompute after preemption
+        ps.sum.assign(static_cast<size_t>(model_->hparams().n_embd), 0.0f);
+        ps.n_tokens = 0;
+      }
+      s.hidden_sum = ps.sum.data();
+    }
     batch_.push_back(s);
   }
   try {
@@ -86,7 +112,11 @@ engine_step_result step_runner::run(const engine_step& step) {
     // Sequences that sample this step, in batch order (= logits row order).
     std::vector<std::pair<const step_entry*, open_seq*>> todo;
     for (const auto& e : step.entries) {
-      if (e.sample) todo.emplace_back(&e, &seqs_.at(e.rid));
+      if (e.embed) {
+        finish_embedding(e, res);
+      } else if (e.sample) {
+        todo.emplace_back(&e, &seqs_.at(e.rid));
+      }
     }
     // Samplers are independent (own RNG, own history): sample them in
     // parallel on the compute pool; each task writes only its own slot.
@@ -106,6 +136,7 @@ engine_step_result step_runner::run(const engine_step& step) {
     });
   } catch (const std::exception& ex) {
     res.outputs.clear();
+    res.embeddings.clear();
     res.error = fail(errc::internal, std::string("model step failed: ") + ex.what());
     return res;
   }

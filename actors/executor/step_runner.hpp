@@ -1,6 +1,9 @@
 // The executor's logic without CAF: owns the compute pool, the forward pass,
 // the K/V arena and one sampler per open sequence, and turns an engine step
-// (plain data from the scheduler) into sampled tokens.
+// (plain data from the scheduler) into sampled tokens. Embed entries
+// (step_entry::embed) add their tokens' normed hidden rows to a pooled
+// sum per request, across steps; the entry that completes the prompt returns
+// the embedding (model/embedding.hpp) and drops the sum.
 //
 // Thread: all calls from one thread (the executor's own).
 #pragma once
@@ -34,7 +37,10 @@ class step_runner {
 
   // A sequence's sampler and penalty history; replaces an existing one.
   void open(const sequence_open& o);
-  void close(request_id rid) { seqs_.erase(rid); }
+  void close(request_id rid) {
+    seqs_.erase(rid);
+    sums_.erase(rid);
+  }
   size_t n_open() const { return seqs_.size(); }
 
   // Runs one step. On failure (bad plan, exception in the model, injected
@@ -54,6 +60,9 @@ class step_runner {
   // The plan is ours, but a bad one must fail its step (internal), never
   // write outside the arena or read outside the vocabulary.
   status check(const engine_step& step) const;
+  // After the forward pass: counts e's tokens into its pooled sum and, when e
+  // completes the prompt, appends the embedding to res and drops the sum.
+  void finish_embedding(const step_entry& e, engine_step_result& res);
 
   std::shared_ptr<const model> model_;
   executor_config cfg_;
@@ -61,6 +70,11 @@ class step_runner {
   forward_pass fwd_;
   kv_arena kv_;
   std::unordered_map<request_id, open_seq> seqs_;
+  struct pooled_sum {
+    std::vector<float> sum;  // (n_embd,) normed hidden rows of positions [0, n_tokens)
+    int32_t n_tokens = 0;
+  };
+  std::unordered_map<request_id, pooled_sum> sums_;  // embed requests mid-prompt
   std::vector<batch_seq> batch_;  // reused per step
   uint32_t fail_next_ = 0;
 };

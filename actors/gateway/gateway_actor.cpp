@@ -10,6 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/gateway_core/metrics_registry.hpp"
 #include "messages/wire/client_decode.hpp"
 #include "messages/wire/server_encode.hpp"
 
@@ -55,6 +56,7 @@ class wire_port final : public gateway_port<wire_route> {
 
 struct gateway_state {
   wire_port port;
+  std::shared_ptr<http::metrics_registry> metrics;
   std::unique_ptr<gateway_core<wire_route>> core;
   health_status health = health_status::starting;
   std::vector<model_info> models;
@@ -127,6 +129,10 @@ void handle_inbound(self_ptr self, gateway_inbound& in) {
   auto d = wire::decode_client_message(reinterpret_cast<const uint8_t*>(in.payload.data()), in.payload.size(), st.limits);
   if (!d.ok()) {
     st.malformed++;
+    if (st.metrics) {
+      st.metrics->count_malformed_message("zmq");
+      st.metrics->count_rejection(errc_name(d.error.code));
+    }
     spdlog::debug("gateway: rejected message ({} {}): {}", errc_code(d.error.code), errc_name(d.error.code), d.error.message);
     reply_error(self, in, d.id, d.error);
     return;
@@ -156,6 +162,7 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
   st.port.server = server;
   st.port.send_cancel = [self](uint64_t rid, finish_reason why) { self->send(self->state.port.intake, cancel_atom_v, rid, why); };
   st.core = std::make_unique<gateway_core<wire_route>>(st.port, cfg.core);
+  st.metrics = cfg.metrics;
   return {
       [self](gateway_inbound& in) { handle_inbound(self, in); },
       [self](peer_gone_atom, const std::string& peer) {
@@ -171,8 +178,19 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
         core.on_chunk(c);
         if (core.n_overflowed() != before) spdlog::warn("gateway: a client reads too slowly; ending its request");
       },
-      [self](request_finished& f) { self->state.core->on_finished(f); },
-      [self](request_rejected& rj) { self->state.core->on_rejected(rj); },
+      [self](request_finished& f) {
+        auto& st = self->state;
+        if (st.metrics && st.core->find_key(f.client_id)) st.metrics->record_finished("wire", f);
+        st.core->on_finished(f);
+      },
+      [self](request_rejected& rj) {
+        auto& st = self->state;
+        if (st.metrics && st.core->find_key(rj.client_id)) {
+          st.metrics->count_rejection(errc_name(rj.error.code));
+          st.metrics->count_request("wire", "rejected");
+        }
+        st.core->on_rejected(rj);
+      },
       [self](ready_atom, intake_actor intake, model_info& m) {
         auto& st = self->state;
         st.port.intake = std::move(intake);

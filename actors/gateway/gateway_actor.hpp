@@ -9,6 +9,8 @@
 // I/O thread.
 #pragma once
 
+#include <memory>
+
 #include <caf/fwd.hpp>
 
 #include "actors/gateway/zmq_server.hpp"
@@ -17,8 +19,13 @@
 
 namespace cortex {
 
+namespace http {
+class metrics_registry;
+}
+
 struct gateway_config {
   gateway_core_limits core;  // slow-reader backlog
+  std::shared_ptr<http::metrics_registry> metrics;  // shared with the HTTP gateway's /metrics; may be null
 };
 
 // `server` must outlive the actor; the actor starts its I/O thread.

@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/http_gateway/http_routes.hpp"
-#include "actors/http_gateway/metrics_hub.hpp"
+#include "actors/gateway_core/metrics_registry.hpp"
 #include "actors/http_gateway/openai_embedding.hpp"
 #include "actors/http_gateway/openai_error.hpp"
 #include "actors/http_gateway/openai_request.hpp"
@@ -42,6 +42,10 @@ struct response_state {
   std::vector<std::vector<float>> embeddings;
   uint64_t prompt_tokens = 0;
   size_t n_done = 0;
+  // Choices 1..n-1, held back until choice 0's prompt is computed so that
+  // they find it in the prefix cache (the prompt computed once); their
+  // routes are open, client_id set.
+  std::vector<generation_request> deferred;
   bool base64 = false;            // embeddings: encoding_format base64
   bool streaming_started = false;
   gateway_clock::time_point t0 = gateway_clock::now();
@@ -96,19 +100,36 @@ void respond_error(self_ptr self, uint64_t conn, const error_report& e, std::str
   respond_json(self, conn, er.status, std::move(er.body), std::move(h));
 }
 
-// Records the end of a response in the metrics and forgets it; its choices
-// still running are cancelled.
-void end_response(self_ptr self, uint64_t id, const char* reason) {
+// Forgets a response whose bytes are all sent. `cancel_rest`: it ended
+// early (an error), so its choices still running are cancelled; their
+// events are dropped when they come.
+void end_response(self_ptr self, uint64_t id, bool cancel_rest = false) {
   auto& st = self->state;
   auto it = st.responses.find(id);
   if (it == st.responses.end()) return;
   auto& rs = it->second;
-  for (auto& cid : rs.client_ids) st.core->cancel(conn_key(rs.conn), cid);
-  if (st.cfg.metrics) {
-    st.cfg.metrics->request_done(openai_endpoint_path(rs.endpoint), reason,
-                                 std::chrono::duration<double>(gateway_clock::now() - rs.t0).count());
+  auto deferred = std::move(rs.deferred);
+  if (cancel_rest) {
+    for (auto& cid : rs.client_ids) st.core->cancel(conn_key(rs.conn), cid);
   }
   st.responses.erase(it);
+  // Never submitted: they end here (their routes close; nothing is sent,
+  // the response is gone).
+  for (auto& req : deferred) {
+    request_rejected rj{req.client_id, {errc::internal, "not submitted: its response had already ended", 0}};
+    st.core->on_rejected(rj);
+  }
+}
+
+void submit(self_ptr self, generation_request req) {
+  self->send(self->state.intake, submit_atom_v, std::move(req), caf::actor_cast<request_sink_actor>(self));
+}
+
+// Choice 0 has its prompt computed (or ended): the held-back choices go now.
+void release_deferred(self_ptr self, response_state& rs) {
+  auto deferred = std::move(rs.deferred);
+  rs.deferred.clear();
+  for (auto& req : deferred) submit(self, std::move(req));
 }
 
 response_state* response_of(self_ptr self, const route& r) {
@@ -138,6 +159,7 @@ void http_port::send_accepted(route& r, const request_accepted& a) {
 void http_port::send_chunk(route& r, const request_chunk& c) {
   auto* rs = response_of(self, r);
   if (!rs) return;
+  if (!rs->deferred.empty()) release_deferred(self, *rs);
   if (rs->stream) {
     stream_bytes(self, *rs, rs->stream->on_chunk(r.extra.index, c));
   } else if (rs->whole) {
@@ -150,18 +172,19 @@ void http_port::send_finished(route& r, const request_finished& f) {
   if (!rs) return;
   auto& st = self->state;
   const auto id = r.extra.response;
-  if (st.cfg.metrics) st.cfg.metrics->tokens(f.prompt_tokens, f.completion_tokens);
+  if (st.cfg.metrics) st.cfg.metrics->record_finished(openai_endpoint_label(rs->endpoint), f);
+  if (!rs->deferred.empty() && f.reason != finish_reason::error) release_deferred(self, *rs);
   if (rs->endpoint == openai_endpoint::embeddings) {
     if (f.reason != finish_reason::stop) {
       respond_error(self, rs->conn, f.reason == finish_reason::error ? f.error
                                                                      : error_report{errc::internal, std::string("the embedding ended with ") + finish_reason_name(f.reason), 0});
-      return end_response(self, id, finish_reason_name(f.reason));
+      return end_response(self, id, true);
     }
     rs->embeddings[r.extra.index] = f.embedding;
     rs->prompt_tokens += f.prompt_tokens;
     if (++rs->n_done == rs->embeddings.size()) {
       respond_json(self, rs->conn, 200, openai_embedding_body(rs->model, rs->embeddings, rs->prompt_tokens, rs->base64));
-      end_response(self, id, "stop");
+      end_response(self, id);
     }
     return;
   }
@@ -169,32 +192,35 @@ void http_port::send_finished(route& r, const request_finished& f) {
     stream_bytes(self, *rs, rs->stream->on_finished(r.extra.index, f));
     if (rs->stream->done()) {
       st.server->stream_end(rs->conn);
-      end_response(self, id, openai_finish_reason(f.reason));
+      end_response(self, id);
     }
     return;
   }
   rs->whole->on_finished(r.extra.index, f);
-  if (!rs->whole->complete()) return;
-  if (auto* e = rs->whole->error()) {
+  if (auto* e = rs->whole->error()) {  // one choice failed: the response is that error
     respond_error(self, rs->conn, *e);
-  } else {
-    respond_json(self, rs->conn, 200, rs->whole->body());
+    return end_response(self, id, true);
   }
-  end_response(self, id, openai_finish_reason(f.reason));
+  if (!rs->whole->complete()) return;
+  respond_json(self, rs->conn, 200, rs->whole->body());
+  end_response(self, id);
 }
 
 void http_port::send_rejected(route& r, const error_report& e) {
   auto* rs = response_of(self, r);
   if (!rs) return;
   auto& st = self->state;
-  if (st.cfg.metrics) st.cfg.metrics->rejected(errc_name(e.code));
+  if (st.cfg.metrics) {
+    st.cfg.metrics->count_rejection(errc_name(e.code));
+    st.cfg.metrics->count_request(openai_endpoint_label(rs->endpoint), "rejected");
+  }
   if (rs->stream && rs->stream->started()) {
     stream_bytes(self, *rs, rs->stream->on_error(e));
     st.server->stream_end(rs->conn);
   } else {
     respond_error(self, rs->conn, e);
   }
-  end_response(self, r.extra.response, "rejected");
+  end_response(self, r.extra.response, true);
 }
 
 // Opens one core route per engine request and submits them.
@@ -210,10 +236,11 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
     reqs[i].client_id = *key;
     ready.emplace_back(cid, std::move(reqs[i]));
   }
+  const bool hold_back = ready.size() > 1 && rs.endpoint != openai_endpoint::embeddings;
+  for (size_t i = 1; hold_back && i < ready.size(); ++i) rs.deferred.push_back(std::move(ready[i].second));
+  if (hold_back) ready.resize(1);
   st.responses.emplace(id, std::move(rs));
-  for (auto& [cid, req] : ready) {
-    self->send(st.intake, submit_atom_v, std::move(req), caf::actor_cast<request_sink_actor>(self));
-  }
+  for (auto& [cid, req] : ready) submit(self, std::move(req));
 }
 
 void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
@@ -227,7 +254,10 @@ void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   }
   auto parsed = parse_openai_request(ep, in.body, st.limits);
   if (!parsed.ok()) {
-    if (st.cfg.metrics) st.cfg.metrics->rejected(errc_name(parsed.error.report.code));
+    if (st.cfg.metrics) {
+      st.cfg.metrics->count_rejection(errc_name(parsed.error.report.code));
+      if (parsed.error.report.code == errc::malformed) st.cfg.metrics->count_malformed_message("http");
+    }
     return respond_error(self, in.conn, parsed.error.report, parsed.error.param);
   }
   auto& req = parsed.request;
@@ -253,13 +283,22 @@ void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
 
 void handle_metrics(self_ptr self, uint64_t conn) {
   auto& st = self->state;
-  auto hub = st.cfg.metrics;
-  if (!hub) return respond_error(self, conn, {errc::unsupported, "metrics are not enabled", 0});
-  auto send_text = [self, conn, hub](const engine_stats* e) {
+  auto reg = st.cfg.metrics;
+  if (!reg) return respond_error(self, conn, {errc::unsupported, "metrics are not enabled", 0});
+  auto send_text = [self, conn, reg](const engine_stats* e) {
+    auto& st = self->state;
+    reg->set_model_loaded(st.model_loaded);
+    reg->set_connections("http", static_cast<double>(st.server->n_connections()));
+    if (e) {
+      reg->set_requests_running(e->running);
+      reg->set_requests_waiting(e->waiting);
+      reg->set_kv_blocks_used(e->kv_blocks_used);
+      reg->set_kv_blocks_total(e->kv_blocks_total);
+    }
     http_response_out r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = hub->render(e, self->state.model_loaded);
-    self->state.server->respond(conn, std::move(r));
+    r.body = reg->render();
+    st.server->respond(conn, std::move(r));
   };
   if (!st.intake) return send_text(nullptr);
   self->request(st.intake, std::chrono::seconds(10), stats_atom_v)
@@ -314,7 +353,7 @@ http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* se
         for (auto& [id, rs] : st.responses) {
           if (rs.conn == conn) gone.push_back(id);
         }
-        for (auto id : gone) end_response(self, id, "client_gone");
+        for (auto id : gone) end_response(self, id);
       },
       [self](blocked_atom, uint64_t conn, bool blocked) { self->state.core->set_blocked(conn_key(conn), blocked); },
       [self](request_accepted& a) { self->state.core->on_accepted(a); },

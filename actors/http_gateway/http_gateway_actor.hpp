@@ -21,7 +21,9 @@
 
 namespace cortex {
 
-class metrics_hub;
+namespace http {
+class metrics_registry;
+}
 
 // What the gateway learns about the model once it is loaded. cortexd fills
 // it before sending `ready`; the actor reads it only after `ready`.
@@ -33,7 +35,7 @@ struct http_model_hooks {
 struct http_gateway_config {
   gateway_core_limits core;
   std::shared_ptr<http_model_hooks> hooks;  // REQUIRED
-  std::shared_ptr<metrics_hub> metrics;     // may be null: /metrics then answers 503
+  std::shared_ptr<http::metrics_registry> metrics;  // shared with the other gateways; null: /metrics answers 501
 };
 
 // `server` must outlive the actor; the actor starts its I/O thread.

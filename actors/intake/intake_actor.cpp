@@ -17,6 +17,7 @@ namespace {
 struct intake_state {
   std::shared_ptr<const model> mdl;
   scheduler_actor sched;
+  std::shared_ptr<const chat_setup> chat;
   std::unique_ptr<request_validator> validator;
   std::unique_ptr<admission_limits> admission;
   uint64_t next_rid = 1;
@@ -38,6 +39,8 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
   st.sched = std::move(sched);
   const uint64_t seed = cfg.seed ? cfg.seed : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   st.validator = std::make_unique<request_validator>(cfg.limits, st.mdl->tokenizer(), seed);
+  st.chat = cfg.chat;
+  st.validator->set_chat(st.chat.get());
   st.admission = std::make_unique<admission_limits>(cfg.max_waiting, cfg.max_queued_tokens);
   return {
       [self](submit_atom, generation_request& req, request_sink_actor sink) {
@@ -58,6 +61,8 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         }
         const uint64_t rid = st.next_rid++;
         req.params.max_tokens = v.request.max_tokens;
+        auto& stops = req.params.stop_token_ids;
+        stops.insert(stops.end(), v.request.chat_stop_ids.begin(), v.request.chat_stop_ids.end());
         spdlog::info("[rid {}] accepted '{}': {} prompt tokens, max_tokens {}, priority {}", rid, req.client_id, n_tokens_prompt,
                      v.request.max_tokens, req.priority);
         sequence_admission adm;
@@ -67,6 +72,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         adm.seed = v.request.seed;
         adm.priority = req.priority;
         adm.n_logprobs = req.n_logprobs;
+        adm.kind = req.kind;
         session_config scfg;
         scfg.rid = rid;
         scfg.request = std::move(req);

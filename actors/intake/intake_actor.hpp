@@ -19,6 +19,7 @@ struct intake_config {
   uint32_t max_waiting = 256;
   uint64_t max_queued_tokens = 262144;
   uint64_t seed = 0;             // for seeds of requests without one (0: from the clock)
+  std::shared_ptr<const chat_setup> chat;  // renders `messages`; null: such requests are 501
 };
 
 intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const model> m, scheduler_actor sched,

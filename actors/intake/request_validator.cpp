@@ -145,7 +145,14 @@ validation_result request_validator::validate(const generation_request& r) {
   if (params.code != errc::none) return reject(std::move(params));
 
   std::vector<int32_t> prompt;
-  if (r.use_tokens) {
+  if (!r.messages_json.empty()) {
+    if (r.use_tokens || !r.prompt.empty())
+      return reject(refuse(errc::invalid_param, "give exactly one of prompt / tokens / messages, not several"));
+    if (!chat_) return reject(refuse(errc::unsupported, "this server renders no chat messages; send prompt or tokens"));
+    if (auto e = chat_prompt_tokens(*chat_, tok_, r, prompt); e.code != errc::none) return reject(std::move(e));
+    if (prompt.empty()) return reject(refuse(errc::invalid_param, "messages rendered to an empty prompt"));
+    out.request.chat_stop_ids = chat_->stop_ids;
+  } else if (r.use_tokens) {
     if (!r.prompt.empty()) return reject(refuse(errc::invalid_param, "give exactly one of prompt / tokens, not both"));
     if (r.tokens.empty()) return reject(refuse(errc::invalid_param, "tokens is empty; give at least one token id"));
     for (size_t i = 0; i < r.tokens.size(); ++i)
@@ -162,7 +169,11 @@ validation_result request_validator::validate(const generation_request& r) {
   }
 
   const size_t n_ctx = limits_.n_ctx > 0 ? static_cast<size_t>(limits_.n_ctx) : 0;
-  if (prompt.size() >= n_ctx)
+  if (r.kind == request_kind::embed && prompt.size() > n_ctx)  // prefill only: the input may fill the context
+    return reject(refuse(errc::context_overflow, "the input is " + std::to_string(prompt.size()) +
+                                                   " tokens; the context holds " + std::to_string(n_ctx) +
+                                                   ": shorten it to at most " + std::to_string(n_ctx) + " tokens"));
+  if (r.kind != request_kind::embed && prompt.size() >= n_ctx)
     return reject(refuse(errc::context_overflow,
                        "the prompt is " + std::to_string(prompt.size()) + " tokens; the context holds " +
                            std::to_string(n_ctx) + " and at least one must be left to generate: shorten it to at most " +

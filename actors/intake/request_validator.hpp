@@ -16,6 +16,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/request.hpp"
+#include "actors/intake/chat_setup.hpp"
 #include "model/tokenizer.hpp"
 
 namespace cortex {
@@ -38,6 +39,9 @@ struct validated_request {
   // replayed from its logs. The executor builds its sampler from
   // request_params + this seed (to_sampling_params in actors/executor).
   uint64_t seed = 0;
+  // Chat requests: the template's end-of-turn tokens, which end generation
+  // like params.stop_token_ids (intake appends them there).
+  std::vector<int32_t> chat_stop_ids;
 };
 
 struct validation_result {
@@ -60,7 +64,12 @@ class request_validator {
 
   const validation_limits& limits() const { return limits_; }
 
+  // Requests with `messages` are rendered with `chat` (must outlive the
+  // validator); without one they are rejected.
+  void set_chat(const chat_setup* chat) { chat_ = chat; }
+
  private:
+  const chat_setup* chat_ = nullptr;
   validation_limits limits_;
   const tokenizer& tok_;
   std::mt19937_64 seeds_;

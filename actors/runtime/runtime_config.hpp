@@ -12,6 +12,7 @@ namespace cortex {
 
 struct runtime_config {
   std::string model_path;
+  std::string chat_template_path;  // overrides the model's chat template (empty: the model's, else ChatML)
   int threads = 0;              // compute threads; 0 = one per core
   int block_size = 16;          // tokens per KV block
   int kv_memory_mb = 1024;      // K/V arena size; the block count follows from the model

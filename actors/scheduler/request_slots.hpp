@@ -97,13 +97,17 @@ class request_slots {
   }
 
   // The session's progress notes for a step that ran (taken before
-  // core.update() may end sequences): prefill done once, the sampled token,
-  // preemptions so far. Entries of unknown or finished requests are skipped.
+  // core.update() may end sequences): prefill done once, the sampled token
+  // or an embed request's embedding (moved out of `embeddings`), preemptions
+  // so far. Entries of unknown or finished requests are skipped.
   std::vector<std::pair<Session, session_update>> progress(const sched_plan& plan,
                                                           const std::vector<sampled_output>& outputs,
+                                                          std::vector<embedding_output>& embeddings,
                                                           const scheduler_core& core) {
     std::unordered_map<request_id, const sampled_output*> by_rid;
     for (const auto& o : outputs) by_rid[o.rid] = &o;
+    std::unordered_map<request_id, embedding_output*> embedding_of;
+    for (auto& o : embeddings) embedding_of[o.rid] = &o;
     std::vector<std::pair<Session, session_update>> notes;
     for (const step_entry& e : plan.entries) {
       auto it = slots_.find(e.rid);
@@ -117,6 +121,7 @@ class request_slots {
         u.prefill_done = true;
       }
       if (auto o = by_rid.find(e.rid); o != by_rid.end()) u.tokens.push_back(*o->second);
+      if (auto o = embedding_of.find(e.rid); o != embedding_of.end()) u.embedding = std::move(o->second->embedding);
       u.preemptions = static_cast<uint32_t>(q->n_preemptions);
       if (u.prefill_done || !u.tokens.empty()) notes.emplace_back(s.session, std::move(u));
     }

@@ -30,7 +30,8 @@ struct sched_plan {
 
 // The executor's answer for one entry with sample == true. `finished`
 // carries the session's stop decision when it is already known; otherwise
-// the session calls finish() later.
+// the session calls finish() later. For an embed sequence the answer only
+// says the executor returned its embedding (token and finished unused).
 struct sched_sampled {
   request_id rid = 0;
   int32_t token = 0;

@@ -70,11 +70,12 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
                                           static_cast<uint32_t>(s->n_tokens_generated() + 1)) != token_stop::none;
       sampled.push_back({o.rid, o.token, finished});
     }
+    for (const auto& o : res.embeddings) sampled.push_back({o.rid, 0, true});  // an embed request's answer: it ends with stop
     for (const auto& e : plan.entries) {
       if (!e.is_decode && st.core->find(e.rid) && st.slots.contains(e.rid)) st.tokens_prefilled += static_cast<uint64_t>(e.n_tokens());
     }
     // Progress notes for the sessions, taken before update() may end sequences.
-    auto notes = st.slots.progress(plan, res.outputs, *st.core);
+    auto notes = st.slots.progress(plan, res.outputs, res.embeddings, *st.core);
     st.core->update(plan, sampled);
     for (auto& [session, u] : notes) self->send(session, std::move(u));
   }
@@ -151,6 +152,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
         req.priority = a.priority;
         req.tokens_prompt = a.tokens_prompt;
         req.max_tokens = static_cast<int32_t>(std::max<uint32_t>(1, a.params.max_tokens));
+        req.embed = a.kind == request_kind::embed;
         status s = st.core->add(std::move(req));            // duplicate_id, invalid_param
         if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
         if (!s) {

@@ -29,6 +29,7 @@ status scheduler_core::add(seq_request req) {
   s.n_tokens_prompt = static_cast<int32_t>(req.tokens_prompt.size());
   s.tokens = std::move(req.tokens_prompt);
   s.max_tokens = req.max_tokens;
+  s.embed = req.embed;
   s.state = seq_state::waiting;
   waiting_.push_back(s.rid);
   seqs_.emplace(s.rid, std::move(s));
@@ -113,6 +114,7 @@ void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sc
   e.block_table = kv_.block_table(s.rid);
   e.sample = e.pos0 + n_tokens == s.n_tokens();
   e.is_decode = is_decode;
+  e.embed = s.embed;
   plan.entries.push_back(std::move(e));
   in_flight_.insert(s.rid);
   budget -= n_tokens;
@@ -145,7 +147,7 @@ void scheduler_core::admit_waiting(sched_plan& plan, int32_t& budget) {
             [this](request_id a, request_id b) { return policy_.goes_before(seqs_.at(a), seqs_.at(b), step_); });
   while (!waiting_.empty() && budget > 0 && n_running() < cfg_.max_running) {
     sequence& s = seqs_.at(waiting_.front());
-    s.n_tokens_cached = kv_.lookup_prefix(s.rid, s.tokens);
+    s.n_tokens_cached = s.embed ? 0 : kv_.lookup_prefix(s.rid, s.tokens);  // see sequence::embed
     s.n_tokens_computed = s.n_tokens_cached;
     const int32_t n = n_tokens_fitting(s, prefill_chunk(s, budget));
     if (n == 0) {  // no room: the head waits, and no one passes it
@@ -201,6 +203,10 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
                                  [&](const sched_sampled& t) { return t.rid == e.rid; });
     if (it == sampled.end()) {
       finish_deferred_.push_back({s->rid, finish_reason::error, fail(errc::internal, seq_error_no_token)});
+      continue;
+    }
+    if (s->embed) {  // prefill only: the answer was its embedding
+      finish_deferred_.push_back({s->rid, finish_reason::stop, status::ok()});
       continue;
     }
     s->tokens.push_back(it->token);

@@ -73,6 +73,7 @@ class scheduler_core {
   // cache, appends one sampled token per completing entry, finishes
   // sequences that reached max_tokens (length), were flagged finished
   // (stop), or got no token (error), then applies deferred finish()/cancel().
+  // An embed sequence whose completing entry got an answer ends with stop.
   void update(const sched_plan& plan, const std::vector<sched_sampled>& sampled);
   // The executor failed `plan`: its sequences finish with error.
   void abort_step(const sched_plan& plan);

@@ -31,6 +31,7 @@ struct seq_request {
   int32_t priority = 0;              // higher runs first
   std::vector<int32_t> tokens_prompt;  // REQUIRES: non-empty
   int32_t max_tokens = 1;            // tokens to generate at most (>= 1)
+  bool embed = false;                // prefill only (see sequence::embed)
 };
 
 struct sequence {
@@ -45,6 +46,10 @@ struct sequence {
   int32_t max_tokens = 1;
   int32_t n_preemptions = 0;
   seq_state state = seq_state::waiting;
+  // Prefill only (an embedding): finishes with stop once its prompt is
+  // computed and the executor answered for it; never takes prefix-cache
+  // hits, because the executor must see every prompt token's hidden state.
+  bool embed = false;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_tokens_generated() const { return n_tokens() - n_tokens_prompt; }

@@ -138,6 +138,10 @@ session_events session_core::on_update(const session_update& u) {
   if (u.started && state_ == session_state::queued) on_scheduled(u.cached_tokens);
   on_preemptions(u.preemptions);
   if (u.prefill_done) on_prefill_done();
+  if (!u.embedding.empty()) {  // an embed request is done once its prompt is
+    embedding_ = u.embedding;
+    return end(finish_reason::stop, {}, clock_());
+  }
   if (!u.tokens.empty()) return on_tokens(u.tokens);
   session_events ev;
   ev.applied = true;
@@ -212,6 +216,7 @@ session_events session_core::end(finish_reason reason, error_report error, doubl
   f.timings = timings(now);
   f.preemptions = n_preemptions_;
   f.tags = req.tags;
+  f.embedding = std::move(embedding_);
 
   state_ = session_state::finished;
   session_events ev;

@@ -98,6 +98,8 @@ class session_core {
   session_events on_tokens(const std::vector<sampled_output>& tokens);
 
   // Applies a scheduler update: started, preemptions, prefill_done, tokens.
+  // An update with an embedding (embed requests) ends the request with stop
+  // and that embedding, no completion tokens.
   session_events on_update(const session_update& u);
 
   // An end decided outside (cancelled, deadline, shutdown, client_gone,
@@ -138,6 +140,7 @@ class session_core {
   std::string all_text_;
   std::vector<int32_t> all_ids_;
   std::vector<token_logprob> all_logprobs_;
+  std::vector<float> embedding_;  // embed requests: the result, until finished carries it
 
   double t_accepted_ = 0;
   std::optional<double> t_scheduled_, t_decoding_, t_first_token_;

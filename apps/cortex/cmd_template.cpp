@@ -64,6 +64,11 @@ int cmd_template(int argc, char** argv) {
     std::fprintf(stderr, "cortex: \"messages\" must be a list\n");
     return 1;
   }
+  for (const char* key : {"bos_token", "eos_token"})
+    if (in.contains(key) && !in[key].is_string() && !in[key].is_null()) {
+      std::fprintf(stderr, "cortex: \"%s\" must be a string or null\n", key);
+      return 1;
+    }
   if (in.contains("add_generation_prompt") && !in["add_generation_prompt"].is_boolean()) {
     std::fprintf(stderr, "cortex: \"add_generation_prompt\" must be true or false\n");
     return 1;

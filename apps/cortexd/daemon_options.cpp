@@ -11,6 +11,9 @@ std::vector<cli::option_spec> daemon_option_specs() {
   return {
       {"model", "PATH", "GGUF model file (or CORTEX_MODEL)", ""},
       {"endpoint", "E", "ZeroMQ endpoint to bind (tcp://HOST:PORT or ipc://PATH)", "tcp://127.0.0.1:5555"},
+      {"http", "HOST:PORT", "OpenAI-compatible HTTP API address (../shared/docs/http.md); 'off' disables it", "127.0.0.1:8080"},
+      {"http-max-connections", "N", "open HTTP connections; more are answered 503", "256"},
+      {"chat-template", "FILE", "Jinja chat template for `messages` instead of the model's (ChatML when it has none)", ""},
       {"config", "FILE", "settings file in CAF's config format, section [cortex] (e.g. configs/cortexstream.ini)", ""},
       {"threads", "N", "compute threads; 0 = one per core", "0"},
       {"kv-memory-mb", "MB", "memory for the K/V cache", "1024"},
@@ -73,6 +76,19 @@ status read_config_file(const std::string& path, std::map<std::string, std::stri
   return status::ok();
 }
 
+// "HOST:PORT" (the port after the last ':'; [v6] brackets removed).
+bool parse_host_port(const std::string& s, std::string& host, uint16_t& port) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) return false;
+  host = s.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  char* end = nullptr;
+  const long p = std::strtol(s.c_str() + colon + 1, &end, 10);
+  if (*end || p < 0 || p > 65535) return false;
+  port = static_cast<uint16_t>(p);
+  return true;
+}
+
 bool to_int(const std::string& s, long long& out) {
   if (s.empty()) return false;
   char* end = nullptr;
@@ -104,6 +120,12 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
   r.model_path = kv["model"];
   r.log_level = kv["log-level"];
   out.zmq.endpoint = kv["endpoint"];
+  r.chat_template_path = kv["chat-template"];
+  if (kv["http"] == "off") {
+    out.http_enabled = false;
+  } else if (!parse_host_port(kv["http"], out.http.host, out.http.port)) {
+    return fail(errc::invalid_param, "option http expects HOST:PORT (e.g. 127.0.0.1:8080) or off, got '" + kv["http"] + "'");
+  }
   out.log_json = kv.count("log-json") && kv["log-json"] != "false" && kv["log-json"] != "0";
   const std::string pc = kv["prefix-cache"];
   if (pc == "on" || pc == "true" || pc == "1") r.prefix_cache = true;
@@ -131,6 +153,7 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
       {"sndbuf-bytes", 0, 1 << 30, [&](long long v) { out.zmq.sndbuf_bytes = int(v); }},
       {"heartbeat-ms", 100, 3600000, [&](long long v) { out.zmq.heartbeat_ivl_ms = int(v); }},
       {"heartbeat-timeout-ms", 100, 3600000, [&](long long v) { out.zmq.heartbeat_timeout_ms = int(v); }},
+      {"http-max-connections", 1, 1 << 20, [&](long long v) { out.http.max_connections = size_t(v); }},
       {"grace-ms", 0, 3600000, [&](long long v) { out.grace_ms = int(v); }},
   };
   for (auto& o : ints) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "actors/gateway/zmq_server.hpp"
+#include "actors/http_gateway/http_server.hpp"
 #include "actors/runtime/runtime_config.hpp"
 #include "apps/common/args.hpp"
 
@@ -14,6 +15,8 @@ namespace cortex {
 struct daemon_options {
   runtime_config runtime;
   zmq_server_options zmq;
+  bool http_enabled = true;  // --http off disables the HTTP gateway
+  http_server_options http;
   int grace_ms = 5000;    // SIGTERM: time in-flight requests get to finish
   bool log_json = false;
   std::string config_path;

@@ -16,7 +16,10 @@
 #include <thread>
 
 #include "actors/gateway/gateway_actor.hpp"
+#include "actors/gateway_core/metrics_registry.hpp"
+#include "actors/http_gateway/http_gateway_actor.hpp"
 #include "actors/runtime/runtime.hpp"
+#include "model/tokenizer.hpp"
 #include "apps/cortexd/daemon_options.hpp"
 
 namespace {
@@ -40,11 +43,13 @@ void setup_logging(const cortex::daemon_options& o) {
   spdlog::set_level(spdlog::level::from_str(o.runtime.log_level));
 }
 
-// Requests the gateway still has open (accepted or submitted, not terminated).
-uint64_t active_requests(caf::actor_system& sys, const cortex::gateway_actor& gw) {
+// Requests the gateways still have open (accepted or submitted, not terminated).
+uint64_t active_requests(caf::actor_system& sys, const std::vector<cortex::gateway_actor>& gws) {
   caf::scoped_actor self{sys};
   uint64_t n = 0;
-  self->request(gw, std::chrono::seconds(5), cortex::active_atom_v).receive([&](uint64_t v) { n = v; }, [&](caf::error&) {});
+  for (const auto& gw : gws) {
+    self->request(gw, std::chrono::seconds(5), cortex::active_atom_v).receive([&](uint64_t v) { n += v; }, [&](caf::error&) {});
+  }
   return n;
 }
 
@@ -60,7 +65,9 @@ int wait_signal(const sigset_t& set, int ms) {
 int main(int argc, char** argv) {
   cortex::cli::args a("cortexd",
                       "The CortexStream server: loads a GGUF model and serves generation requests over ZeroMQ\n"
-                      "(protocol v1, msgpack). Clients: 'cortex submit', clients/python/cortexstream.py.\n"
+                      "(protocol v1, msgpack; clients: 'cortex submit', 'cortex chat', clients/python) and over an\n"
+                      "OpenAI-compatible HTTP API (--http; /v1/chat/completions, /v1/completions, /v1/embeddings,\n"
+                      "/v1/models, /health/*, /metrics).\n"
                       "Settings: defaults < --config FILE < CORTEX_MODEL < flags.",
                       cortex::daemon_option_specs(), "");
   if (!a.parse(argc - 1, argv + 1)) {
@@ -91,48 +98,76 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", server.error().message);
     return 1;
   }
+  std::unique_ptr<cortex::http_server> http;
+  if (opts.http_enabled) {
+    auto h = cortex::http_server::bind(opts.http);
+    if (!h) {
+      spdlog::critical("{}", h.error().message);
+      (*server)->stop();
+      return 1;
+    }
+    http = std::move(*h);
+  }
   daemon_caf_config cfg;
   caf::actor_system sys{cfg};
-  cortex::gateway_actor gw = cortex::spawn_gateway(sys, **server, cortex::gateway_config{});
-  spdlog::info("listening on {} (health: starting)", (*server)->endpoint());
+  auto metrics = std::make_shared<cortex::http::metrics_registry>();
+  cortex::gateway_config zcfg;
+  zcfg.metrics = metrics;
+  std::vector<cortex::gateway_actor> gateways{cortex::spawn_gateway(sys, **server, zcfg)};
+  auto hooks = std::make_shared<cortex::http_model_hooks>();
+  if (http) {
+    cortex::http_gateway_config hcfg;
+    hcfg.hooks = hooks;
+    hcfg.metrics = metrics;
+    gateways.push_back(cortex::spawn_http_gateway(sys, *http, hcfg));
+    spdlog::info("listening on {} and http://{} (health: starting)", (*server)->endpoint(), http->address());
+  } else {
+    spdlog::info("listening on {} (health: starting; HTTP off)", (*server)->endpoint());
+  }
+  auto stop_all = [&] {
+    for (auto& gw : gateways) caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
+    if (http) http->stop();
+    (*server)->stop();
+  };
 
   const auto t0 = std::chrono::steady_clock::now();
   auto rt = cortex::runtime::start(sys, opts.runtime);
   if (!rt) {
     spdlog::critical("cannot start: {}", rt.error().message);
-    caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
-    (*server)->stop();
+    stop_all();
     return 1;
   }
   const auto& m = (*rt)->loaded_model();
   cortex::model_info info{m.name(), cortex::arch_name(m.hparams().arch), static_cast<uint32_t>((*rt)->n_ctx()),
                           static_cast<uint32_t>(m.hparams().n_vocab), m.quant_name(), m.n_params()};
-  caf::anon_send(gw, cortex::ready_atom_v, (*rt)->intake(), info);
-  spdlog::info("ready in {:.1f} s: model '{}' ({}, {}), endpoint {}",
+  auto loaded = (*rt)->shared_model();
+  hooks->token_text = [loaded](int32_t id) { return loaded->tokenizer().token_to_piece(id); };
+  hooks->n_embd = static_cast<uint32_t>(m.hparams().n_embd);
+  for (auto& gw : gateways) caf::anon_send(gw, cortex::ready_atom_v, (*rt)->intake(), info);
+  spdlog::info("ready in {:.1f} s: model '{}' ({}, {}), endpoint {}{}",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), info.name, info.arch, info.quant,
-               (*server)->endpoint());
+               (*server)->endpoint(), http ? ", http://" + http->address() + "/v1" : std::string());
 
   int sig = 0;
   while (!(sig = wait_signal(sigs, 1000))) {
   }
   spdlog::info("received {}: draining (grace {} ms)", sig == SIGTERM ? "SIGTERM" : "SIGINT", opts.grace_ms);
-  caf::anon_send(gw, cortex::drain_atom_v);
+  for (auto& gw : gateways) caf::anon_send(gw, cortex::drain_atom_v);
   caf::anon_send((*rt)->intake(), cortex::drain_atom_v);
   const auto grace_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.grace_ms);
-  while (active_requests(sys, gw) > 0 && std::chrono::steady_clock::now() < grace_end) {
+  while (active_requests(sys, gateways) > 0 && std::chrono::steady_clock::now() < grace_end) {
     if (wait_signal(sigs, 20)) break;  // a second signal cuts the grace period short
   }
   // Whatever is left ends with `shutdown`; wait (bounded) for the gateway to send those.
   caf::anon_send((*rt)->intake(), cortex::shutdown_atom_v);
   const auto flush_end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (active_requests(sys, gw) > 0 && std::chrono::steady_clock::now() < flush_end) {
+  while (active_requests(sys, gateways) > 0 && std::chrono::steady_clock::now() < flush_end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded by flush_end
   }
-  const auto left = active_requests(sys, gw);
+  const auto left = active_requests(sys, gateways);
   if (left) spdlog::error("{} requests did not reach a terminal message before exit", left);
   rt->reset();
-  caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
-  (*server)->stop();
+  stop_all();
   spdlog::info("stopped");
   return 0;
 }

@@ -4,30 +4,24 @@
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
-#include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/matmul_isa_avx2.hpp"
+#include "kernels/x86/matmul_tile_body.hpp"
 
 namespace cortex::kernels {
 
 namespace {
 
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // ---- float weights --------------------------------------------------------
 
 struct load_f32 {
-  static __m256 load8(const uint8_t* row, int64_t k) {
+  static __m256 load(const uint8_t* row, int64_t k) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
   }
   static float load1(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
 };
 
 struct load_f16 {
-  static __m256 load8(const uint8_t* row, int64_t k) {
+  static __m256 load(const uint8_t* row, int64_t k) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k * 2)));
   }
   static float load1(const uint8_t* row, int64_t k) {
@@ -36,47 +30,13 @@ struct load_f16 {
 };
 
 struct load_bf16 {
-  static __m256 load8(const uint8_t* row, int64_t k) {
+  static __m256 load(const uint8_t* row, int64_t k) {
     const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k * 2)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
   }
   static float load1(const uint8_t* row, int64_t k) {
     const uint32_t bits = static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(row)[k]) << 16;
     return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(bits))));
-  }
-};
-
-template <class Load>
-struct float_tile {
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  // y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols)
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const tile_operands<uint8_t, float, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    __m256 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= w.cols; k += 8) {
-      __m256 wv[nr];
-      for (int i = 0; i < nr; ++i) wv[i] = Load::load8(rows[i], k);
-      for (int j = 0; j < nt; ++j) {
-        const __m256 xv = _mm256_loadu_ps(xs[j] + k);
-        for (int i = 0; i < nr; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
-      }
-    }
-    for (int i = 0; i < nr; ++i) {
-      for (int j = 0; j < nt; ++j) {
-        float s = hsum(acc[i][j]);
-        for (int64_t kk = k; kk < w.cols; ++kk) s += Load::load1(rows[i], kk) * xs[j][kk];
-        y[(t + j) * w.rows + r + i] = s;
-      }
-    }
   }
 };
 
@@ -119,54 +79,44 @@ struct unpack_q8_0 {
   static __m256i codes(const block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 
-template <class Unpack>
-struct q8_32_tile {
-  using block = typename Unpack::block;
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const int64_t nb = w.cols / 32;
-    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      __m256i wq[nr];
-      __m256 wd[nr];
-      for (int i = 0; i < nr; ++i) {
-        wq[i] = Unpack::codes(rows[i][b]);
-        wd[i] = _mm256_set1_ps(_cvtsh_ss(rows[i][b].d));
-      }
-      for (int j = 0; j < nt; ++j) {
-        const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs[j] + b * 32));
-        const __m256 xd = _mm256_load_ps(reinterpret_cast<const float*>(xs[j] + x.d_offset) + b * 8);
-        for (int i = 0; i < nr; ++i) {
-          __m256i p;
-          if constexpr (Unpack::is_signed) {
-            p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq[i], wq[i]), _mm256_sign_epi8(xq, wq[i]));
-          } else {
-            p = _mm256_maddubs_epi16(wq[i], xq);
-          }
-          const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-          __m256 s;
-          if constexpr (Unpack::is_signed) {
-            s = _mm256_mul_ps(f, xd);
-          } else {
-            const __m256 xc = _mm256_load_ps(reinterpret_cast<const float*>(xs[j] + x.aux_offset) + b * 8);
-            s = _mm256_fmadd_ps(f, xd, xc);
-          }
-          acc[i][j] = _mm256_fmadd_ps(s, wd[i], acc[i][j]);
-        }
-      }
+// The q8_32 steps of the generic tile (matmul_tile_body.hpp): one block of
+// 32 per step; q8_0's signed codes take the sign trick instead of cxv.
+struct avx2_q8_32 : avx2_isa {
+  static constexpr int q8_blocks = 1;
+  using qvec = __m256i;
+  template <class Unpack, int n>
+  static qvec codes(const typename Unpack::block* b) {
+    return Unpack::codes(b[0]);
+  }
+  template <int n, class Block>
+  static facc scales(const Block* b) {
+    return _mm256_set1_ps(_cvtsh_ss(b[0].d));
+  }
+  struct q8_x {
+    __m256i q;
+    __m256 d, c;
+  };
+  static q8_x load_x(const uint8_t* xt, const quantized_x& x, int64_t b) {
+    return {_mm256_load_si256(reinterpret_cast<const __m256i*>(xt + b * 32)),
+            _mm256_load_ps(reinterpret_cast<const float*>(xt + x.d_offset) + b * 8),
+            _mm256_load_ps(reinterpret_cast<const float*>(xt + x.aux_offset) + b * 8)};
+  }
+  template <class Unpack>
+  static facc dot(qvec wq, facc wd, const q8_x& xb, facc acc) {
+    __m256i p;
+    if constexpr (Unpack::is_signed) {
+      p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xb.q, wq));
+    } else {
+      p = _mm256_maddubs_epi16(wq, xb.q);
     }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = hsum(acc[i][j]);
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    __m256 s;
+    if constexpr (Unpack::is_signed) {
+      s = _mm256_mul_ps(f, xb.d);
+    } else {
+      s = _mm256_fmadd_ps(f, xb.d, xb.c);
+    }
+    return _mm256_fmadd_ps(s, wd, acc);
   }
 };
 
@@ -184,11 +134,11 @@ void round_to_f16_avx2(const float* x, float* y, int64_t n) {
 }
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const matmul_rows_fn matmul_avx2_f32 = tiled_rows<float_tile<load_f32>, 4, 2, 4>,
-                            matmul_avx2_f16 = tiled_rows<float_tile<load_f16>, 4, 2, 4>,
-                            matmul_avx2_bf16 = tiled_rows<float_tile<load_bf16>, 4, 2, 4>,
-                            matmul_avx2_q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 2, 3>,
-                            matmul_avx2_q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 2, 3>,
-                            matmul_avx2_q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 2, 3>;
+extern const matmul_rows_fn matmul_avx2_f32 = tiled_rows<float_tile<avx2_isa, load_f32>, 4, 2, 4>,
+                            matmul_avx2_f16 = tiled_rows<float_tile<avx2_isa, load_f16>, 4, 2, 4>,
+                            matmul_avx2_bf16 = tiled_rows<float_tile<avx2_isa, load_bf16>, 4, 2, 4>,
+                            matmul_avx2_q4_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q4_0>, 4, 2, 3>,
+                            matmul_avx2_q5_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q5_0>, 4, 2, 3>,
+                            matmul_avx2_q8_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q8_0>, 4, 2, 3>;
 
 }  // namespace cortex::kernels

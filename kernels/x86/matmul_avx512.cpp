@@ -14,7 +14,8 @@
 #include <cstddef>
 
 #include "kernels/matmul_kernels.hpp"
-#include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/matmul_isa_avx512.hpp"
+#include "kernels/x86/matmul_tile_body.hpp"
 
 namespace cortex::kernels {
 
@@ -23,7 +24,7 @@ namespace {
 // ---- float weights --------------------------------------------------------
 
 struct load_f32 {
-  static __m512 load16(const uint8_t* row, int64_t k) {
+  static __m512 load(const uint8_t* row, int64_t k) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k);
   }
   static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
@@ -32,7 +33,7 @@ struct load_f32 {
 };
 
 struct load_f16 {
-  static __m512 load16(const uint8_t* row, int64_t k) {
+  static __m512 load(const uint8_t* row, int64_t k) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k * 2)));
   }
   static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
@@ -42,49 +43,11 @@ struct load_f16 {
 
 struct load_bf16 {
   static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
-  static __m512 load16(const uint8_t* row, int64_t k) {
+  static __m512 load(const uint8_t* row, int64_t k) {
     return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k * 2)));
   }
   static __m512 load_tail(const uint8_t* row, int64_t k, __mmask16 m) {
     return widen(_mm256_maskz_loadu_epi16(m, row + k * 2));
-  }
-};
-
-template <class Load>
-struct float_tile {
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  // y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols)
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const tile_operands<uint8_t, float, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    __m512 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + 16 <= w.cols; k += 16) {
-      __m512 wv[nr];
-      for (int i = 0; i < nr; ++i) wv[i] = Load::load16(rows[i], k);
-      for (int j = 0; j < nt; ++j) {
-        const __m512 xv = _mm512_loadu_ps(xs[j] + k);
-        for (int i = 0; i < nr; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
-      }
-    }
-    if (k < w.cols) {
-      const __mmask16 m = static_cast<__mmask16>((1u << (w.cols - k)) - 1);
-      __m512 wv[nr];
-      for (int i = 0; i < nr; ++i) wv[i] = Load::load_tail(rows[i], k, m);
-      for (int j = 0; j < nt; ++j) {
-        const __m512 xv = _mm512_maskz_loadu_ps(m, xs[j] + k);
-        for (int i = 0; i < nr; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
-      }
-    }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
   }
 };
 
@@ -168,69 +131,51 @@ __m512 pair_scales(const Block* b) {
   return _mm512_cvtph_ps(_mm512_castsi512_si256(d));
 }
 
-template <class Unpack>
-struct q8_32_tile {
-  using block = typename Unpack::block;
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  template <int nr, int nt>
-  static void step(const __m512i (&wq)[nr], const __m512 (&wd)[nr], const uint8_t* const (&xs)[nt],
-                   size_t xq_off, size_t d_off, size_t c_off, __m512 (&acc)[nr][nt]) {
-    for (int j = 0; j < nt; ++j) {
-      const __m512i xq = _mm512_load_si512(xs[j] + xq_off);
-      const __m512 xd = _mm512_load_ps(reinterpret_cast<const float*>(xs[j] + d_off));
-      const __m512 xc = _mm512_load_ps(reinterpret_cast<const float*>(xs[j] + c_off));
-      for (int i = 0; i < nr; ++i) {
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[i], xq);
-        const __m512 s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), xd, xc);
-        acc[i][j] = _mm512_fmadd_ps(s, wd[i], acc[i][j]);
-      }
+// The q8_32 steps of the generic tile (matmul_tile_body.hpp): two blocks
+// (64 codes) per zmm, a single block for an odd last one.
+struct avx512_q8_32 : avx512_isa {
+  static constexpr int q8_blocks = 2;
+  using qvec = __m512i;
+  template <class Unpack, int n>
+  static qvec codes(const typename Unpack::block* b) {
+    if constexpr (n == 2) {
+      return Unpack::pair(b);
+    } else {
+      return Unpack::single(b);
     }
   }
-
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const int64_t nb = w.cols / 32;
-    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    __m512 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      __m512i wq[nr];
-      __m512 wd[nr];
-      for (int i = 0; i < nr; ++i) {
-        wq[i] = Unpack::pair(rows[i] + b);
-        wd[i] = pair_scales(rows[i] + b);
-      }
-      step<nr, nt>(wq, wd, xs, b * 32, x.d_offset + b * 32, x.aux_offset + b * 32, acc);
+  template <int n, class Block>
+  static facc scales(const Block* b) {
+    if constexpr (n == 2) {
+      return pair_scales(b);
+    } else {
+      return _mm512_set1_ps(_cvtsh_ss(b[0].d));
     }
-    if (b < nb) {  // odd block count: the padding block of x is zero
-      __m512i wq[nr];
-      __m512 wd[nr];
-      for (int i = 0; i < nr; ++i) {
-        wq[i] = Unpack::single(rows[i] + b);
-        wd[i] = _mm512_set1_ps(_cvtsh_ss(rows[i][b].d));
-      }
-      step<nr, nt>(wq, wd, xs, b * 32, x.d_offset + b * 32, x.aux_offset + b * 32, acc);
-    }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
+  }
+  struct q8_x {
+    __m512i q;
+    __m512 d, c;
+  };
+  static q8_x load_x(const uint8_t* xt, const quantized_x& x, int64_t b) {
+    return {_mm512_load_si512(xt + b * 32), _mm512_load_ps(reinterpret_cast<const float*>(xt + x.d_offset + b * 32)),
+            _mm512_load_ps(reinterpret_cast<const float*>(xt + x.aux_offset + b * 32))};
+  }
+  template <class Unpack>
+  static facc dot(qvec wq, facc wd, const q8_x& xb, facc acc) {
+    const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, xb.q);
+    const __m512 s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), xb.d, xb.c);
+    return _mm512_fmadd_ps(s, wd, acc);
   }
 };
 
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const matmul_rows_fn matmul_avx512_f32 = tiled_rows<float_tile<load_f32>, 4, 4, 4>,
-                            matmul_avx512_f16 = tiled_rows<float_tile<load_f16>, 4, 4, 4>,
-                            matmul_avx512_bf16 = tiled_rows<float_tile<load_bf16>, 4, 4, 4>,
-                            matmul_avx512_q4_0 = tiled_rows<q8_32_tile<unpack_q4_0>, 4, 4, 3>,
-                            matmul_avx512_q5_0 = tiled_rows<q8_32_tile<unpack_q5_0>, 4, 4, 3>,
-                            matmul_avx512_q8_0 = tiled_rows<q8_32_tile<unpack_q8_0>, 4, 4, 3>;
+extern const matmul_rows_fn matmul_avx512_f32 = tiled_rows<float_tile<avx512_isa, load_f32>, 4, 4, 4>,
+                            matmul_avx512_f16 = tiled_rows<float_tile<avx512_isa, load_f16>, 4, 4, 4>,
+                            matmul_avx512_bf16 = tiled_rows<float_tile<avx512_isa, load_bf16>, 4, 4, 4>,
+                            matmul_avx512_q4_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q4_0>, 4, 4, 3>,
+                            matmul_avx512_q5_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q5_0>, 4, 4, 3>,
+                            matmul_avx512_q8_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q8_0>, 4, 4, 3>;
 
 }  // namespace cortex::kernels

@@ -14,18 +14,12 @@
 #include <cstring>
 
 #include "kernels/matmul_kernels.hpp"
-#include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/matmul_isa_avx2.hpp"
+#include "kernels/x86/matmul_tile_body.hpp"
 
 namespace cortex::kernels {
 
 namespace {
-
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // pshufb mask that puts int16 lane k0 of the low 128 bits in every int16 of
 // the low half and lane k1 of the high 128 bits in every int16 of the high half.
@@ -38,6 +32,8 @@ __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<co
 
 // q4_k / q5_k (High = q5_k): 6-bit scales and mins, codes 0..15 (0..31).
 // Chunk c holds sub-blocks 2c (low nibbles of qs[32c..]) and 2c+1 (high).
+using chunk = avx2_isa::chunk;
+
 template <class Block, bool High>
 struct k4_policy {
   using block = Block;
@@ -65,24 +61,24 @@ struct k4_policy {
     s.dmin = _cvtsh_ss(b.dmin);
   }
 
-  // Codes of chunk c: out[0] sub-block 2c, out[1] sub-block 2c + 1.
-  static void codes(const block& b, int c, __m256i out[2]) {
+  // Codes of chunk c: lo sub-block 2c, hi sub-block 2c + 1.
+  static chunk codes(const block& b, const row_state&, int c) {
     const __m256i v = load32(b.qs + 32 * c);
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    out[0] = _mm256_and_si256(v, nibble);
-    out[1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+    chunk out{_mm256_and_si256(v, nibble), _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble)};
     if constexpr (High) {
       // Bit 2c (2c + 1) of qh[i] is bit 4 of code i of sub-block 2c (2c + 1).
       const __m256i qh = _mm256_srli_epi16(load32(b.qh), 2 * c);
       const __m256i bit4 = _mm256_set1_epi8(0x10);
-      out[0] = _mm256_or_si256(out[0], _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4));
-      out[1] = _mm256_or_si256(out[1], _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4));
+      out.lo = _mm256_or_si256(out.lo, _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4));
+      out.hi = _mm256_or_si256(out.hi, _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4));
     }
+    return out;
   }
 
-  static void scale(const row_state& s, int c, __m256i out[2]) {
-    out[0] = _mm256_shuffle_epi8(s.scales, pick_int16(2 * c, 2 * c));
-    out[1] = _mm256_shuffle_epi8(s.scales, pick_int16(2 * c + 1, 2 * c + 1));
+  static chunk scale(const row_state& s, int c) {
+    return {_mm256_shuffle_epi8(s.scales, pick_int16(2 * c, 2 * c)),
+            _mm256_shuffle_epi8(s.scales, pick_int16(2 * c + 1, 2 * c + 1))};
   }
 
   // acc += dx * (d * isum - dmin * sum_j min_j * (bsum_2j + bsum_2j+1))
@@ -114,27 +110,25 @@ struct q6_policy {
     s.d = _cvtsh_ss(b.d);
   }
 
-  static void codes(const block& b, int c, __m256i out[2]) {
+  static chunk codes(const block& b, const row_state&, int c) {
     const int h = c >> 1;
     const __m256i l0 = load32(b.ql + 64 * h), l1 = load32(b.ql + 64 * h + 32);
     const __m256i qh = load32(b.qh + 32 * h);
     const __m256i nibble = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
     if ((c & 1) == 0) {
-      out[0] = _mm256_or_si256(_mm256_and_si256(l0, nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 4), top));
-      out[1] = _mm256_or_si256(_mm256_and_si256(l1, nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 2), top));
-    } else {
-      out[0] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nibble), _mm256_and_si256(qh, top));
-      out[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
-                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), top));
+      return {_mm256_or_si256(_mm256_and_si256(l0, nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 4), top)),
+              _mm256_or_si256(_mm256_and_si256(l1, nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 2), top))};
     }
+    return {_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), nibble), _mm256_and_si256(qh, top)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), nibble),
+                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), top))};
   }
 
   // Sub-blocks of chunk c: 4c .. 4c + 3, two per ymm (16 codes per 128 bits).
-  static void scale(const row_state& s, int c, __m256i out[2]) {
+  static chunk scale(const row_state& s, int c) {
     const __m256i& sc = s.scales[c >> 1];
     const int k = (4 * c) & 7;
-    out[0] = _mm256_shuffle_epi8(sc, pick_int16(k, k + 1));
-    out[1] = _mm256_shuffle_epi8(sc, pick_int16(k + 2, k + 3));
+    return {_mm256_shuffle_epi8(sc, pick_int16(k, k + 1)), _mm256_shuffle_epi8(sc, pick_int16(k + 2, k + 3))};
   }
 
   // acc += dx * d * (isum - 32 * sum_j scale_j * bsum_j)
@@ -144,65 +138,13 @@ struct q6_policy {
   }
 };
 
-// y[t.., r..] = W rows (nr, cols) . x tokens (nt, cols); each weight block is
-// decoded once and used for all nt tokens.
-template <class Policy>
-struct k_tile {
-  using block = typename Policy::block;
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const int64_t nb = w.cols / 256;
-    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    __m256 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      typename Policy::row_state rs[nr];
-      for (int i = 0; i < nr; ++i) Policy::prepare(rows[i][b], rs[i]);
-      __m256i isum[nr][nt];
-      for (int i = 0; i < nr; ++i)
-        for (int j = 0; j < nt; ++j) isum[i][j] = _mm256_setzero_si256();
-      for (int c = 0; c < 4; ++c) {
-        __m256i wq[nr][2], sc[nr][2];
-        for (int i = 0; i < nr; ++i) {
-          Policy::codes(rows[i][b], c, wq[i]);
-          Policy::scale(rs[i], c, sc[i]);
-        }
-        for (int j = 0; j < nt; ++j) {
-          const uint8_t* xc = xs[j] + b * 256 + c * 64;
-          const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(xc));
-          const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(xc + 32));
-          for (int i = 0; i < nr; ++i) {
-            const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i][0], x0), sc[i][0]);
-            const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[i][1], x1), sc[i][1]);
-            isum[i][j] = _mm256_add_epi32(isum[i][j], _mm256_add_epi32(p0, p1));
-          }
-        }
-      }
-      for (int j = 0; j < nt; ++j) {
-        const __m256i bsums = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs[j] + x.aux_offset) + b);
-        const float dx = reinterpret_cast<const float*>(xs[j] + x.d_offset)[b];
-        for (int i = 0; i < nr; ++i) acc[i][j] = Policy::finish(rs[i], isum[i][j], bsums, dx, acc[i][j]);
-      }
-    }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = hsum(acc[i][j]);
-  }
-};
-
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp. One row per tile: with 16
 // ymm registers, two rows' codes and scales plus their sums spill, and
 // measured slower at both 1 and 16 tokens.
-extern const matmul_rows_fn matmul_avx2_q4_k = tiled_rows<k_tile<k4_policy<block_q4_k, false>>, 1, 1, 4>,
-                            matmul_avx2_q5_k = tiled_rows<k_tile<k4_policy<block_q5_k, true>>, 1, 1, 4>,
-                            matmul_avx2_q6_k = tiled_rows<k_tile<q6_policy>, 1, 1, 4>;
+extern const matmul_rows_fn matmul_avx2_q4_k = tiled_rows<k_tile<avx2_isa, k4_policy<block_q4_k, false>>, 1, 1, 4>,
+                            matmul_avx2_q5_k = tiled_rows<k_tile<avx2_isa, k4_policy<block_q5_k, true>>, 1, 1, 4>,
+                            matmul_avx2_q6_k = tiled_rows<k_tile<avx2_isa, q6_policy>, 1, 1, 4>;
 
 }  // namespace cortex::kernels

@@ -12,7 +12,8 @@
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
-#include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/matmul_isa_avx512.hpp"
+#include "kernels/x86/matmul_tile_body.hpp"
 
 namespace cortex::kernels {
 
@@ -122,58 +123,11 @@ struct q6_policy {
   }
 };
 
-template <class Policy>
-struct k_tile {
-  using block = typename Policy::block;
-  const weight_view& w;
-  const quantized_x& x;
-  float* y;
-
-  template <int nr, int nt>
-  void run(int64_t r, int t) const {
-    const int64_t nb = w.cols / 256;
-    const tile_operands<block, uint8_t, nr, nt> op(w, x, r, t);
-    const auto& rows = op.rows;
-    const auto& xs = op.xs;
-    __m512 acc[nr][nt];
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) acc[i][j] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      typename Policy::row_state rs[nr];
-      for (int i = 0; i < nr; ++i) Policy::prepare(rows[i][b], rs[i]);
-      __m512i isum[nr][nt];
-      for (int i = 0; i < nr; ++i)
-        for (int j = 0; j < nt; ++j) isum[i][j] = _mm512_setzero_si512();
-      for (int c = 0; c < 4; ++c) {
-        __m512i wq[nr], sc[nr];
-        for (int i = 0; i < nr; ++i) {
-          wq[i] = Policy::codes(rows[i][b], rs[i], c);
-          sc[i] = Policy::scale(rs[i], c);
-        }
-        for (int j = 0; j < nt; ++j) {
-          const __m512i xq = _mm512_load_si512(xs[j] + b * 256 + c * 64);
-          for (int i = 0; i < nr; ++i) {
-            const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[i], xq);
-            isum[i][j] = _mm512_dpwssd_epi32(isum[i][j], dot, sc[i]);
-          }
-        }
-      }
-      for (int j = 0; j < nt; ++j) {
-        const __m256i bsums = _mm256_load_si256(reinterpret_cast<const __m256i*>(xs[j] + x.aux_offset) + b);
-        const float dx = reinterpret_cast<const float*>(xs[j] + x.d_offset)[b];
-        for (int i = 0; i < nr; ++i) acc[i][j] = Policy::finish(rs[i], isum[i][j], bsums, dx, acc[i][j]);
-      }
-    }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j) y[(t + j) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][j]);
-  }
-};
-
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const matmul_rows_fn matmul_avx512_q4_k = tiled_rows<k_tile<k4_policy<block_q4_k, false>>, 4, 2, 4>,
-                            matmul_avx512_q5_k = tiled_rows<k_tile<k4_policy<block_q5_k, true>>, 4, 2, 4>,
-                            matmul_avx512_q6_k = tiled_rows<k_tile<q6_policy>, 4, 2, 4>;
+extern const matmul_rows_fn matmul_avx512_q4_k = tiled_rows<k_tile<avx512_isa, k4_policy<block_q4_k, false>>, 4, 2, 4>,
+                            matmul_avx512_q5_k = tiled_rows<k_tile<avx512_isa, k4_policy<block_q5_k, true>>, 4, 2, 4>,
+                            matmul_avx512_q6_k = tiled_rows<k_tile<avx512_isa, q6_policy>, 4, 2, 4>;
 
 }  // namespace cortex::kernels

@@ -43,7 +43,13 @@ expected<chat_template> chat_template::parse(std::string text) {
 
 expected<std::string> chat_template::render(const nlohmann::ordered_json& context, const chat::render_env& env) const {
   if (!context.is_object()) return fail(errc::invalid_param, "chat template: the render context must be a JSON object");
-  return chat::render_parsed(*parsed_, chat::value::from_json(context), env);
+  chat::value variables;
+  try {
+    variables = chat::value::from_json(context);
+  } catch (const chat::template_error& e) {
+    return fail(errc::invalid_param, e.what());  // the context holds a value the template cannot take
+  }
+  return chat::render_parsed(*parsed_, variables, env);
 }
 
 nlohmann::ordered_json make_chat_context(const chat_render_input& in) {

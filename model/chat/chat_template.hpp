@@ -21,10 +21,6 @@
 
 namespace cortex {
 
-namespace chat {
-struct parsed_template;
-}
-
 class chat_template {
  public:
   // Errors name the construct and its line ("line 4: unsupported tag

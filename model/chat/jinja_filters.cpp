@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -82,7 +83,7 @@ value f_items(const value& v, const call_args&) {
   if (v.is_undefined()) return value::list();
   if (!v.is_mapping()) throw template_error(std::string("items: expected a mapping, got '") + type_name(v) + "'");
   value_list out;
-  for (const auto& kv : v.entries()) out.push_back(value::list({value::string(kv.first), kv.second}));
+  for (const auto& kv : v.entries()) out.push_back(value::tuple({value::string(kv.first), kv.second}));
   return value::list(std::move(out));
 }
 value f_list(const value& v, const call_args&) { return value::list(iterate(v)); }
@@ -115,13 +116,15 @@ value f_capitalize(const value& v, const call_args&) {
   if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
   return value::string(s);
 }
+// Jinja's title filter: each piece between runs of - ( { [ < and white
+// space gets its first character upper-cased and the rest lower-cased.
 value f_title(const value& v, const call_args&) {
   std::string s = to_str(v);
   bool start = true;
   for (auto& c : s) {
-    const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;
-    c = static_cast<char>(alpha && start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
-    start = !alpha && !std::isdigit(static_cast<unsigned char>(c)) && c != '\'';
+    const bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || std::isspace(static_cast<unsigned char>(c));
+    if (!sep) c = static_cast<char>(start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    start = sep;
   }
   return value::string(s);
 }
@@ -214,6 +217,7 @@ value f_escape(const value& v, const call_args&) {
 }
 value f_indent(const value& v, const call_args& a) {
   const value w = a.get(0, "width");
+  if (w.is_number() && w.as_int() > 1000) throw template_error("indent: width above 1000");
   const std::string pad = w.is_string() ? w.str_ref() : std::string(w.is_number() ? static_cast<size_t>(std::max<int64_t>(0, w.as_int())) : 4, ' ');
   const bool first = a.get(1, "first").truthy(), blank = a.get(2, "blank").truthy();
   const std::string s = to_str(v);
@@ -244,6 +248,71 @@ value f_sort(const value& v, const call_args& a) {
   return value::list(std::move(items));
 }
 
+value f_dictsort(const value& v, const call_args& a) {
+  if (!v.is_mapping()) throw template_error("dictsort: expected a mapping");
+  const bool case_sensitive = a.get(0, "case_sensitive").truthy();
+  const bool by_value = to_str(a.get(1, "by")) == "value";
+  const bool reverse = a.get(2, "reverse").truthy();
+  value_list items;
+  for (const auto& kv : v.entries()) items.push_back(value::tuple({value::string(kv.first), kv.second}));
+  auto key = [&](const value& t) {
+    const value& k = t.items()[by_value ? 1 : 0];
+    return k.is_string() && !case_sensitive ? value::string(ascii_case(k.str_ref(), false)) : k;
+  };
+  std::stable_sort(items.begin(), items.end(), [&](const value& x, const value& y) {
+    return reverse ? compare_op("<", key(y), key(x)) : compare_op("<", key(x), key(y));
+  });
+  return value::list(std::move(items));
+}
+value f_unique(const value& v, const call_args&) {
+  value_list out;
+  for (const auto& item : iterate(v)) {
+    bool seen = false;
+    for (const auto& o : out) seen = seen || equals(o, item);
+    if (!seen) out.push_back(item);
+  }
+  return value::list(std::move(out));
+}
+value extreme(const value& v, bool want_max) {
+  const auto items = iterate(v);
+  if (items.empty()) return value::undefined("no items to compare (empty sequence)");
+  value best = items[0];
+  for (const auto& x : items)
+    if (compare_op(want_max ? ">" : "<", x, best)) best = x;
+  return best;
+}
+value f_max(const value& v, const call_args&) { return extreme(v, true); }
+value f_min(const value& v, const call_args&) { return extreme(v, false); }
+value f_sum(const value& v, const call_args& a) {
+  value total = a.get(1, "start");
+  if (total.is_undefined()) total = value::integer(0);
+  for (const auto& x : iterate(v)) total = binary_op("+", total, x);
+  return total;
+}
+value f_round(const value& v, const call_args& a) {
+  if (!v.is_number()) throw template_error(std::string("round: expected a number, not '") + type_name(v) + "'");
+  const value p = a.get(0, "precision");
+  const std::string method = a.get(1, "method").is_undefined() ? "common" : to_str(a.get(1, "method"));
+  const int digits = p.is_number() ? static_cast<int>(p.as_int()) : 0;
+  if (method == "common" && digits >= 0 && digits <= 100) {
+    // Python's round(x, n): the exact binary value rounded half-to-even, as
+    // glibc's printf rounds it.
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v.as_double());
+    return value::floating(std::strtod(buf, nullptr));
+  }
+  const double scale = std::pow(10.0, static_cast<double>(digits));
+  const double x = v.as_double() * scale;  // Jinja's ceil/floor: math.ceil(x * 10**n) / 10**n
+  const double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
+  return value::floating(r / scale);
+}
+// Attributes only, never items: a dict's keys are not attributes (a namespace's are).
+value f_attr(const value& v, const call_args& a) {
+  const std::string name = to_str(a.get(0, "name"));
+  return v.type() == value::kind::ns ? get_attr(v, name) : value::undefined(std::string("'") + type_name(v) + " object' has no attribute '" + name + "'");
+}
+value f_format(const value& v, const call_args& a) { return value::string(percent_format(to_str(v), a.positional)); }
+
 const std::map<std::string, filter_fn>& filters() {
   static const std::map<std::string, filter_fn> m = {
       {"trim", f_trim},       {"tojson", f_tojson},       {"length", f_length},         {"count", f_length},
@@ -253,7 +322,9 @@ const std::map<std::string, filter_fn>& filters() {
       {"replace", f_replace}, {"join", f_join},           {"default", f_default},       {"d", f_default},
       {"first", f_first},     {"last", f_last},           {"int", f_int},               {"float", f_float},
       {"abs", f_abs},         {"reverse", f_reverse},     {"safe", f_safe},             {"escape", f_escape},
-      {"e", f_escape},        {"indent", f_indent},       {"sort", f_sort},
+      {"e", f_escape},        {"indent", f_indent},       {"sort", f_sort},             {"dictsort", f_dictsort},
+      {"unique", f_unique},   {"max", f_max},             {"min", f_min},               {"sum", f_sum},
+      {"round", f_round},     {"format", f_format},           {"attr", f_attr},
   };
   return m;
 }

@@ -142,7 +142,7 @@ class interpreter {
       case ex::tuple: {
         value_list items;
         for (const auto& a : e.args) items.push_back(eval(*a, f));
-        return value::list(std::move(items));
+        return e.kind == ex::tuple ? value::tuple(std::move(items)) : value::list(std::move(items));
       }
       case ex::dict: {
         value d = value::dict();
@@ -386,6 +386,8 @@ expected<std::string> render_parsed(const parsed_template& t, const value& varia
     return fail(errc::invalid_param, e.what());  // the request broke a rule of the template (raise_exception, types)
   } catch (const std::bad_alloc&) {
     return fail(errc::internal, "out of memory while rendering the template");
+  } catch (const std::exception& e) {  // e.g. length_error from a huge width: still an error, not a crash
+    return fail(errc::invalid_param, std::string("rendering failed: ") + e.what());
   }
 }
 

@@ -17,7 +17,7 @@ namespace cortex::chat {
 
 struct render_limits {
   size_t max_output_bytes = 16u << 20;
-  uint64_t max_steps = 20'000'000;  // statements executed + loop iterations
+  uint64_t max_steps = 2'000'000;  // statements executed + loop iterations
   int max_call_depth = 64;          // nested macro calls
 };
 

@@ -43,19 +43,16 @@ value split(const std::string& s, const value& sep_v, const value& max_v, bool f
       words.emplace_back(i, j);
       i = j;
     }
-    if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit + 1) {
+    if (maxsplit >= 0 && static_cast<int64_t>(words.size()) > maxsplit) {
+      // The unsplit remainder keeps its white space on the far side.
       const auto k = static_cast<size_t>(maxsplit);
       if (from_right) {
         const size_t keep_from = words.size() - k;
-        size_t b = 0;
-        while (b < cpts.size() && is_python_space(cpts[b])) ++b;
-        std::vector<std::pair<size_t, size_t>> merged = {{b, words[keep_from - 1].second}};
+        std::vector<std::pair<size_t, size_t>> merged = {{0, words[keep_from - 1].second}};
         merged.insert(merged.end(), words.begin() + static_cast<long>(keep_from), words.end());
         words = merged;
       } else {
-        size_t e = cpts.size();
-        while (e > 0 && is_python_space(cpts[e - 1])) --e;
-        words[k] = {words[k].first, e};
+        words[k] = {words[k].first, cpts.size()};
         words.resize(k + 1);
       }
     }
@@ -145,7 +142,16 @@ bool string_method(const std::string& s, const std::string& name, const call_arg
   else if (name == "rstrip") out = strip(false, true);
   else if (name == "split" || name == "rsplit") out = split(s, a.get(0, "sep"), a.get(1, "maxsplit"), name == "rsplit");
   else if (name == "startswith" || name == "endswith") out = value::boolean(affix_match(s, a.get(0, "prefix"), name == "startswith"));
-  else if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
+  else if (name == "title") {  // Python: a letter after a non-letter starts a word
+    std::string r = s;
+    bool prev_alpha = false;
+    for (auto& c : r) {
+      const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;
+      if (alpha) c = static_cast<char>(prev_alpha ? std::tolower(static_cast<unsigned char>(c)) : std::toupper(static_cast<unsigned char>(c)));
+      prev_alpha = alpha;
+    }
+    out = value::string(r);
+  } else if (name == "upper" || name == "lower" || name == "capitalize") {
     call_args none;
     out = apply_filter(name, value::string(s), none);
   } else if (name == "replace") {
@@ -223,7 +229,7 @@ bool string_method(const std::string& s, const std::string& name, const call_arg
 bool dict_method(const value& d, const std::string& name, const call_args& a, value& out) {
   value_list items;
   if (name == "items") {
-    for (const auto& kv : d.entries()) items.push_back(value::list({value::string(kv.first), kv.second}));
+    for (const auto& kv : d.entries()) items.push_back(value::tuple({value::string(kv.first), kv.second}));
   } else if (name == "keys") {
     for (const auto& kv : d.entries()) items.push_back(value::string(kv.first));
   } else if (name == "values") {

@@ -1,6 +1,7 @@
 #include "model/chat/jinja_ops.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace cortex::chat {
 
@@ -69,6 +70,12 @@ int three_way(const value& a, const value& b, const std::string& op) {
   require_defined(a);
   require_defined(b);
   type_error("'" + op + "' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
+}
+
+value capped(std::string s) {
+  if (s.size() > max_value_bytes)
+    type_error("a string the template builds exceeds " + std::to_string(max_value_bytes) + " bytes");
+  return value::string(std::move(s));
 }
 
 }  // namespace
@@ -151,7 +158,7 @@ value_list iterate(const value& v) {
 }
 
 value binary_op(const std::string& op, const value& a, const value& b) {
-  if (op == "~") return value::string(to_str(a) + to_str(b));
+  if (op == "~") return capped(to_str(a) + to_str(b));
   require_defined(a);
   require_defined(b);
   const bool ints = a.is_number() && b.is_number() && a.type() != value::kind::floating &&
@@ -161,11 +168,12 @@ value binary_op(const std::string& op, const value& a, const value& b) {
   if (op == "+") {
     if (ints) return value::integer(checked(add_ovf, x, y));
     if (nums) return value::floating(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return value::string(a.str_ref() + b.str_ref());
-    if (a.is_list() && b.is_list()) {
+    if (a.is_string() && b.is_string()) return capped(a.str_ref() + b.str_ref());
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+      if (a.items().size() + b.items().size() > max_value_bytes / 16) type_error("a list the template builds is too long");
       value_list out = a.items();
       out.insert(out.end(), b.items().begin(), b.items().end());
-      return value::list(std::move(out));
+      return a.is_tuple() ? value::tuple(std::move(out)) : value::list(std::move(out));
     }
   } else if (op == "-") {
     if (ints) return value::integer(checked(sub_ovf, x, y));
@@ -178,7 +186,10 @@ value binary_op(const std::string& op, const value& a, const value& b) {
     if (s && n->is_number() && n->type() != value::kind::floating) {
       const int64_t times = n->as_int();
       const size_t unit = s->is_string() ? s->str_ref().size() : s->items().size();
-      if (times > 0 && unit * static_cast<size_t>(times) > (64u << 20)) type_error("repetition result too large");
+      const size_t limit = max_value_bytes / (s->is_string() ? 1 : 16);
+      if (times > 0 && unit > 0 && static_cast<uint64_t>(times) > limit / unit)
+        type_error("a repeated string or list exceeds " + std::to_string(max_value_bytes) + " bytes");
+      if (unit == 0 || times <= 0) return s->is_string() ? value::string("") : value::list();
       if (s->is_string()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i) out += s->str_ref();
@@ -193,6 +204,8 @@ value binary_op(const std::string& op, const value& a, const value& b) {
       if (b.as_double() == 0) type_error("division by zero");
       return value::floating(a.as_double() / b.as_double());
     }
+  } else if (op == "%" && a.is_string()) {
+    return capped(percent_format(a.str_ref(), b.is_tuple() ? b.items() : value_list{b}));
   } else if (op == "//" || op == "%") {
     if (ints) {
       if (y == 0) type_error("integer division or modulo by zero");
@@ -211,14 +224,62 @@ value binary_op(const std::string& op, const value& a, const value& b) {
       return value::floating(op == "//" ? q : a.as_double() - q * dy);
     }
   } else if (op == "**") {
-    if (ints && y >= 0) {
-      int64_t acc = 1;
-      for (int64_t i = 0; i < y; ++i) acc = checked(mul_ovf, acc, x);
+    if (ints && y >= 0) {  // by squaring: O(log y) steps, overflow is an error
+      int64_t acc = 1, base = x;
+      for (int64_t e = y; e > 0; e >>= 1) {
+        if (e & 1) acc = checked(mul_ovf, acc, base);
+        if (e > 1) base = checked(mul_ovf, base, base);
+      }
       return value::integer(acc);
     }
     if (nums) return value::floating(std::pow(a.as_double(), b.as_double()));
   }
   type_error("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
+}
+
+std::string percent_format(const std::string& fmt, const value_list& args) {
+  std::string out;
+  size_t next_arg = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    size_t j = i + 1;
+    std::string spec = "%";
+    while (j < fmt.size() && std::string("-+ 0#.123456789").find(fmt[j]) != std::string::npos) spec += fmt[j++];
+    if (j >= fmt.size()) type_error("incomplete format");
+    const char conv = fmt[j];
+    i = j;
+    if (conv == '%') {
+      out += '%';
+      continue;
+    }
+    if (spec.size() > 8) type_error("format specification too long");
+    if (next_arg >= args.size()) type_error("not enough arguments for format string");
+    const value& v = args[next_arg++];
+    char buf[512];
+    if (conv == 's' || conv == 'r') {
+      const std::string text = conv == 's' ? to_str(v) : to_repr(v);
+      if (spec == "%") {
+        out += text;
+        continue;
+      }
+      std::snprintf(buf, sizeof buf, (spec + "s").c_str(), text.c_str());
+    } else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
+      if (!v.is_number()) type_error(std::string("%") + conv + " format: a number is required, not " + type_name(v));
+      const char* len = conv == 'd' || conv == 'i' ? "lld" : conv == 'x' ? "llx" : conv == 'X' ? "llX" : "llo";
+      std::snprintf(buf, sizeof buf, (spec + len).c_str(), static_cast<long long>(v.as_int()));
+    } else if (conv == 'f' || conv == 'e' || conv == 'g') {
+      if (!v.is_number()) type_error(std::string("%f format: a real number is required, not ") + type_name(v));
+      std::snprintf(buf, sizeof buf, (spec + conv).c_str(), v.as_double());
+    } else {
+      type_error(std::string("unsupported format character '") + conv + "'");
+    }
+    out += buf;
+  }
+  if (next_arg < args.size()) type_error("not all arguments converted during string formatting");
+  return out;
 }
 
 bool compare_op(const std::string& op, const value& a, const value& b) {

@@ -24,6 +24,9 @@ value_list iterate(const value& v);
 value binary_op(const std::string& op, const value& a, const value& b);
 // == != < > <= >= in, "not in".
 bool compare_op(const std::string& op, const value& a, const value& b);
+// Python's printf-style `fmt % args` (%s %r %d %i %f %% with optional
+// width/precision): the `%` operator on a string and the format filter.
+std::string percent_format(const std::string& fmt, const value_list& args);
 // Raises with the undefined value's message when v is undefined.
 void require_defined(const value& v);
 

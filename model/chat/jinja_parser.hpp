@@ -24,6 +24,8 @@ struct parsed_template {
 // nesting deeper than max_nesting.
 expected<parsed_template> parse_template(const std::vector<token>& tokens);
 
-constexpr int max_nesting = 200;
+// Deep enough for any real template; bounds the parser's and the
+// renderer's recursion (and so their stack use).
+constexpr int max_nesting = 100;
 
 }  // namespace cortex::chat

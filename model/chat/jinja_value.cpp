@@ -50,6 +50,11 @@ value value::list(value_list items) {
   v.list_ = std::make_shared<value_list>(std::move(items));
   return v;
 }
+value value::tuple(value_list items) {
+  value v = list(std::move(items));
+  v.tuple_ = true;
+  return v;
+}
 value value::dict(value_dict items) {
   value v;
   v.kind_ = kind::dict;
@@ -71,7 +76,9 @@ value value::callable(std::string name, native_fn fn) {
 
 namespace {
 template <class J>
-value json_to_value(const J& j) {
+value json_to_value(const J& j, int depth) {
+  if (depth > max_json_depth)
+    throw template_error("the input JSON is nested deeper than " + std::to_string(max_json_depth) + " levels");
   switch (j.type()) {
     case J::value_t::null: return value::none();
     case J::value_t::boolean: return value::boolean(j.template get<bool>());
@@ -86,13 +93,13 @@ value json_to_value(const J& j) {
     case J::value_t::array: {
       value_list items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(json_to_value(e));
+      for (const auto& e : j) items.push_back(json_to_value(e, depth + 1));
       return value::list(std::move(items));
     }
     case J::value_t::object: {
       value_dict items;
       items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), json_to_value(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), json_to_value(it.value(), depth + 1));
       return value::dict(std::move(items));
     }
     default: return value::none();  // binary / discarded: not produced by parsing text
@@ -100,8 +107,8 @@ value json_to_value(const J& j) {
 }
 }  // namespace
 
-value value::from_json(const nlohmann::ordered_json& j) { return json_to_value(j); }
-value value::from_json(const nlohmann::json& j) { return json_to_value(j); }
+value value::from_json(const nlohmann::ordered_json& j) { return json_to_value(j, 0); }
+value value::from_json(const nlohmann::json& j) { return json_to_value(j, 0); }
 
 bool value::truthy() const {
   switch (kind_) {
@@ -230,12 +237,13 @@ std::string str_impl(const value& v, int depth) {
     case value::kind::floating: return python_float_repr(v.as_double());
     case value::kind::string: return v.str_ref();
     case value::kind::list: {
-      std::string out = "[";
+      std::string out = v.is_tuple() ? "(" : "[";
       for (size_t i = 0; i < v.items().size(); ++i) {
         if (i) out += ", ";
         out += repr_impl(v.items()[i], depth + 1);
       }
-      return out + "]";
+      if (v.is_tuple() && v.items().size() == 1) out += ",";
+      return out + (v.is_tuple() ? ")" : "]");
     }
     case value::kind::dict:
     case value::kind::ns: {
@@ -372,7 +380,7 @@ bool equals(const value& a, const value& b) {
     if (a.type() != value::kind::floating && b.type() != value::kind::floating) return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
   }
-  if (a.type() != b.type()) return false;
+  if (a.type() != b.type() || a.is_tuple() != b.is_tuple()) return false;
   switch (a.type()) {
     case value::kind::undefined:
     case value::kind::none: return true;

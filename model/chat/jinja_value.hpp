@@ -43,11 +43,14 @@ class value {
   static value floating(double f);
   static value string(std::string s);
   static value list(value_list items = {});
+  // A Python tuple: a list that prints as (a, b) and is never == a list.
+  static value tuple(value_list items);
   static value dict(value_dict items = {});
   static value make_namespace(value_dict items = {});
   static value callable(std::string name, native_fn fn);
   // JSON null is None. ordered_json keeps object keys in input order (what
-  // templates see); nlohmann::json has them sorted.
+  // templates see); nlohmann::json has them sorted. Throws template_error
+  // for input nested deeper than max_json_depth.
   static value from_json(const nlohmann::ordered_json& j);
   static value from_json(const nlohmann::json& j);
 
@@ -56,7 +59,8 @@ class value {
   bool is_none() const { return kind_ == kind::none; }
   bool is_string() const { return kind_ == kind::string; }
   bool is_number() const { return kind_ == kind::integer || kind_ == kind::floating || kind_ == kind::boolean; }
-  bool is_list() const { return kind_ == kind::list; }
+  bool is_list() const { return kind_ == kind::list; }  // lists and tuples
+  bool is_tuple() const { return tuple_; }
   bool is_mapping() const { return kind_ == kind::dict || kind_ == kind::ns; }
 
   bool as_bool() const { return b_; }
@@ -82,6 +86,7 @@ class value {
  private:
   kind kind_ = kind::undefined;
   bool b_ = false;
+  bool tuple_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
@@ -89,6 +94,11 @@ class value {
   std::shared_ptr<value_dict> dict_;
   std::shared_ptr<native_fn> fn_;
 };
+
+constexpr int max_json_depth = 128;
+// No string or list a template builds may exceed this (bounds memory when
+// a template doubles a string in a loop).
+constexpr size_t max_value_bytes = 16u << 20;
 
 // Arguments of a call: positional then keyword, in call order.
 struct call_args {

@@ -91,7 +91,8 @@ TEST(request_slots, first_step_opens_and_starts_once_then_prefill_done_once) {
   EXPECT_TRUE(start.step.closed.empty());
 
   auto outs = f.outputs_for(plan, 42);
-  auto notes = f.slots.progress(plan, outs, f.core);
+  std::vector<embedding_output> no_embeddings;
+  auto notes = f.slots.progress(plan, outs, no_embeddings, f.core);
   ASSERT_EQ(notes.size(), 2u);
   for (const auto& [session, u] : notes) {
     EXPECT_TRUE(u.prefill_done) << "rid " << u.rid;
@@ -107,7 +108,7 @@ TEST(request_slots, first_step_opens_and_starts_once_then_prefill_done_once) {
   EXPECT_TRUE(start.started.empty());
   EXPECT_TRUE(start.opens.empty());
   outs = f.outputs_for(plan, 43);
-  notes = f.slots.progress(plan, outs, f.core);
+  notes = f.slots.progress(plan, outs, no_embeddings, f.core);
   ASSERT_EQ(notes.size(), 2u);
   for (const auto& [session, u] : notes) EXPECT_FALSE(u.prefill_done) << "told twice, rid " << u.rid;
 }

@@ -252,5 +252,21 @@ TEST(admission_limits, requests_and_tokens_are_bounded_and_released) {
   EXPECT_EQ(none.try_admit(1).code, errc::overloaded);
 }
 
+// An embed request generates nothing: its input may fill the whole context.
+TEST(request_validator, embed_input_may_fill_the_context) {
+  ASSERT_TRUE(stories_tokenizer());
+  request_validator v(limits(), *stories_tokenizer(), 1);
+  auto req = valid_request();
+  req.kind = request_kind::embed;
+  req.prompt.clear();
+  req.use_tokens = true;
+  req.tokens.assign(64, 300);
+  EXPECT_TRUE(v.validate(req).ok());
+  req.tokens.assign(65, 300);
+  auto r = v.validate(req);
+  EXPECT_EQ(r.error.code, errc::context_overflow);
+  EXPECT_NE(r.error.message.find("at most 64 tokens"), std::string::npos) << r.error.message;
+}
+
 }  // namespace
 }  // namespace cortex

@@ -73,6 +73,7 @@ class Cortexd:
         self.ready_timeout_s = ready_timeout_s
         self.proc = None
         self.endpoint = None
+        self.http = None  # "http://127.0.0.1:PORT" (HTTP gateway), unless the args set --http
         self._clients = []
         self._log = None
 
@@ -84,11 +85,16 @@ class Cortexd:
             raise AssertionError("model not found at %s (set CORTEX_SHARED_DIR)" % MODEL_PATH)
         for attempt in range(3):  # the free port may be taken between probe and bind
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+            http_args = []
+            if "--http" not in self.args:
+                port = free_port()
+                self.http = "http://127.0.0.1:%d" % port
+                http_args = ["--http", "127.0.0.1:%d" % port]
             if self._log is not None:
                 self._log.close()
             self._log = tempfile.TemporaryFile(mode="w+b")
             self.proc = subprocess.Popen(
-                [exe, "--model", MODEL_PATH, "--endpoint", self.endpoint] + self.args,
+                [exe, "--model", MODEL_PATH, "--endpoint", self.endpoint] + http_args + self.args,
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
             if self._wait_ready():
                 return self

@@ -1,7 +1,7 @@
 // metrics_registry: http.md's metric names, types and labels, checked by
 // parsing the rendered text with the Prometheus project's own parser
 // (Debian's python3-prometheus-client).
-#include "actors/http_gateway/metrics_registry.hpp"
+#include "actors/gateway_core/metrics_registry.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

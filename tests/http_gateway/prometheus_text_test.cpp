@@ -1,5 +1,5 @@
 // Prometheus text format 0.0.4 pieces: numbers, escaping, histogram buckets.
-#include "actors/http_gateway/prometheus_text.hpp"
+#include "actors/gateway_core/prometheus_text.hpp"
 
 #include <gtest/gtest.h>
 

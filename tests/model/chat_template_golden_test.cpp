@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "model/chat/chat_template.hpp"
+#include "tests/model/chat_fixed_clock.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex {
@@ -24,21 +25,6 @@ std::string chat_dir() { return testing::shared_dir() + "/golden/chat"; }
 
 nlohmann::ordered_json load_cases() {
   return nlohmann::ordered_json::parse(read_file(chat_dir() + "/cases.json"), nullptr, false);
-}
-
-// The README's fixed date for strftime_now: 2026-11-23 00:00:00.
-chat::render_env fixed_clock() {
-  chat::render_env env;
-  env.now = [] {
-    std::tm tm{};
-    tm.tm_year = 2026 - 1900;
-    tm.tm_mon = 10;
-    tm.tm_mday = 23;
-    tm.tm_wday = 1;  // a Monday
-    tm.tm_yday = 326;
-    return tm;
-  };
-  return env;
 }
 
 chat_render_input input_of(const nlohmann::ordered_json& c) {
@@ -66,7 +52,7 @@ TEST(chat_template_golden, every_case_matches_python_jinja2) {
       EXPECT_TRUE(t->warnings().empty()) << name << ": " << t->warnings().front();
       templates.emplace(name, std::move(*t));
     }
-    const auto out = templates.at(name).render(make_chat_context(input_of(c)), fixed_clock());
+    const auto out = templates.at(name).render(make_chat_context(input_of(c)), testing::fixed_chat_clock());
     if (c.contains("expected")) {
       const std::string want = c["expected"].get<std::string>();
       EXPECT_TRUE(out.has_value()) << id << ": " << out.error();

@@ -1,4 +1,4 @@
-#include "actors/http_gateway/metrics_registry.hpp"
+#include "actors/gateway_core/metrics_registry.hpp"
 
 namespace cortex::http {
 

@@ -29,7 +29,7 @@
 #include <string>
 #include <string_view>
 
-#include "actors/http_gateway/prometheus_text.hpp"
+#include "actors/gateway_core/prometheus_text.hpp"
 #include "messages/request.hpp"
 
 namespace cortex::http {

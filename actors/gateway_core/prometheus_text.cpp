@@ -1,4 +1,4 @@
-#include "actors/http_gateway/prometheus_text.hpp"
+#include "actors/gateway_core/prometheus_text.hpp"
 
 #include <algorithm>
 #include <charconv>
