@@ -32,10 +32,4 @@ class expected {
   std::variant<T, status> v_;
 };
 
-// Transitional, only for code not yet given its codes (the ZeroMQ gateway's
-// bind, actors/gateway/zmq_server.cpp): an internal error.
-[[deprecated("give the error its code: fail(errc, message)")]] inline status make_error(std::string message) {
-  return status{errc::internal, std::move(message)};
-}
-
 }  // namespace cortex

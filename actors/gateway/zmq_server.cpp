@@ -22,7 +22,7 @@ expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options&
   std::unique_ptr<zmq_server> s(new zmq_server());
   s->opts_ = opts;
   s->ctx_ = zmq_ctx_new();
-  if (!s->ctx_) return make_error("cannot create a ZeroMQ context: " + zmq_error_text());
+  if (!s->ctx_) return fail(errc::internal, "cannot create a ZeroMQ context: " + zmq_error_text());
   s->router_ = zmq_socket(s->ctx_, ZMQ_ROUTER);
   set_int(s->router_, ZMQ_ROUTER_MANDATORY, 1);
   int64_t maxmsg = opts.max_message_bytes;
@@ -34,7 +34,7 @@ expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options&
   set_int(s->router_, ZMQ_LINGER, opts.linger_ms);
   if (opts.sndbuf_bytes > 0) set_int(s->router_, ZMQ_SNDBUF, opts.sndbuf_bytes);
   if (zmq_bind(s->router_, opts.endpoint.c_str()) != 0) {
-    return make_error("cannot bind ZeroMQ endpoint '" + opts.endpoint + "': " + zmq_error_text() +
+    return fail(errc::invalid_param, "cannot bind ZeroMQ endpoint '" + opts.endpoint + "': " + zmq_error_text() +
                       " (is another server using it? choose another with --endpoint)");
   }
   char buf[256];
@@ -49,7 +49,7 @@ expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options&
     }
   }
   s->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (s->wake_fd_ < 0) return make_error("cannot create an eventfd for the gateway thread");
+  if (s->wake_fd_ < 0) return fail(errc::internal, "cannot create an eventfd for the gateway thread");
   return s;
 }
 

@@ -336,14 +336,14 @@ expected<std::unique_ptr<http_server>> http_server::bind(const http_server_optio
   beast::error_code ec;
   tcp::resolver resolver(s->impl_->ioc);
   auto results = resolver.resolve(opts.host, std::to_string(opts.port), tcp::resolver::passive, ec);
-  if (ec || results.empty()) return make_error("cannot resolve HTTP address " + where + ": " + ec.message());
+  if (ec || results.empty()) return fail(errc::invalid_param, "cannot resolve HTTP address " + where + ": " + ec.message());
   const tcp::endpoint ep = *results.begin();
   auto& acc = s->impl_->acceptor;
   acc.open(ep.protocol(), ec);
   if (!ec) acc.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acc.bind(ep, ec);
   if (!ec) acc.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return make_error("cannot listen for HTTP on " + where + ": " + ec.message() + " (use --http HOST:PORT, or --http off)");
+  if (ec) return fail(errc::invalid_param, "cannot listen for HTTP on " + where + ": " + ec.message() + " (use --http HOST:PORT, or --http off)");
   s->port_ = acc.local_endpoint().port();
   s->host_ = opts.host;
   return s;
