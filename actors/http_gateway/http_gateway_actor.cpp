@@ -27,6 +27,7 @@ using namespace cortex::http;
 struct http_route {
   uint64_t response = 0;
   uint32_t index = 0;
+  openai_endpoint endpoint = openai_endpoint::chat_completions;  // its metrics label, kept past the response
 };
 using route = gateway_route<http_route>;
 
@@ -149,7 +150,6 @@ void http_port::send_finished(route& r, const request_finished& f) {
   if (!rs) return;
   auto& st = self->state;
   const auto id = r.extra.response;
-  if (st.cfg.metrics) st.cfg.metrics->record_finished(openai_endpoint_label(rs->endpoint), f);
   if (rs->endpoint == openai_endpoint::embeddings) {
     if (f.reason != finish_reason::stop) {
       respond_error(self, rs->conn, f.reason == finish_reason::error ? f.error
@@ -186,10 +186,6 @@ void http_port::send_rejected(route& r, const error_report& e) {
   auto* rs = response_of(self, r);
   if (!rs) return;
   auto& st = self->state;
-  if (st.cfg.metrics) {
-    st.cfg.metrics->count_rejection(errc_name(e.code));
-    st.cfg.metrics->count_request(openai_endpoint_label(rs->endpoint), "rejected");
-  }
   if (rs->stream && rs->stream->started()) {
     stream_bytes(self, *rs, rs->stream->on_error(e));
     st.server->stream_end(rs->conn);
@@ -206,7 +202,7 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
   std::vector<std::pair<std::string, generation_request>> ready;
   for (uint32_t i = 0; i < reqs.size(); ++i) {
     const std::string cid = std::to_string(id) + "/" + std::to_string(i);
-    auto key = st.core->open(conn_key(conn), cid, http_route{id, i});
+    auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.endpoint});
     if (!key) continue;  // cannot happen: ids are unique per response
     rs.client_ids.push_back(cid);
     reqs[i].client_id = *key;
@@ -333,8 +329,24 @@ http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* se
       [self](blocked_atom, uint64_t conn, bool blocked) { self->state.core->set_blocked(conn_key(conn), blocked); },
       [self](request_accepted& a) { self->state.core->on_accepted(a); },
       [self](request_chunk& c) { self->state.core->on_chunk(c); },
-      [self](request_finished& f) { self->state.core->on_finished(f); },
-      [self](request_rejected& rj) { self->state.core->on_rejected(rj); },
+      // Metrics are recorded here, not in the port: the port is not called
+      // for a request whose connection is gone or whose response already
+      // ended, and those requests count too (client_gone, cancelled).
+      [self](request_finished& f) {
+        auto& st = self->state;
+        auto* r = st.core->find_key(f.client_id);
+        if (st.cfg.metrics && r) st.cfg.metrics->record_finished(openai_endpoint_label(r->extra.endpoint), f);
+        st.core->on_finished(f);
+      },
+      [self](request_rejected& rj) {
+        auto& st = self->state;
+        auto* r = st.core->find_key(rj.client_id);
+        if (st.cfg.metrics && r) {
+          st.cfg.metrics->count_rejection(errc_name(rj.error.code));
+          st.cfg.metrics->count_request(openai_endpoint_label(r->extra.endpoint), "rejected");
+        }
+        st.core->on_rejected(rj);
+      },
       [self](ready_atom, intake_actor intake, model_info& m) {
         auto& st = self->state;
         st.intake = std::move(intake);
