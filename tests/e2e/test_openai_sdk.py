@@ -18,6 +18,7 @@ from tests.e2e import support
 
 NODE_DIR = os.path.join(support.REPO_DIR, "tests", "e2e", "node")
 NODE_TEST = os.path.join(NODE_DIR, "openai_sdk_test.mjs")
+NODE_OVERLOAD_TEST = os.path.join(NODE_DIR, "openai_sdk_overload_test.mjs")
 EMBED_GOLDEN = os.path.join(support.SHARED_DIR, "golden", "embeddings", "stories260K.json")
 MESSAGES = [{"role": "system", "content": "You tell short stories."},
             {"role": "user", "content": "Once upon a time there was a cat."}]
@@ -36,7 +37,7 @@ def wire_logprobs(stream):
     raise AssertionError("stream ended without finished")
 
 
-class OpenAiSdkTest(support.ServerTestCase):
+class NodeTestCase(support.ServerTestCase):
     def setUp(self):
         node = shutil.which("node")
         if node is None:
@@ -45,6 +46,17 @@ class OpenAiSdkTest(support.ServerTestCase):
             self.fail("the openai SDK is not installed: run scripts/setup (npm ci --prefix tests/e2e/node)")
         self.node = node
 
+    def run_node(self, script, **env):
+        """Runs `node --test script` against this server; fails with its output and the server log."""
+        env = dict(os.environ, CORTEX_OPENAI_BASE_URL=self.server.http + "/v1", **env)
+        r = subprocess.run([self.node, "--test", "--test-reporter=spec", script], env=env, capture_output=True,
+                           timeout=120)
+        out = r.stdout.decode("utf-8", "replace") + r.stderr.decode("utf-8", "replace")
+        print(out)
+        self.assertEqual(r.returncode, 0, "node --test failed:\n%s\ncortexd log:\n%s" % (out, self.server.log()))
+
+
+class OpenAiSdkTest(NodeTestCase):
     def references(self):
         c = self.client()
         m = c.models()[0]
@@ -84,14 +96,16 @@ class OpenAiSdkTest(support.ServerTestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
             json.dump(ref, f)
             f.flush()
-            env = dict(os.environ, CORTEX_OPENAI_BASE_URL=self.server.http + "/v1", CORTEX_E2E_REFERENCE=f.name)
-            r = subprocess.run([self.node, "--test", "--test-reporter=spec", NODE_TEST], env=env,
-                               capture_output=True, timeout=120)
-        out = r.stdout.decode("utf-8", "replace") + r.stderr.decode("utf-8", "replace")
-        print(out)
-        self.assertEqual(r.returncode, 0, "node --test failed:\n%s\ncortexd log:\n%s" % (out, self.server.log()))
+            self.run_node(NODE_TEST, CORTEX_E2E_REFERENCE=f.name)
         # The aborted stream (8 choices) ended as cancelled or client_gone on the engine side too.
         finished = self.client().stats()["requests_finished"]
         gone = sum(finished.get(k, 0) - finished_before.get(k, 0) for k in ("cancelled", "client_gone"))
         self.assertGreaterEqual(gone, 1, "requests_finished %r -> %r" % (finished_before, finished))
         self.assertEqual(self.client().stats()["kv_blocks_used"], 0)
+
+
+class OpenAiSdkOverloadTest(NodeTestCase):
+    SERVER_ARGS = ("--max-running", "1", "--max-waiting", "1")
+
+    def test_rate_limit_error(self):
+        self.run_node(NODE_OVERLOAD_TEST)
