@@ -17,7 +17,7 @@ test('overloaded: RateLimitError with Retry-After; a retrying client gets throug
   const ac = new AbortController();
   // One request runs (a long stream), one waits, the third is over the queue.
   const running = await client.chat.completions.create(
-    { messages, max_tokens: 1500, ignore_eos: true, stream: true }, { signal: ac.signal });
+    { messages, max_tokens: 1900, ignore_eos: true, stream: true }, { signal: ac.signal });
   // Its first content chunk: it is running (the role chunk comes at acceptance, maybe still queued).
   // Not `for await ... break`: leaving the loop would close the stream.
   const it = running[Symbol.asyncIterator]();
@@ -25,7 +25,7 @@ test('overloaded: RateLimitError with Retry-After; a retrying client gets throug
   let waitingError = null;
   const waiting = client.chat.completions.create({ messages, max_tokens: 4 }, { signal: ac.signal })
     .catch((e) => { waitingError = e; });
-  await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, 50));
   assert.equal(waitingError, null, 'the second request waits');
   await assert.rejects(client.chat.completions.create({ messages, max_tokens: 4 }), (e) => {
     assert.ok(e instanceof RateLimitError, `got ${e}`);
