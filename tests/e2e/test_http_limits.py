@@ -2,12 +2,15 @@
 cortexd: malformed JSON and wrong fields are 400 in OpenAI's error shape,
 an unknown path is 404, a body over 8 MiB is 413 before it is read, a client
 that sends no complete request head is closed, the connection cap answers
-503, and a client that hangs up during a non-stream request has it
-cancelled at once (KV blocks freed)."""
+503, a client that hangs up during a non-stream request has it cancelled
+at once (KV blocks freed), and SIGTERM turns the probes and new requests to
+503 draining while a running stream ends with "shutdown"."""
 
 import http.client
 import json
+import signal
 import socket
+import subprocess
 import time
 
 from tests.e2e import http_support, support
@@ -140,3 +143,47 @@ class HttpConnectionCapTest(support.ServerTestCase):
                 s.close()
         support.wait_until(lambda: http_support.request(self.server.http, "GET", "/health/live")[0] == 200, 5,
                            what="a connection slot freed")
+
+
+class HttpDrainTest(support.ServerTestCase):
+    """SIGTERM while a stream runs: the probes and new requests say
+    draining (503, Retry-After), and past the grace period the stream ends
+    with finish_reason "shutdown" and [DONE]; the process exits 0."""
+
+    SERVER_ARGS = ("--grace-ms", "1500")
+
+    def test_draining(self):
+        n_ctx = self.client().models()[0]["n_ctx"]
+        # 8 x ~1950 tokens: far more than 1.5 s of work on this machine.
+        body = {"messages": MESSAGES, "max_tokens": n_ctx - 100, "ignore_eos": True, "n": 8, "stream": True}
+        curl = subprocess.Popen(["curl", "-sSN", "--max-time", "30", "-H", "Content-Type: application/json",
+                                 "--data-binary", json.dumps(body), self.server.http + "/v1/chat/completions"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            first = curl.stdout.read(6)
+            self.assertEqual(first, b"data: ")
+            self.server.proc.send_signal(signal.SIGTERM)
+            ready = support.wait_until(
+                lambda: (lambda s: s if s[0] == 503 else None)(http_support.request(self.server.http, "GET",
+                                                                                    "/health/ready")),
+                1, what="/health/ready 503")
+            self.assertEqual(json.loads(ready[2])["status"], "draining")
+            self.assertEqual(http_support.request(self.server.http, "GET", "/health/live")[0], 200)
+            self.assertEqual(http_support.request(self.server.http, "GET", "/health/startup")[0], 200)
+            st, headers, data = http_support.request(self.server.http, "POST", "/v1/completions",
+                                                     {"prompt": "Once", "max_tokens": 4})
+            self.assertEqual(st, 503, data)
+            self.assertIn("retry-after", headers)
+            e = json.loads(data)["error"]
+            self.assertEqual((e["type"], e["code"]), ("server_error", "draining"))
+            out, err = curl.communicate(timeout=30)
+        finally:
+            if curl.poll() is None:
+                curl.kill()
+                curl.communicate()
+        rest = first + out
+        self.assertTrue(rest.endswith(b"data: [DONE]\n\n"), rest[-300:])
+        finishes = [c["finish_reason"] for ev in rest.decode().split("\n\n") if ev.startswith("data: {")
+                    for c in json.loads(ev[6:])["choices"] if c["finish_reason"]]
+        self.assertEqual(finishes, ["shutdown"] * 8)
+        self.assertEqual(self.server.stop(), 0)
