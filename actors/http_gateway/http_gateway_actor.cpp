@@ -59,6 +59,10 @@ class http_port final : public gateway_port<http_route> {
   void send_chunk(route& r, const request_chunk& c) override;
   void send_finished(route& r, const request_finished& f) override;
   void send_rejected(route& r, const error_report& e) override;
+  // Metrics, for every request: also those whose connection is gone
+  // (client_gone) or whose response already ended, which get no send_*.
+  void ended(route& r, const request_finished& f) override;
+  void ended_rejected(route& r, const error_report& e) override;
 };
 
 struct http_state {
@@ -180,6 +184,17 @@ void http_port::send_finished(route& r, const request_finished& f) {
     respond_json(self, rs->conn, 200, rs->whole->body());
   }
   end_response(self, id);
+}
+
+void http_port::ended(route& r, const request_finished& f) {
+  if (auto& m = self->state.cfg.metrics) m->record_finished(openai_endpoint_label(r.extra.endpoint), f);
+}
+
+void http_port::ended_rejected(route& r, const error_report& e) {
+  if (auto& m = self->state.cfg.metrics) {
+    m->count_rejection(errc_name(e.code));
+    m->count_request(openai_endpoint_label(r.extra.endpoint), "rejected");
+  }
 }
 
 void http_port::send_rejected(route& r, const error_report& e) {
@@ -329,24 +344,8 @@ http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* se
       [self](blocked_atom, uint64_t conn, bool blocked) { self->state.core->set_blocked(conn_key(conn), blocked); },
       [self](request_accepted& a) { self->state.core->on_accepted(a); },
       [self](request_chunk& c) { self->state.core->on_chunk(c); },
-      // Metrics are recorded here, not in the port: the port is not called
-      // for a request whose connection is gone or whose response already
-      // ended, and those requests count too (client_gone, cancelled).
-      [self](request_finished& f) {
-        auto& st = self->state;
-        auto* r = st.core->find_key(f.client_id);
-        if (st.cfg.metrics && r) st.cfg.metrics->record_finished(openai_endpoint_label(r->extra.endpoint), f);
-        st.core->on_finished(f);
-      },
-      [self](request_rejected& rj) {
-        auto& st = self->state;
-        auto* r = st.core->find_key(rj.client_id);
-        if (st.cfg.metrics && r) {
-          st.cfg.metrics->count_rejection(errc_name(rj.error.code));
-          st.cfg.metrics->count_request(openai_endpoint_label(r->extra.endpoint), "rejected");
-        }
-        st.core->on_rejected(rj);
-      },
+      [self](request_finished& f) { self->state.core->on_finished(f); },
+      [self](request_rejected& rj) { self->state.core->on_rejected(rj); },
       [self](ready_atom, intake_actor intake, model_info& m) {
         auto& st = self->state;
         st.intake = std::move(intake);
