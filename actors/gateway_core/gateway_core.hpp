@@ -69,6 +69,11 @@ class gateway_port {
   virtual void send_chunk(gateway_route<Extra>& r, const request_chunk& c) = 0;
   virtual void send_finished(gateway_route<Extra>& r, const request_finished& f) = 0;
   virtual void send_rejected(gateway_route<Extra>& r, const error_report& e) = 0;
+  // Every terminal event of a known route, called before send_finished /
+  // send_rejected and also when its connection is gone (then nothing is
+  // sent): for accounting that must count every request (metrics).
+  virtual void ended(gateway_route<Extra>& /*r*/, const request_finished& /*f*/) {}
+  virtual void ended_rejected(gateway_route<Extra>& /*r*/, const error_report& /*e*/) {}
 };
 
 // Appends `next` to `into` (text, token ids, logprobs): a slow reader gets
@@ -191,6 +196,7 @@ class gateway_core {
     if (!r) return;
     if (f.timings.ttft_ms > 0) ttft_.add(f.timings.ttft_ms);
     f.client_id = r->client_id;
+    port_.ended(*r, f);
     if (!r->conn_gone) {
       flush(*r);
       port_.send_finished(*r, f);
@@ -202,9 +208,14 @@ class gateway_core {
     auto* r = find_key(rj.client_id);
     if (!r) return;
     rj.client_id = r->client_id;
+    port_.ended_rejected(*r, rj.error);
     if (!r->conn_gone) port_.send_rejected(*r, rj.error);
     erase(r->key);
   }
+
+  // Closes a route whose request was never submitted (the shell held it
+  // back and gave up): no event, no accounting.
+  void forget(const std::string& key) { erase(key); }
 
   // Requests opened and not yet terminated.
   size_t n_active() const { return routes_.size(); }

@@ -27,6 +27,7 @@ using namespace cortex::http;
 struct http_route {
   uint64_t response = 0;
   uint32_t index = 0;
+  openai_endpoint endpoint = openai_endpoint::chat_completions;  // its metrics label, kept past the response
 };
 using route = gateway_route<http_route>;
 
@@ -62,6 +63,10 @@ class http_port final : public gateway_port<http_route> {
   void send_chunk(route& r, const request_chunk& c) override;
   void send_finished(route& r, const request_finished& f) override;
   void send_rejected(route& r, const error_report& e) override;
+  // Metrics, for every request: also those whose connection is gone
+  // (client_gone) or whose response already ended, which get no send_*.
+  void ended(route& r, const request_finished& f) override;
+  void ended_rejected(route& r, const error_report& e) override;
 };
 
 struct http_state {
@@ -113,12 +118,8 @@ void end_response(self_ptr self, uint64_t id, bool cancel_rest = false) {
     for (auto& cid : rs.client_ids) st.core->cancel(conn_key(rs.conn), cid);
   }
   st.responses.erase(it);
-  // Never submitted: they end here (their routes close; nothing is sent,
-  // the response is gone).
-  for (auto& req : deferred) {
-    request_rejected rj{req.client_id, {errc::internal, "not submitted: its response had already ended", 0}};
-    st.core->on_rejected(rj);
-  }
+  // Never submitted: their routes close without events.
+  for (auto& req : deferred) st.core->forget(req.client_id);
 }
 
 void submit(self_ptr self, generation_request req) {
@@ -172,7 +173,6 @@ void http_port::send_finished(route& r, const request_finished& f) {
   if (!rs) return;
   auto& st = self->state;
   const auto id = r.extra.response;
-  if (st.cfg.metrics) st.cfg.metrics->record_finished(openai_endpoint_label(rs->endpoint), f);
   if (!rs->deferred.empty() && f.reason != finish_reason::error) release_deferred(self, *rs);
   if (rs->endpoint == openai_endpoint::embeddings) {
     if (f.reason != finish_reason::stop) {
@@ -206,14 +206,21 @@ void http_port::send_finished(route& r, const request_finished& f) {
   end_response(self, id);
 }
 
+void http_port::ended(route& r, const request_finished& f) {
+  if (auto& m = self->state.cfg.metrics) m->record_finished(openai_endpoint_label(r.extra.endpoint), f);
+}
+
+void http_port::ended_rejected(route& r, const error_report& e) {
+  if (auto& m = self->state.cfg.metrics) {
+    m->count_rejection(errc_name(e.code));
+    m->count_request(openai_endpoint_label(r.extra.endpoint), "rejected");
+  }
+}
+
 void http_port::send_rejected(route& r, const error_report& e) {
   auto* rs = response_of(self, r);
   if (!rs) return;
   auto& st = self->state;
-  if (st.cfg.metrics) {
-    st.cfg.metrics->count_rejection(errc_name(e.code));
-    st.cfg.metrics->count_request(openai_endpoint_label(rs->endpoint), "rejected");
-  }
   if (rs->stream && rs->stream->started()) {
     stream_bytes(self, *rs, rs->stream->on_error(e));
     st.server->stream_end(rs->conn);
@@ -230,7 +237,7 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
   std::vector<std::pair<std::string, generation_request>> ready;
   for (uint32_t i = 0; i < reqs.size(); ++i) {
     const std::string cid = std::to_string(id) + "/" + std::to_string(i);
-    auto key = st.core->open(conn_key(conn), cid, http_route{id, i});
+    auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.endpoint});
     if (!key) continue;  // cannot happen: ids are unique per response
     rs.client_ids.push_back(cid);
     reqs[i].client_id = *key;

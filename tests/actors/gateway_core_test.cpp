@@ -1,6 +1,6 @@
 // The shared gateway core with a fake port and a fake clock: routing,
 // per-connection ids, cancels before `accepted`, slow-reader merging with its
-// bound, client gone, latency reservoirs.
+// bound, client gone, accounting of every terminal event, latency reservoirs.
 #include "actors/gateway_core/gateway_core.hpp"
 
 #include <gtest/gtest.h>
@@ -34,6 +34,14 @@ struct fake_port final : gateway_port<extra> {
   }
   void send_rejected(gateway_route<extra>& r, const error_report& e) override {
     log.push_back("rejected " + r.conn + "/" + r.client_id + " " + errc_name(e.code));
+  }
+  // Terminal events for accounting, apart from `log` (which holds what is sent).
+  std::vector<std::string> ended_log;
+  void ended(gateway_route<extra>& r, const request_finished& f) override {
+    ended_log.push_back("ended " + r.conn + "/" + f.client_id + " " + finish_reason_name(f.reason));
+  }
+  void ended_rejected(gateway_route<extra>& r, const error_report& e) override {
+    ended_log.push_back("ended " + r.conn + "/" + r.client_id + " " + errc_name(e.code));
   }
 };
 
@@ -199,6 +207,26 @@ TEST_F(core_test, rejected_ends_the_route_and_unknown_keys_are_dropped) {
   chunk(*key, "late");
   finish(*key);
   EXPECT_EQ(port.log.size(), 1u);
+}
+
+TEST_F(core_test, every_terminal_event_is_accounted_even_for_a_gone_connection) {
+  auto k1 = start("a", "1", 1);
+  auto k2 = start("a", "2", 2);
+  auto k3 = core->open("a", "3");
+  auto k4 = start("b", "1", 4);
+  core->conn_gone("a");
+  port.log.clear();
+  finish(k1, finish_reason::client_gone);
+  finish(k2, finish_reason::length);  // ended on its own before the cancel reached the engine
+  request_rejected rj;
+  rj.client_id = *k3;
+  rj.error = {errc::overloaded, "full", 100};
+  core->on_rejected(rj);
+  finish(k4, finish_reason::stop);
+  finish(k1);  // already ended: dropped
+  EXPECT_EQ(port.ended_log, (std::vector<std::string>{"ended a/1 client_gone", "ended a/2 length",
+                                                      "ended a/3 overloaded", "ended b/1 stop"}));
+  EXPECT_EQ(port.log, (std::vector<std::string>{"finished b/1 stop"})) << "nothing is sent to the gone peer";
 }
 
 TEST_F(core_test, latency_reservoirs_use_the_clock_and_the_engine_ttft) {
