@@ -221,6 +221,14 @@ void http_port::send_rejected(route& r, const error_report& e) {
   auto* rs = response_of(self, r);
   if (!rs) return;
   auto& st = self->state;
+  if (e.code == errc::draining && r.extra.index > 0 && rs->endpoint != openai_endpoint::embeddings) {
+    // A held-back choice submitted after the server began draining: the
+    // response was accepted before, so the choice ends as running ones do.
+    request_finished f;
+    f.client_id = r.client_id;
+    f.reason = finish_reason::shutdown;
+    return send_finished(r, f);
+  }
   if (rs->stream && rs->stream->started()) {
     stream_bytes(self, *rs, rs->stream->on_error(e));
     st.server->stream_end(rs->conn);

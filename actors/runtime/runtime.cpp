@@ -58,7 +58,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   kc.n_blocks = rt->kv_blocks_;
   kc.block_size = c.block_size;
   kc.enable_prefix_caching = c.prefix_cache;
-  rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc);
+  rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc, c.on_step);
   intake_config ic;
   ic.limits.n_ctx = rt->n_ctx_;
   ic.limits.n_vocab = hp.n_vocab;

@@ -24,6 +24,7 @@ struct scheduler_state {
   std::unique_ptr<kv_cache_manager> kv;
   std::unique_ptr<scheduler_core> core;
   request_slots<session_actor> slots;
+  step_observer on_step;
   uint64_t next_step_id = 1;
   // Statistics.
   uint64_t steps = 0, failed_steps = 0, batch_tokens = 0, batch_seqs = 0, tokens_prefilled = 0;
@@ -105,6 +106,10 @@ void kick(self_ptr self) {
   const auto sent = std::chrono::steady_clock::now();
   self->request(st.exec, caf::infinite, std::move(step))
       .then([self, plan, sent](engine_step_result& res) {
+              if (self->state.on_step) {
+                self->state.on_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count(),
+                                    static_cast<uint32_t>(plan->stats.n_tokens_batch));
+              }
               spdlog::trace("scheduler: step {} done: compute {:.2f} ms, round trip {:.2f} ms", res.step_id, res.compute_ms,
                             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
               on_step_done(self, *plan, res);
@@ -138,8 +143,9 @@ engine_stats make_stats(const scheduler_state& st) {
 }
 
 scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const model> m, executor_actor exec,
-                                            scheduler_config cfg, kv_cache_config kv_cfg) {
+                                            scheduler_config cfg, kv_cache_config kv_cfg, step_observer on_step) {
   auto& st = self->state;
+  st.on_step = std::move(on_step);
   st.mdl = std::move(m);
   st.exec = std::move(exec);
   st.kv = std::make_unique<kv_cache_manager>(kv_cfg);
@@ -187,8 +193,8 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
 }  // namespace
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, std::shared_ptr<const model> m, executor_actor exec,
-                                const scheduler_config& cfg, const kv_cache_config& kv_cfg) {
-  return sys.spawn(scheduler_fn, std::move(m), std::move(exec), cfg, kv_cfg);
+                                const scheduler_config& cfg, const kv_cache_config& kv_cfg, step_observer on_step) {
+  return sys.spawn(scheduler_fn, std::move(m), std::move(exec), cfg, kv_cfg, std::move(on_step));
 }
 
 }  // namespace cortex

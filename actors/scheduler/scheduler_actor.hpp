@@ -4,6 +4,8 @@
 // no work and wakes on admit, cancel or finish.
 #pragma once
 
+#include <functional>
+
 #include <memory>
 
 #include <caf/fwd.hpp>
@@ -15,7 +17,12 @@
 
 namespace cortex {
 
+// Told after every engine step: its wall time (plan sent -> result back)
+// and the tokens it computed. Called on the scheduler's thread; must be
+// cheap and thread-safe (e.g. a metrics registry's observe_step).
+using step_observer = std::function<void(double duration_s, uint32_t n_tokens)>;
+
 scheduler_actor spawn_scheduler(caf::actor_system& sys, std::shared_ptr<const model> m, executor_actor exec,
-                                const scheduler_config& cfg, const kv_cache_config& kv_cfg);
+                                const scheduler_config& cfg, const kv_cache_config& kv_cfg, step_observer on_step = {});
 
 }  // namespace cortex

@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   };
 
   const auto t0 = std::chrono::steady_clock::now();
+  opts.runtime.on_step = [metrics](double duration_s, uint32_t n_tokens) { metrics->observe_step(duration_s, n_tokens); };
   auto rt = cortex::runtime::start(sys, opts.runtime);
   if (!rt) {
     spdlog::critical("cannot start: {}", rt.error().message);

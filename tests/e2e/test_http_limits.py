@@ -113,15 +113,21 @@ class HttpLimitsTest(support.ServerTestCase):
                                           "temperature": 0, "n": 4})
         t0 = time.monotonic()
 
+        # Choices 2..4 are submitted once choice 1's prompt is computed (they
+        # take it from the prefix cache), so 1 to 4 engine requests exist when
+        # the client hangs up: every one of them ends client_gone.
         def gone():
             s = c.stats()
-            return s if s["requests_finished"]["client_gone"] - before["client_gone"] == 4 and s["running"] == 0 else None
-        s = support.wait_until(gone, 5, what="4 requests ended client_gone")
+            n = s["requests_finished"]["client_gone"] - before["client_gone"]
+            return s if n >= 1 and s["running"] == 0 and s["waiting"] == 0 else None
+        s = support.wait_until(gone, 5, what="the choices' requests ended client_gone")
         elapsed = time.monotonic() - t0
         self.assertEqual(s["kv_blocks_used"], 0)
         self.assertEqual(s["requests_finished"]["length"], before["length"], "none ran to max_tokens")
         self.assertLess(elapsed, 1.0, "cancelled at once")
-        print("hang-up to 4 requests client_gone, KV 0: %.0f ms" % (elapsed * 1000))
+        ended = s["requests_finished"]["client_gone"] - before["client_gone"]
+        self.assertLessEqual(ended, 4)
+        print("hang-up to %d requests client_gone, KV 0: %.0f ms" % (ended, elapsed * 1000))
 
 
 class HttpConnectionCapTest(support.ServerTestCase):
