@@ -125,7 +125,10 @@ bool is_valid_utf8(const std::string& s) {
 }
 
 request_validator::request_validator(validation_limits limits, const tokenizer& tok, uint64_t seeds_seed)
-    : limits_(limits), tok_(tok), seeds_(seeds_seed) {}
+    : limits_(limits), tok_(tok), seeds_(seeds_seed) {
+  for (int32_t id = 0; id < tok_.n_vocab(); ++id) max_piece_bytes_ = std::max(max_piece_bytes_, tok_.token_to_piece(id).size());
+  max_piece_bytes_ = std::max<size_t>(max_piece_bytes_, 4);  // a byte-fallback or U+FFFD token covers up to 4 input bytes
+}
 
 validation_result request_validator::validate(const generation_request& r) {
   validation_result out;
@@ -160,6 +163,15 @@ validation_result request_validator::validate(const generation_request& r) {
         return reject(refuse(errc::invalid_param, not_a_token("tokens[" + std::to_string(i) + "]", r.tokens[i], limits_.n_vocab)));
     prompt = r.tokens;
   } else {
+    // Cost before checks (protocol.md): no token covers more than
+    // max_piece_bytes_ bytes of text, so a prompt longer than the context
+    // times that cannot fit, whatever it tokenizes to: 422 without tokenizing it.
+    const size_t n_ctx_bytes = static_cast<size_t>(std::max(limits_.n_ctx, 0)) * max_piece_bytes_;
+    if (r.prompt.size() > n_ctx_bytes)
+      return reject(refuse(errc::context_overflow,
+                           "the prompt is " + std::to_string(r.prompt.size()) + " bytes: at least " +
+                               std::to_string(r.prompt.size() / max_piece_bytes_) + " tokens, and the context holds " +
+                               std::to_string(limits_.n_ctx) + "; shorten it"));
     const bool add_bos = r.add_bos < 0 ? tok_.add_bos() : r.add_bos != 0;
     if (add_bos) prompt.push_back(tok_.bos_id());
     const std::vector<int32_t> text_ids = tok_.encode(r.prompt, /*add_special=*/false);

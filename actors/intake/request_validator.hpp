@@ -70,6 +70,7 @@ class request_validator {
 
  private:
   const chat_setup* chat_ = nullptr;
+  size_t max_piece_bytes_ = 1;  // the longest token's text: bounds the tokens a prompt can become
   validation_limits limits_;
   const tokenizer& tok_;
   std::mt19937_64 seeds_;

@@ -270,3 +270,29 @@ TEST(request_validator, embed_input_may_fill_the_context) {
 
 }  // namespace
 }  // namespace cortex
+
+namespace cortex {
+namespace {
+
+// protocol.md "Cost before checks": a prompt whose bytes cannot fit the
+// context is refused without being tokenized; one that might fit is
+// tokenized and judged by its tokens.
+TEST(request_validator, a_prompt_too_long_in_bytes_is_422_before_tokenizing) {
+  const tokenizer* tok = testing_support::stories_tokenizer();
+  ASSERT_TRUE(tok);
+  request_validator v(limits(), *tok, 1);  // n_ctx 64
+  generation_request huge = valid_request();
+  huge.prompt.assign(50u << 20, 'a');  // 50 MiB: far past 64 tokens of any length
+  auto r = v.validate(huge);
+  EXPECT_EQ(r.error.code, errc::context_overflow);
+  EXPECT_NE(r.error.message.find("bytes"), std::string::npos) << r.error.message;
+
+  generation_request words = valid_request();
+  for (int i = 0; i < 80; ++i) words.prompt += " time";  // ~80 tokens in 416 bytes: might fit by bytes
+  auto w = v.validate(words);
+  EXPECT_EQ(w.error.code, errc::context_overflow);
+  EXPECT_NE(w.error.message.find("tokens; the context holds"), std::string::npos) << w.error.message;
+}
+
+}  // namespace
+}  // namespace cortex
