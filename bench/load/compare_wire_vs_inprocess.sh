@@ -83,5 +83,5 @@ for ((i = 1; i <= ${REPEAT:-1}; i++)); do
 done
 
 echo "== wire / in-process (JSON in $out_dir)"
-python3 "$here/compare_summary.py" "${pairs[@]}"
+python3 "$here/compare_summary.py" --target 0.95 "${pairs[@]}"
 [[ -z "$failed" ]] || { echo "compare: some requests failed (see above)" >&2; exit 1; }
