@@ -13,47 +13,18 @@
 # alternates: HTTP first, then wire first, ...), WARMUP_REQUESTS (an
 # unmeasured wire load first, default = streams), SEED (default 1; run k
 # uses SEED + k, so the one server's prefix cache never serves a prompt
-# from an earlier run), OUT_DIR (JSON results; default: a temporary
-# directory, kept). `uptime` is printed after every run.
+# from an earlier run), HTTP_LOGPROBS (non-empty: the HTTP runs ask
+# logprobs, so their TTFT and ITL count every token, at a small server
+# cost; see cortex_load --help), OUT_DIR (JSON results; default: a
+# temporary directory, kept). `uptime` is printed after every run.
 set -euo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
-if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
-  usage
-  [[ $# -ge 1 ]] && exit 0 || exit 2
-fi
+usage_lines=19
+source "$(dirname "$0")/compare_common.sh"
 
-model=$1
-streams=${2:-16}
-prompt=${3:-128}
-output=${4:-64}
-here=$(cd "$(dirname "$0")" && pwd)
-bin=${CORTEX_BIN_DIR:-$here/../../build/bin}
-for exe in cortexd cortex_load; do
-  [[ -x "$bin/$exe" ]] || { echo "compare: $bin/$exe not found (build it, or set CORTEX_BIN_DIR)" >&2; exit 2; }
-done
-[[ -r "$model" ]] || { echo "compare: cannot read model '$model'" >&2; exit 2; }
-
-runtime_opts=(--threads "${THREADS:-0}" --kv-memory-mb "${KV_MEMORY_MB:-1024}"
-              --max-batch-tokens "${MAX_BATCH_TOKENS:-512}" --max-running "${MAX_RUNNING:-64}")
 load_opts=(--streams "$streams" --requests "$streams" --prompt-tokens "$prompt" --output-tokens "$output")
-out_dir=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cortex_load.XXXXXX")}
-mkdir -p "$out_dir"
-
-# Free loopback ports: bind port 0, read what the kernel chose, release it.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 endpoint="tcp://127.0.0.1:$(free_port)"
 http_addr="127.0.0.1:$(free_port)"
-
-daemon_pid=""
-stop_daemon() {
-  if [[ -n "$daemon_pid" ]] && kill -0 "$daemon_pid" 2>/dev/null; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  daemon_pid=""
-}
-trap stop_daemon EXIT INT TERM
 
 echo "== cortexd: ZeroMQ $endpoint, HTTP $http_addr (log: $out_dir/cortexd.log)"
 "$bin/cortexd" --model "$model" --endpoint "$endpoint" --http "$http_addr" --log-level warn "${runtime_opts[@]}" \
@@ -66,6 +37,7 @@ run_mode() {  # $1: http or wire, $2: JSON output
   run=$((run + 1))
   local target=(--endpoint "$endpoint")
   [[ $1 == http ]] && target=(--http "http://$http_addr" --model "$model")
+  [[ $1 == http && -n "${HTTP_LOGPROBS:-}" ]] && target+=(--http-logprobs)
   echo "== run $run: $1 (seed $((${SEED:-1} + run)))"
   # cortex_load waits until the server is ready itself (--ready-timeout).
   "$bin/cortex_load" "${target[@]}" --server-pid "$daemon_pid" "${load_opts[@]}" --seed "$((${SEED:-1} + run))" \

@@ -59,10 +59,13 @@ void completion_stream_reader::dispatch(const std::string& data, load_clock::tim
   const json& c = (*choices)[0];
   if (auto fr = c.find("finish_reason"); fr != c.end() && fr->is_string()) reason_ = fr->get<std::string>();
   const auto text = c.find("text");
-  if (text != c.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) {
+  e.has_text = text != c.end() && text->is_string() && !text->get_ref<const std::string&>().empty();
+  e.n_tokens = e.has_text ? 1 : 0;
+  if (auto lp = c.find("logprobs"); lp != c.end() && lp->is_object()) {
+    if (auto tokens = lp->find("tokens"); tokens != lp->end() && tokens->is_array()) e.n_tokens = int(tokens->size());
+  }
+  if (e.has_text || e.n_tokens > 0) {
     e.what = load_event::kind::chunk;
-    e.n_tokens = 1;
-    e.has_text = true;
     out.push_back(std::move(e));
   }
 }

@@ -3,10 +3,14 @@
 // events of one request. No HTTP here: the caller feeds the decoded body
 // bytes as they arrive. Not thread-safe: one reader per response.
 //
-// Events: a `data:` JSON chunk whose choice carries non-empty text is a
-// chunk event counted as one token (the API names no token ids, and the
-// server sends one event per token that completed some text; tokens whose
-// text is still an incomplete UTF-8 sequence ride with the next event);
+// Events: a `data:` JSON chunk whose choice carries tokens is a chunk
+// event. Its token count is the length of its logprobs.tokens when the
+// request asked for logprobs (exact: one entry per token, even one whose
+// text is still an incomplete UTF-8 sequence); without logprobs the API
+// names no tokens, and an event with non-empty text counts as one (the
+// server sends one per token that completed some text; the others ride
+// with the next event, or send none at all on models that generate byte
+// soup, such as random weights);
 // `data: [DONE]` is the finished event, with the last finish_reason seen
 // and usage.completion_tokens (the caller asks for include_usage); a
 // `data: {"error": ...}` event is an error event (code 0, the error's code

@@ -46,14 +46,15 @@ struct http_stream {
   std::string error_body;                          // any other
 };
 
-std::string request_body(const planned_request& r) {
-  return json{{"prompt", r.tokens},
-              {"max_tokens", r.max_tokens},
-              {"temperature", 0.0},
-              {"ignore_eos", true},
-              {"stream", true},
-              {"stream_options", {{"include_usage", true}}}}
-      .dump();
+std::string request_body(const planned_request& r, bool logprobs) {
+  json body = {{"prompt", r.tokens},
+               {"max_tokens", r.max_tokens},
+               {"temperature", 0.0},
+               {"ignore_eos", true},
+               {"stream", true},
+               {"stream_options", {{"include_usage", true}}}};
+  if (logprobs) body["logprobs"] = 0;
+  return body.dump();
 }
 
 }  // namespace
@@ -64,6 +65,7 @@ struct http_transport::impl {
   tcp::resolver::results_type endpoints;
   std::string host;  // the Host header
   std::string model;
+  bool logprobs = false;
   std::vector<std::unique_ptr<http_stream>> streams;
   std::vector<load_event> events;  // produced by handlers, handed out by poll
 
@@ -185,7 +187,7 @@ struct http_transport::impl {
     s.got_head = false;
     s.retried = false;
     s.request = r.index;
-    s.body = request_body(r);
+    s.body = request_body(r, logprobs);
     start(s);
   }
 
@@ -234,7 +236,7 @@ struct http_transport::impl {
 };
 
 expected<std::unique_ptr<http_transport>> http_transport::connect(const std::string& url, int n_streams,
-                                                                  double ready_timeout_s) {
+                                                                  double ready_timeout_s, bool logprobs) {
   const std::string scheme = "http://";
   std::string rest = url.compare(0, scheme.size(), scheme) == 0 ? url.substr(scheme.size()) : "";
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
@@ -251,6 +253,7 @@ expected<std::unique_ptr<http_transport>> http_transport::connect(const std::str
   t->impl_ = std::make_unique<impl>();
   impl& im = *t->impl_;
   im.host = rest;
+  im.logprobs = logprobs;
   beast::error_code ec;
   im.endpoints = tcp::resolver(im.ioc).resolve(host, port, ec);
   if (ec) return make_error("cannot resolve '" + rest + "': " + ec.message());

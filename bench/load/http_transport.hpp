@@ -2,7 +2,8 @@
 // (../shared/docs/http.md). One keep-alive HTTP/1.1 connection per stream;
 // each request is a POST /v1/completions with the prompt as token ids,
 // greedy (temperature 0), max_tokens with ignore_eos, stream: true and
-// include_usage, read as server-sent events (completion_stream_reader).
+// include_usage (and logprobs: 0 when asked, so every token is counted
+// where it arrives), read as server-sent events (completion_stream_reader).
 // Boost.Beast over one Asio io_context that poll() runs on the
 // controller's thread: no thread of its own.
 #pragma once
@@ -20,7 +21,8 @@ class http_transport : public load_transport {
   // `url`: http://HOST:PORT. Waits (up to `ready_timeout_s`) until GET
   // /health/ready answers 200, then reads the model id from GET /v1/models.
   // The error says what failed (address, timeout, reply).
-  static expected<std::unique_ptr<http_transport>> connect(const std::string& url, int n_streams, double ready_timeout_s);
+  static expected<std::unique_ptr<http_transport>> connect(const std::string& url, int n_streams, double ready_timeout_s,
+                                                           bool logprobs);
   ~http_transport() override;
 
   const std::string& model_id() const;

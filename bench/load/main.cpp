@@ -42,7 +42,8 @@ const char* k_summary =
     "  TTFT        submit -> first chunk carrying text or tokens, client clock, p50/p90/p99\n"
     "  ITL         gap between consecutive token-carrying chunks of a request, per token\n"
     "              (a chunk of k tokens counts k intervals of gap/k), p50/p90/p99; over HTTP, which names\n"
-    "              no token ids, each event with text counts as one token\n"
+    "              no tokens, each event with text counts as one unless --http-logprobs: on models whose\n"
+    "              tokens rarely complete text (random weights), TTFT and ITL then need --http-logprobs\n"
     "  errors      requests that did not finish with length/stop, by protocol code or finish reason\n"
     "  CPU         wire and HTTP: this client's CPU time over the window (if it nears 100% of a core, the client\n"
     "              is the bottleneck), and cortexd's with --server-pid; in-process: the whole process.\n"
@@ -55,6 +56,7 @@ std::vector<cortex::cli::option_spec> option_specs() {
       {"http", "URL", "HTTP mode: cortexd's HTTP address, http://HOST:PORT (needs --model)", ""},
       {"in-process", "", "in-process mode: run the engine in this process (needs --model)", ""},
       {"model", "PATH", "in-process: GGUF model file; HTTP: the file cortexd serves (for its vocabulary size)", ""},
+      {"http-logprobs", "", "HTTP: ask logprobs: 0, so TTFT and ITL count every token (the server computes a logprob each)", ""},
       {"threads", "N", "in-process: compute threads; 0 = one per core", "0"},
       {"kv-memory-mb", "MB", "in-process: memory for the K/V cache", "1024"},
       {"max-batch-tokens", "N", "in-process: tokens computed per engine step", "512"},
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
   if ((in_process || over_http) && a.get("model").empty()) {
     return fail(std::string("--") + (over_http ? "http" : "in-process") + " needs --model PATH (a GGUF file)");
   }
+  if (!over_http && a.has("http-logprobs")) return fail("--http-logprobs applies to --http only");
   if (!in_process) {
     for (const char* o : {"threads", "kv-memory-mb", "max-batch-tokens", "max-running", "max-prefill-with-decode"}) {
       if (a.has(o)) return fail(std::string("--") + o + " applies to --in-process only; give it to cortexd instead");
@@ -174,9 +177,10 @@ int main(int argc, char** argv) {
     if (!vocab) return fail("--model: " + vocab.error());
     n_vocab = (*vocab)->hparams().n_vocab;  // the context is the server's to enforce (a 400 counts as an error)
     if (!quiet) std::printf("connecting %d streams to %s...\n", spec.streams, url.c_str());
-    auto t = http_transport::connect(url, spec.streams, *ready_timeout);
+    auto t = http_transport::connect(url, spec.streams, *ready_timeout, a.has("http-logprobs"));
     if (!t) return fail(t.error(), 1);
-    target = {{"http", url}, {"model", (*t)->model_id()}, {"model_file", a.get("model")}};
+    target = {{"http", url}, {"model", (*t)->model_id()}, {"model_file", a.get("model")},
+              {"logprobs", a.has("http-logprobs")}};
     transport = std::move(*t);
   } else {
     const std::string endpoint = a.get("endpoint");

@@ -28,7 +28,7 @@ class LoadBenchHttpTest(support.ServerTestCase):
             with open(out) as f:
                 return json.load(f)
 
-    def check(self, doc, mode):
+    def check(self, doc, mode, exact_tokens=False):
         self.assertEqual(doc["mode"], mode)
         r = doc["results"]
         self.assertEqual(r["requests_ok"], REQUESTS, r)
@@ -39,15 +39,22 @@ class LoadBenchHttpTest(support.ServerTestCase):
         self.assertIn("server_cpu_s", r)
         for q in doc["requests"]:
             self.assertEqual((q["outcome"], q["completion_tokens"]), ("length", OUTPUT), q)
-            # HTTP counts one token per text event: never more than were generated.
-            self.assertLessEqual(q["tokens_seen"], OUTPUT, q)
-            self.assertGreater(q["tokens_seen"], 0, q)
+            if exact_tokens:  # token ids (wire) or logprobs (HTTP): every token counted where it arrived
+                self.assertEqual(q["tokens_seen"], OUTPUT, q)
+            else:  # one per HTTP event with text: never more than were generated
+                self.assertLessEqual(q["tokens_seen"], OUTPUT, q)
+                self.assertGreater(q["tokens_seen"], 0, q)
 
     def test_http_transport(self):
         self.check(self.run_load("--http", self.server.http, "--model", support.MODEL_PATH), "http")
 
+    def test_http_transport_with_logprobs(self):
+        doc = self.run_load("--http", self.server.http, "--model", support.MODEL_PATH, "--http-logprobs")
+        self.check(doc, "http", exact_tokens=True)
+        self.assertEqual(doc["results"]["itl_ms"]["n"], REQUESTS * (OUTPUT - 1))
+
     def test_wire_transport_same_server(self):
-        self.check(self.run_load("--endpoint", self.server.endpoint), "wire")
+        self.check(self.run_load("--endpoint", self.server.endpoint), "wire", exact_tokens=True)
 
     def test_http_needs_model_and_a_url(self):
         exe = os.path.join(support.BIN_DIR, "cortex_load")
