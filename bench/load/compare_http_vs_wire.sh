@@ -43,6 +43,11 @@ run_mode() {  # $1: http or wire, $2: JSON output
   "$bin/cortex_load" "${target[@]}" --server-pid "$daemon_pid" "${load_opts[@]}" --seed "$((${SEED:-1} + run))" \
     --quiet --json "$2" || failed=1
   echo "uptime:$(uptime)"
+  # A pause before the next run's connections, so cortexd's ZeroMQ gateway
+  # has seen the previous ones close (it ties peers to socket fds and learns
+  # of closed ones asynchronously). Once, on a loaded machine, a wire run
+  # right after another had all its requests end client_gone and timed out.
+  sleep "${PAUSE_S:-2}"
   [[ -s "$2" ]] || { echo "compare: no $1 results (see above; cortexd log: $out_dir/cortexd.log)" >&2; exit 1; }
 }
 
