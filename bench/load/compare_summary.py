@@ -1,51 +1,67 @@
-"""Summarises pairs of cortex_load JSON results (wire, in-process, wire, ...).
+"""Summarises pairs of cortex_load JSON results of two modes (A, B, A, B, ...).
 
-    python3 compare_summary.py WIRE_1.json INPROCESS_1.json [WIRE_2.json INPROCESS_2.json ...]
+    python3 compare_summary.py [--target MIN_RATIO] A_1.json B_1.json [A_2.json B_2.json ...]
 
-Prints per pair the aggregate tok/s ratio wire / in-process (issue 4's
-target: >= 0.95), TTFT and ITL p50/p99, and the CPU seconds per generated
-token of both modes (cortexd + client over the wire, the whole process
-in-process): on a machine whose cores are shared, CPU per token is steadier
-than tok/s. With several pairs, also the medians.
+The modes are read from the files ("wire", "http", "in-process"). Prints per
+pair the aggregate tok/s ratio A / B (with --target, whether it is at least
+MIN_RATIO), TTFT and ITL p50/p99, the CPU seconds of each run (cortexd with
+--server-pid plus the client over the wire or HTTP; the whole process
+in-process) and the CPU per generated token ratio B / A: on a machine whose
+cores are shared, CPU per token is steadier than tok/s. With several pairs,
+also the medians.
 """
 import json
 import statistics
 import sys
 
 
-def summarise(wire_path, inprocess_path, number):
-    with open(wire_path) as f:
-        w = json.load(f)
-    with open(inprocess_path) as f:
-        p = json.load(f)
-    rw, rp = w["results"], p["results"]
-    ratio = rw["tok_per_s"] / rp["tok_per_s"] if rp["tok_per_s"] else float("nan")
-    cpu_wire = rw.get("server_cpu_s", float("nan")) + rw.get("cpu_s", 0.0)
-    cpu_inproc = rp.get("cpu_s", float("nan"))
-    if cpu_wire > 0 and rw["completion_tokens"] and rp["completion_tokens"]:
-        cpu_ratio = (cpu_inproc / rp["completion_tokens"]) / (cpu_wire / rw["completion_tokens"])
+def cpu_seconds(r):
+    """Everything the run cost: cortexd + client, or the whole process."""
+    return r.get("server_cpu_s", 0.0) + r.get("cpu_s", 0.0)
+
+
+def summarise(path_a, path_b, number, target):
+    with open(path_a) as f:
+        a = json.load(f)
+    with open(path_b) as f:
+        b = json.load(f)
+    na, nb = a["mode"], b["mode"]
+    ra, rb = a["results"], b["results"]
+    ratio = ra["tok_per_s"] / rb["tok_per_s"] if rb["tok_per_s"] else float("nan")
+    cpu_a, cpu_b = cpu_seconds(ra), cpu_seconds(rb)
+    if cpu_a > 0 and ra["completion_tokens"] and rb["completion_tokens"]:
+        cpu_ratio = (cpu_b / rb["completion_tokens"]) / (cpu_a / ra["completion_tokens"])
     else:
         cpu_ratio = float("nan")
+    verdict = "" if target is None else "  (target >= %.2f: %s)" % (target, "met" if ratio >= target else "NOT met")
     print("pair %d" % number)
-    print("  aggregate tok/s  wire %.2f   in-process %.2f   ratio %.3f (target >= 0.95)"
-          % (rw["tok_per_s"], rp["tok_per_s"], ratio))
+    print("  aggregate tok/s  %s %.2f   %s %.2f   ratio %s/%s %.3f%s"
+          % (na, ra["tok_per_s"], nb, rb["tok_per_s"], na, nb, ratio, verdict))
     for k in ("ttft_ms", "itl_ms"):
-        print("  %-7s p50/p99  wire %.1f / %.1f   in-process %.1f / %.1f"
-              % (k, rw[k]["p50"], rw[k]["p99"], rp[k]["p50"], rp[k]["p99"]))
-    print("  CPU s            wire: cortexd %.2f + client %.2f (client: %.1f%% of a core)   in-process %.2f"
-          % (rw.get("server_cpu_s", -1), rw.get("cpu_s", -1), rw.get("cpu_pct_of_wall", -1), cpu_inproc))
-    print("  CPU/token        in-process / wire %.3f (1.0: the gateway costs no CPU)" % cpu_ratio)
-    print("  load average     wire run %s   in-process run %s"
-          % (" ".join("%.2f" % x for x in w["load_average"]), " ".join("%.2f" % x for x in p["load_average"])))
+        print("  %-7s p50/p99  %s %.1f / %.1f   %s %.1f / %.1f"
+              % (k, na, ra[k]["p50"], ra[k]["p99"], nb, rb[k]["p50"], rb[k]["p99"]))
+    for name, r in ((na, ra), (nb, rb)):
+        if "server_cpu_s" in r:
+            print("  CPU s %-10s cortexd %.2f + client %.2f (client: %.1f%% of a core)"
+                  % (name, r["server_cpu_s"], r.get("cpu_s", -1), r.get("cpu_pct_of_wall", -1)))
+        else:
+            print("  CPU s %-10s process %.2f" % (name, r.get("cpu_s", -1)))
+    print("  CPU/token        %s / %s %.3f (1.0: %s costs no more CPU per token)" % (nb, na, cpu_ratio, na))
+    print("  load average     %s run %s   %s run %s"
+          % (na, " ".join("%.2f" % x for x in a["load_average"]), nb, " ".join("%.2f" % x for x in b["load_average"])))
     return ratio, cpu_ratio
 
 
-def main(paths):
-    if not paths or len(paths) % 2:
+def main(args):
+    target = None
+    if args[:1] == ["--target"]:
+        target = float(args[1])
+        args = args[2:]
+    if not args or len(args) % 2:
         sys.exit(__doc__)
     ratios, cpu_ratios = [], []
-    for n in range(0, len(paths), 2):
-        ratio, cpu_ratio = summarise(paths[n], paths[n + 1], n // 2 + 1)
+    for n in range(0, len(args), 2):
+        ratio, cpu_ratio = summarise(args[n], args[n + 1], n // 2 + 1, target)
         ratios.append(ratio)
         cpu_ratios.append(cpu_ratio)
     if len(ratios) > 1:

@@ -13,47 +13,16 @@
 # temporary directory, kept). Also prints CPU per token of both modes.
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
-if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
-  usage
-  [[ $# -ge 1 ]] && exit 0 || exit 2
-fi
+usage_lines=13
+source "$(dirname "$0")/compare_common.sh"
 
-model=$1
-streams=${2:-16}
-prompt=${3:-128}
-output=${4:-64}
-here=$(cd "$(dirname "$0")" && pwd)
-bin=${CORTEX_BIN_DIR:-$here/../../build/bin}
-for exe in cortexd cortex_load; do
-  [[ -x "$bin/$exe" ]] || { echo "compare: $bin/$exe not found (build it, or set CORTEX_BIN_DIR)" >&2; exit 2; }
-done
-[[ -r "$model" ]] || { echo "compare: cannot read model '$model'" >&2; exit 2; }
-
-runtime_opts=(--threads "${THREADS:-0}" --kv-memory-mb "${KV_MEMORY_MB:-1024}"
-              --max-batch-tokens "${MAX_BATCH_TOKENS:-512}" --max-running "${MAX_RUNNING:-64}")
 load_opts=(--streams "$streams" --requests "$streams" --prompt-tokens "$prompt" --output-tokens "$output"
            --warmup "${WARMUP:-0}" --seed "${SEED:-1}")
-out_dir=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/cortex_load.XXXXXX")}
-mkdir -p "$out_dir"
-
-# A free loopback port: bind port 0, read what the kernel chose, release it.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-endpoint="tcp://127.0.0.1:$port"
-
-daemon_pid=""
-stop_daemon() {
-  if [[ -n "$daemon_pid" ]] && kill -0 "$daemon_pid" 2>/dev/null; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  daemon_pid=""
-}
-trap stop_daemon EXIT INT TERM
+endpoint="tcp://127.0.0.1:$(free_port)"
 
 run_wire() {  # $1: JSON output
   echo "== wire: cortexd on $endpoint (log: $out_dir/cortexd.log)"
-  "$bin/cortexd" --model "$model" --endpoint "$endpoint" --log-level warn "${runtime_opts[@]}" \
+  "$bin/cortexd" --model "$model" --endpoint "$endpoint" --http off --log-level warn "${runtime_opts[@]}" \
     >>"$out_dir/cortexd.log" 2>&1 &
   daemon_pid=$!
   # cortex_load waits for health `ready` itself (--ready-timeout).
@@ -83,5 +52,5 @@ for ((i = 1; i <= ${REPEAT:-1}; i++)); do
 done
 
 echo "== wire / in-process (JSON in $out_dir)"
-python3 "$here/compare_summary.py" "${pairs[@]}"
+python3 "$here/compare_summary.py" --target 0.95 "${pairs[@]}"
 [[ -z "$failed" ]] || { echo "compare: some requests failed (see above)" >&2; exit 1; }

@@ -1,5 +1,6 @@
-// cortex_load: the load benchmark. Sends the same load either over the wire
-// to a running cortexd or through the embedded API in this process, and
+// cortex_load: the load benchmark. Sends the same load over the wire
+// (ZeroMQ) or HTTP to a running cortexd, or through the embedded API in this
+// process, and
 // reports aggregate throughput, TTFT and ITL percentiles, errors, and (wire
 // mode) the client's own CPU time, so a slow client is visible.
 #include <cstdio>
@@ -9,9 +10,11 @@
 #include <optional>
 
 #include "apps/common/args.hpp"
+#include "bench/load/http_transport.hpp"
 #include "bench/load/inprocess_transport.hpp"
 #include "bench/load/load_report.hpp"
 #include "bench/load/wire_transport.hpp"
+#include "model/model.hpp"
 
 namespace {
 
@@ -22,9 +25,12 @@ const char* k_summary =
     "The load benchmark. N concurrent streams send R requests, each a prompt of exactly P token ids\n"
     "(random ids from --seed) generating exactly O tokens (greedy, max_tokens = O, ignore_eos), either\n"
     "  --endpoint E    over ZeroMQ to a running cortexd (one DEALER socket per stream, one client thread), or\n"
+    "  --http URL      over HTTP to a running cortexd's OpenAI API (URL http://HOST:PORT; one keep-alive\n"
+    "                  connection per stream, streamed POST /v1/completions read as server-sent events;\n"
+    "                  --model names the GGUF file cortexd serves, read for its vocabulary size only), or\n"
     "  --in-process    through the embedded API in this process (--model and the runtime options below).\n"
-    "Same --seed and load options = the same prompts in both modes; bench/load/compare_wire_vs_inprocess.sh\n"
-    "runs both back to back.\n"
+    "Same --seed and load options = the same prompts in every mode; bench/load/compare_wire_vs_inprocess.sh\n"
+    "and bench/load/compare_http_vs_wire.sh run two modes alternately.\n"
     "\n"
     "Arrivals: closed loop by default (each stream sends its next request when its previous one ended);\n"
     "--rate X sends requests at Poisson times with X requests/s on average (round-robin over the streams).\n"
@@ -35,9 +41,11 @@ const char* k_summary =
     "  req/s       requests ended / wall time\n"
     "  TTFT        submit -> first chunk carrying text or tokens, client clock, p50/p90/p99\n"
     "  ITL         gap between consecutive token-carrying chunks of a request, per token\n"
-    "              (a chunk of k tokens counts k intervals of gap/k), p50/p90/p99\n"
+    "              (a chunk of k tokens counts k intervals of gap/k), p50/p90/p99; over HTTP, which names\n"
+    "              no tokens, each event with text counts as one unless --http-logprobs: on models whose\n"
+    "              tokens rarely complete text (random weights), TTFT and ITL then need --http-logprobs\n"
     "  errors      requests that did not finish with length/stop, by protocol code or finish reason\n"
-    "  CPU         wire: this client's CPU time over the window (if it nears 100% of a core, the client\n"
+    "  CPU         wire and HTTP: this client's CPU time over the window (if it nears 100% of a core, the client\n"
     "              is the bottleneck), and cortexd's with --server-pid; in-process: the whole process.\n"
     "              On a shared machine CPU per token is steadier than tok/s.\n"
     "Exit code: 0 when every request finished with length or stop, 1 otherwise, 2 on bad options.";
@@ -45,8 +53,10 @@ const char* k_summary =
 std::vector<cortex::cli::option_spec> option_specs() {
   return {
       {"endpoint", "E", "wire mode: cortexd's endpoint (tcp://127.0.0.1:PORT or ipc://PATH)", ""},
+      {"http", "URL", "HTTP mode: cortexd's HTTP address, http://HOST:PORT (needs --model)", ""},
       {"in-process", "", "in-process mode: run the engine in this process (needs --model)", ""},
-      {"model", "PATH", "in-process: GGUF model file", ""},
+      {"model", "PATH", "in-process: GGUF model file; HTTP: the file cortexd serves (for its vocabulary size)", ""},
+      {"http-logprobs", "", "HTTP: ask logprobs: 0, so TTFT and ITL count every token (the server computes a logprob each)", ""},
       {"threads", "N", "in-process: compute threads; 0 = one per core", "0"},
       {"kv-memory-mb", "MB", "in-process: memory for the K/V cache", "1024"},
       {"max-batch-tokens", "N", "in-process: tokens computed per engine step", "512"},
@@ -60,8 +70,8 @@ std::vector<cortex::cli::option_spec> option_specs() {
       {"seed", "S", "seed of prompts and arrival times", "1"},
       {"warmup", "K", "requests run before the measured window", "0"},
       {"timeout", "S", "give up when no event arrives for S seconds", "300"},
-      {"server-pid", "PID", "wire: cortexd's process id (same machine); its CPU time over the window is reported too", ""},
-      {"ready-timeout", "S", "wire: wait up to S seconds for cortexd to be ready", "300"},
+      {"server-pid", "PID", "wire, HTTP: cortexd's process id (same machine); its CPU time over the window is reported too", ""},
+      {"ready-timeout", "S", "wire, HTTP: wait up to S seconds for cortexd to be ready", "300"},
       {"json", "FILE", "write the load, the settings and every figure as JSON", ""},
       {"quiet", "", "print only the summary", ""},
   };
@@ -82,13 +92,20 @@ int main(int argc, char** argv) {
     std::fputs(a.usage().c_str(), stdout);
     return 0;
   }
-  const bool in_process = a.has("in-process");
-  if (in_process == a.has("endpoint")) return fail("give exactly one of --endpoint E (wire) or --in-process (see --help)");
-  if (in_process && a.get("model").empty()) return fail("--in-process needs --model PATH (a GGUF file)");
+  const bool in_process = a.has("in-process"), over_http = a.has("http");
+  if (int(in_process) + int(over_http) + int(a.has("endpoint")) != 1) {
+    return fail("give exactly one of --endpoint E (wire), --http URL or --in-process (see --help)");
+  }
+  const char* mode = in_process ? "in-process" : over_http ? "http" : "wire";
+  if ((in_process || over_http) && a.get("model").empty()) {
+    return fail(std::string("--") + (over_http ? "http" : "in-process") + " needs --model PATH (a GGUF file)");
+  }
+  if (!over_http && a.has("http-logprobs")) return fail("--http-logprobs applies to --http only");
   if (!in_process) {
-    for (const char* o : {"model", "threads", "kv-memory-mb", "max-batch-tokens", "max-running", "max-prefill-with-decode"}) {
+    for (const char* o : {"threads", "kv-memory-mb", "max-batch-tokens", "max-running", "max-prefill-with-decode"}) {
       if (a.has(o)) return fail(std::string("--") + o + " applies to --in-process only; give it to cortexd instead");
     }
+    if (!over_http && a.has("model")) return fail("--model applies to --in-process and --http only; give it to cortexd instead");
   }
 
   load_spec spec;
@@ -128,7 +145,7 @@ int main(int argc, char** argv) {
   const bool quiet = a.has("quiet");
   std::optional<long long> server_pid_opt;
   if (a.has("server-pid")) {
-    if (in_process) return fail("--server-pid applies to the wire mode only");
+    if (in_process) return fail("--server-pid applies to the wire and HTTP modes only");
     server_pid_opt = a.get_int("server-pid");
     if (!server_pid_opt) return fail(a.error());
     if (pid_cpu_seconds(int(*server_pid_opt)) < 0) {
@@ -153,6 +170,17 @@ int main(int argc, char** argv) {
     target = {{"model", rc.model_path}, {"threads", rc.threads}, {"kv_memory_mb", rc.kv_memory_mb},
               {"max_batch_tokens", rc.max_batch_tokens}, {"max_running", rc.max_running},
               {"max_prefill_with_decode", rc.max_prefill_with_decode}};
+    transport = std::move(*t);
+  } else if (over_http) {
+    const std::string url = a.get("http");
+    auto vocab = cortex::model::load_vocab_only(a.get("model"));
+    if (!vocab) return fail("--model: " + vocab.error());
+    n_vocab = (*vocab)->hparams().n_vocab;  // the context is the server's to enforce (a 400 counts as an error)
+    if (!quiet) std::printf("connecting %d streams to %s...\n", spec.streams, url.c_str());
+    auto t = http_transport::connect(url, spec.streams, *ready_timeout, a.has("http-logprobs"));
+    if (!t) return fail(t.error(), 1);
+    target = {{"http", url}, {"model", (*t)->model_id()}, {"model_file", a.get("model")},
+              {"logprobs", a.has("http-logprobs")}};
     transport = std::move(*t);
   } else {
     const std::string endpoint = a.get("endpoint");
@@ -189,13 +217,13 @@ int main(int argc, char** argv) {
   if (server_cpu0 >= 0 && server_cpu1 >= 0) summary.server_cpu_s = server_cpu1 - server_cpu0;
   const json loadavg = load_average_json();
 
-  std::printf("== cortex_load %s ==\n", in_process ? "in-process" : "wire");
+  std::printf("== cortex_load %s ==\n", mode);
   std::fputs(summary_text(summary, in_process ? "process" : "client").c_str(), stdout);
   std::printf("load average  %.2f %.2f %.2f\n", loadavg[0].get<double>(), loadavg[1].get<double>(), loadavg[2].get<double>());
   if (res.timed_out) std::fprintf(stderr, "cortex_load: no event for %.0f s; stopped waiting\n", spec.timeout_s);
 
   if (a.has("json")) {
-    json out = {{"mode", in_process ? "in-process" : "wire"},
+    json out = {{"mode", mode},
                 {"target", target},
                 {"load",
                  {{"streams", spec.streams}, {"requests", spec.requests}, {"prompt_tokens", spec.prompt_tokens},

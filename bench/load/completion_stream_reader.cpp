@@ -1,0 +1,73 @@
+#include "bench/load/completion_stream_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace cortex::load {
+
+using json = nlohmann::json;
+
+void completion_stream_reader::feed(std::string_view bytes, load_clock::time_point at, std::vector<load_event>& out) {
+  while (!bytes.empty() && !done_) {
+    const size_t nl = bytes.find('\n');
+    if (nl == std::string_view::npos) {
+      line_.append(bytes);
+      return;
+    }
+    line_.append(bytes.substr(0, nl));
+    bytes.remove_prefix(nl + 1);
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    if (line_.empty()) {  // a blank line ends the event
+      if (has_data_) dispatch(data_, at, out);
+      data_.clear();
+      has_data_ = false;
+    } else if (line_.compare(0, 5, "data:") == 0) {
+      std::string_view v(line_);
+      v.remove_prefix(5);
+      if (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+      if (has_data_) data_ += '\n';
+      data_.append(v);
+      has_data_ = true;
+    }
+    line_.clear();
+  }
+}
+
+void completion_stream_reader::dispatch(const std::string& data, load_clock::time_point at, std::vector<load_event>& out) {
+  load_event e;
+  e.request = request_;
+  e.at = at;
+  if (data == "[DONE]") {
+    done_ = true;
+    e.what = load_event::kind::finished;
+    e.reason = reason_.empty() ? "missing_finish_reason" : reason_;
+    e.completion_tokens = completion_tokens_;
+    out.push_back(std::move(e));
+    return;
+  }
+  const json j = json::parse(data, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return;
+  if (auto err = j.find("error"); err != j.end()) {
+    done_ = true;
+    e.what = load_event::kind::error;
+    e.error_name = err->is_object() ? err->value("code", std::string("error")) : std::string("error");
+    out.push_back(std::move(e));
+    return;
+  }
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) completion_tokens_ = u->value("completion_tokens", 0);
+  const auto choices = j.find("choices");
+  if (choices == j.end() || !choices->is_array() || choices->empty()) return;
+  const json& c = (*choices)[0];
+  if (auto fr = c.find("finish_reason"); fr != c.end() && fr->is_string()) reason_ = fr->get<std::string>();
+  const auto text = c.find("text");
+  e.has_text = text != c.end() && text->is_string() && !text->get_ref<const std::string&>().empty();
+  e.n_tokens = e.has_text ? 1 : 0;
+  if (auto lp = c.find("logprobs"); lp != c.end() && lp->is_object()) {
+    if (auto tokens = lp->find("tokens"); tokens != lp->end() && tokens->is_array()) e.n_tokens = int(tokens->size());
+  }
+  if (e.has_text || e.n_tokens > 0) {
+    e.what = load_event::kind::chunk;
+    out.push_back(std::move(e));
+  }
+}
+
+}  // namespace cortex::load
