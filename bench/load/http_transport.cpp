@@ -230,7 +230,7 @@ struct http_transport::impl {
       });
     });
     while (!done) ioc.run_one();
-    if (result) return make_error("GET " + target + ": " + result.message());
+    if (result) return cortex::fail(errc::internal, "GET " + target + ": " + result.message());
     return std::make_pair(int(res.result_int()), std::move(res.body()));
   }
 };
@@ -243,7 +243,7 @@ expected<std::unique_ptr<http_transport>> http_transport::connect(const std::str
   const size_t colon = rest.rfind(':');
   if (rest.empty() || colon == std::string::npos || colon == 0 || colon + 1 == rest.size() ||
       rest.find('/') != std::string::npos) {
-    return make_error("--http '" + url + "': expected http://HOST:PORT (no path; https is not supported)");
+    return fail(errc::invalid_param, "--http '" + url + "': expected http://HOST:PORT (no path; https is not supported)");
   }
   std::string host = rest.substr(0, colon);
   const std::string port = rest.substr(colon + 1);
@@ -256,7 +256,7 @@ expected<std::unique_ptr<http_transport>> http_transport::connect(const std::str
   im.logprobs = logprobs;
   beast::error_code ec;
   im.endpoints = tcp::resolver(im.ioc).resolve(host, port, ec);
-  if (ec) return make_error("cannot resolve '" + rest + "': " + ec.message());
+  if (ec) return fail(errc::invalid_param, "cannot resolve '" + rest + "': " + ec.message());
   for (int i = 0; i < n_streams; ++i) im.streams.push_back(std::make_unique<http_stream>(im.ioc));
 
   // cortexd listens before it loads the model: wait for /health/ready.
@@ -265,19 +265,19 @@ expected<std::unique_ptr<http_transport>> http_transport::connect(const std::str
   for (;;) {
     auto h = im.get("/health/ready", std::chrono::milliseconds(1000));
     if (h && h->first == 200) break;
-    last = h ? "GET /health/ready answered " + std::to_string(h->first) : h.error();
+    last = h ? "GET /health/ready answered " + std::to_string(h->first) : h.error().message;
     if (load_clock::now() >= until) {
-      return make_error("server at '" + url + "' not ready within " + std::to_string(int(ready_timeout_s)) + " s (" +
+      return cortex::fail(errc::not_ready, "server at '" + url + "' not ready within " + std::to_string(int(ready_timeout_s)) + " s (" +
                         last + "); is cortexd serving HTTP there?");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling readiness, bounded by `until`
   }
   auto m = im.get("/v1/models", std::chrono::milliseconds(5000));
-  if (!m) return make_error(m.error());
+  if (!m) return m.error();
   const json list = json::parse(m->second, nullptr, false);
   if (m->first != 200 || !list.is_object() || !list.contains("data") || !list["data"].is_array() || list["data"].empty() ||
       !list["data"][0].is_object()) {
-    return make_error("GET /v1/models answered " + std::to_string(m->first) + " without a model: " + m->second);
+    return cortex::fail(errc::internal, "GET /v1/models answered " + std::to_string(m->first) + " without a model: " + m->second);
   }
   im.model = list["data"][0].value("id", "");
   return t;

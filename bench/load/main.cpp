@@ -174,11 +174,11 @@ int main(int argc, char** argv) {
   } else if (over_http) {
     const std::string url = a.get("http");
     auto vocab = cortex::model::load_vocab_only(a.get("model"));
-    if (!vocab) return fail("--model: " + vocab.error());
+    if (!vocab) return fail("--model: " + vocab.error().message);
     n_vocab = (*vocab)->hparams().n_vocab;  // the context is the server's to enforce (a 400 counts as an error)
     if (!quiet) std::printf("connecting %d streams to %s...\n", spec.streams, url.c_str());
     auto t = http_transport::connect(url, spec.streams, *ready_timeout, a.has("http-logprobs"));
-    if (!t) return fail(t.error(), 1);
+    if (!t) return fail(t.error().message, 1);
     target = {{"http", url}, {"model", (*t)->model_id()}, {"model_file", a.get("model")},
               {"logprobs", a.has("http-logprobs")}};
     transport = std::move(*t);
