@@ -191,5 +191,10 @@ class HttpDrainTest(support.ServerTestCase):
         self.assertTrue(rest.endswith(b"data: [DONE]\n\n"), rest[-300:])
         finishes = [c["finish_reason"] for ev in rest.decode().split("\n\n") if ev.startswith("data: {")
                     for c in json.loads(ev[6:])["choices"] if c["finish_reason"]]
-        self.assertEqual(finishes, ["shutdown"] * 8)
+        # Choices 2..8 start once choice 1's prompt is computed; submitted
+        # after SIGTERM they end with shutdown at once. Choice 1 runs alone and
+        # may finish its tokens within the grace period (length) or not.
+        self.assertEqual(len(finishes), 8, finishes)
+        self.assertEqual(finishes.count("shutdown") + finishes.count("length"), 8, finishes)
+        self.assertGreaterEqual(finishes.count("shutdown"), 7, finishes)
         self.assertEqual(self.server.stop(), 0)
