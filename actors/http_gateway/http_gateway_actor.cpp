@@ -13,6 +13,7 @@
 #include "actors/gateway_core/metrics_registry.hpp"
 #include "actors/http_gateway/openai_embedding.hpp"
 #include "actors/http_gateway/openai_error.hpp"
+#include "actors/http_gateway/openai_models.hpp"
 #include "actors/http_gateway/openai_request.hpp"
 #include "actors/http_gateway/openai_response.hpp"
 #include "actors/http_gateway/openai_stream.hpp"
@@ -77,6 +78,7 @@ struct http_state {
   intake_actor intake;
   health_status health = health_status::starting;
   bool model_loaded = false;
+  int64_t loaded_at = 0;  // unix seconds: the models' `created`
   model_info model;
   openai_limits limits;
   std::unordered_map<uint64_t, response_state> responses;  // by response id
@@ -334,12 +336,17 @@ void handle_inbound(self_ptr self, http_inbound& in) {
       return st.model_loaded ? respond_json(self, in.conn, 200, R"({"status":"started"})")
                              : respond_json(self, in.conn, 503, R"({"status":"starting"})", {{"Retry-After", "1"}});
     case http_route_kind::metrics: return handle_metrics(self, in.conn);
-    case http_route_kind::models: return respond_json(self, in.conn, 200, models_body(st.model_loaded ? &st.model : nullptr));
+    case http_route_kind::models: {
+      std::vector<std::string> names;
+      if (st.model_loaded) names.push_back(st.model.name);
+      return respond_json(self, in.conn, 200, openai_model_list_body(names, st.loaded_at));
+    }
     case http_route_kind::model: {
       if (!st.model_loaded || route.model_id != st.model.name) {
-        return respond_error(self, in.conn, {errc::unknown_model, "no model '" + route.model_id + "' is loaded; GET /v1/models lists it", 0}, "model");
+        const auto e = openai_model_not_found(route.model_id);
+        return respond_error(self, in.conn, e.report, e.param);
       }
-      return respond_json(self, in.conn, 200, model_body(st.model));
+      return respond_json(self, in.conn, 200, openai_model_body(st.model.name, st.loaded_at));
     }
     case http_route_kind::chat_completions: return handle_openai(self, in, openai_endpoint::chat_completions);
     case http_route_kind::completions: return handle_openai(self, in, openai_endpoint::completions);
@@ -380,6 +387,7 @@ http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* se
         st.intake = std::move(intake);
         st.model = m;
         st.model_loaded = true;
+        st.loaded_at = unix_now();
         st.limits.model_name = m.name;
         st.limits.n_embd = st.cfg.hooks->n_embd;
         st.health = health_status::ready;

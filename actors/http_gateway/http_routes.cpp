@@ -1,6 +1,6 @@
 #include "actors/http_gateway/http_routes.hpp"
 
-#include <nlohmann/json.hpp>
+#include <cctype>
 
 namespace cortex::http {
 
@@ -18,12 +18,6 @@ std::string percent_decode(const std::string& s) {
     }
   }
   return out;
-}
-
-nlohmann::ordered_json model_object(const model_info& m) {
-  return {{"id", m.name},         {"object", "model"},   {"created", 0},         {"owned_by", "cortexstream"},
-          {"arch", m.arch},       {"n_ctx", m.n_ctx},    {"n_vocab", m.n_vocab}, {"quant", m.quant},
-          {"n_params", m.n_params}};
 }
 
 }  // namespace
@@ -57,13 +51,5 @@ http_route_match classify_http_route(const std::string& method, const std::strin
   }
   return {http_route_kind::unknown, {}};
 }
-
-std::string models_body(const model_info* m) {
-  nlohmann::ordered_json data = nlohmann::ordered_json::array();
-  if (m) data.push_back(model_object(*m));
-  return nlohmann::ordered_json{{"object", "list"}, {"data", data}}.dump();
-}
-
-std::string model_body(const model_info& m) { return model_object(m).dump(); }
 
 }  // namespace cortex::http

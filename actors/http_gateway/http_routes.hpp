@@ -1,10 +1,7 @@
-// The HTTP gateway's paths (http.md "Endpoints") and the `/v1/models`
-// bodies. CAF-free.
+// The HTTP gateway's paths (http.md "Endpoints"). CAF-free.
 #pragma once
 
 #include <string>
-
-#include "messages/gateway.hpp"
 
 namespace cortex::http {
 
@@ -22,11 +19,5 @@ struct http_route_match {
 
 // `target` is the request target as sent (a query string is ignored).
 http_route_match classify_http_route(const std::string& method, const std::string& target);
-
-// {"object": "list", "data": [model objects]}; `m` null: no model loaded (empty list).
-std::string models_body(const model_info* m);
-// One model object: {"id", "object": "model", "created", "owned_by", and our
-// own fields "arch", "n_ctx", "n_vocab", "quant", "n_params"}.
-std::string model_body(const model_info& m);
 
 }  // namespace cortex::http

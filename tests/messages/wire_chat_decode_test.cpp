@@ -11,12 +11,9 @@ namespace cortex::wire {
 namespace {
 
 using test::envelope;
+using test::decode;
 using test::mp;
 
-decode_result decode(const mp& m, const decode_limits& lim = {}) {
-  const std::vector<uint8_t> b = m.bytes();
-  return decode_client_message(b.data(), b.size(), lim);
-}
 
 mp turn(const char* role, mp content) { return mp::map({{"role", role}, {"content", std::move(content)}}); }
 

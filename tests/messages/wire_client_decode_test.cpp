@@ -9,12 +9,9 @@ namespace cortex::wire {
 namespace {
 
 using test::envelope;
+using test::decode;
 using test::mp;
 
-decode_result decode(const mp& m, const decode_limits& lim = {}) {
-  const std::vector<uint8_t> b = m.bytes();
-  return decode_client_message(b.data(), b.size(), lim);
-}
 
 TEST(wire_client_decode, minimal_submit_gets_protocol_defaults) {
   const decode_result d = decode(envelope("submit", {{"id", "r1"}, {"prompt", "Once upon"}}));

@@ -30,8 +30,11 @@ void expect_well_formed_answer(const decode_result& d) {
   if (d.ok()) {
     EXPECT_NE(d.type, client_message_type::none);
     // Chat turns and template variables pass on as JSON that parses.
-    for (const std::string* text : {&d.request.messages_json, &d.request.chat_template_kwargs_json})
-      if (!text->empty()) EXPECT_TRUE(nlohmann::json::accept(*text)) << *text;
+    for (const std::string* text : {&d.request.messages_json, &d.request.chat_template_kwargs_json}) {
+      if (!text->empty()) {
+        EXPECT_TRUE(nlohmann::json::accept(*text)) << *text;
+      }
+    }
     return;
   }
   static const std::set<errc> decode_errors = {errc::malformed,   errc::invalid_param, errc::unknown_type,

@@ -12,6 +12,8 @@
 
 #include <msgpack.hpp>
 
+#include "messages/wire/client_decode.hpp"
+
 namespace cortex::wire::test {
 
 struct mp {
@@ -144,6 +146,12 @@ inline mp envelope(const char* t, std::vector<std::pair<mp, mp>> fields = {}) {
   mp m = mp::map({{"v", 1}, {"t", t}});
   for (auto& f : fields) m.entries.push_back(std::move(f));
   return m;
+}
+
+// Decodes `m` as a client message with limits `lim`.
+inline decode_result decode(const mp& m, const decode_limits& lim = {}) {
+  const std::vector<uint8_t> b = m.bytes();
+  return decode_client_message(b.data(), b.size(), lim);
 }
 
 }  // namespace cortex::wire::test
