@@ -33,6 +33,7 @@ class wire_port final : public gateway_port<wire_route> {
   zmq_server* server = nullptr;
   intake_actor intake;
   std::function<void(uint64_t, finish_reason)> send_cancel;
+  std::shared_ptr<http::metrics_registry> metrics;
 
   void post(const std::string& peer, bool delimiter, const wire::wire_bytes& bytes) {
     server->post(peer, std::string(bytes.begin(), bytes.end()), delimiter);
@@ -52,11 +53,19 @@ class wire_port final : public gateway_port<wire_route> {
   void send_rejected(route& r, const error_report& e) override {
     post(r.conn, r.extra.delimiter, wire::encode_error(r.client_id, 0, e));
   }
+  // Every request's end, delivered or not (its peer may be gone).
+  void ended(route&, const request_finished& f) override {
+    if (metrics) metrics->record_finished("wire", f);
+  }
+  void ended_rejected(route&, const error_report& e) override {
+    if (!metrics) return;
+    metrics->count_rejection(errc_name(e.code));
+    metrics->count_request("wire", "rejected");
+  }
 };
 
 struct gateway_state {
   wire_port port;
-  std::shared_ptr<http::metrics_registry> metrics;
   std::unique_ptr<gateway_core<wire_route>> core;
   health_status health = health_status::starting;
   std::vector<model_info> models;
@@ -70,6 +79,12 @@ using self_ptr = zmq_gateway_actor::stateful_pointer<gateway_state>;
 
 void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err) {
   self->state.port.post(in.peer, in.delimiter, wire::encode_error(id, 0, err));
+}
+
+// A submit the gateway itself refuses (not ready, draining, duplicate id).
+void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err) {
+  if (auto& m = self->state.port.metrics) m->count_rejection(errc_name(err.code));
+  reply_error(self, in, id, err);
 }
 
 wire::server_stats make_server_stats(self_ptr self, engine_stats engine) {
@@ -93,13 +108,13 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
                      draining ? "the server is shutting down; submit to another instance"
                               : "the model is still loading; retry shortly",
                      draining ? 1000u : 500u};
-    reply_error(self, in, d.id, err);
+    refuse_submit(self, in, d.id, err);
     return;
   }
   wire_route extra{in.delimiter, wire::output_fields_of(d.request), std::move(d.ignored)};
   auto key = st.core->open(in.peer, d.id, std::move(extra));
   if (!key) {
-    reply_error(self, in, d.id,
+    refuse_submit(self, in, d.id,
                 {errc::duplicate_id, "id '" + d.id + "' is still active on this connection; use a new id or wait for its finished", 0});
     return;
   }
@@ -129,9 +144,9 @@ void handle_inbound(self_ptr self, gateway_inbound& in) {
   auto d = wire::decode_client_message(reinterpret_cast<const uint8_t*>(in.payload.data()), in.payload.size(), st.limits);
   if (!d.ok()) {
     st.malformed++;
-    if (st.metrics) {
-      st.metrics->count_malformed_message("zmq");
-      st.metrics->count_rejection(errc_name(d.error.code));
+    if (auto& m = st.port.metrics) {
+      m->count_malformed_message("zmq");
+      m->count_rejection(errc_name(d.error.code));
     }
     spdlog::debug("gateway: rejected message ({} {}): {}", errc_code(d.error.code), errc_name(d.error.code), d.error.message);
     reply_error(self, in, d.id, d.error);
@@ -162,7 +177,7 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
   st.port.server = server;
   st.port.send_cancel = [self](uint64_t rid, finish_reason why) { self->send(self->state.port.intake, cancel_atom_v, rid, why); };
   st.core = std::make_unique<gateway_core<wire_route>>(st.port, cfg.core);
-  st.metrics = cfg.metrics;
+  st.port.metrics = cfg.metrics;
   return {
       [self](gateway_inbound& in) { handle_inbound(self, in); },
       [self](peer_gone_atom, const std::string& peer) {
@@ -178,19 +193,8 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
         core.on_chunk(c);
         if (core.n_overflowed() != before) spdlog::warn("gateway: a client reads too slowly; ending its request");
       },
-      [self](request_finished& f) {
-        auto& st = self->state;
-        if (st.metrics && st.core->find_key(f.client_id)) st.metrics->record_finished("wire", f);
-        st.core->on_finished(f);
-      },
-      [self](request_rejected& rj) {
-        auto& st = self->state;
-        if (st.metrics && st.core->find_key(rj.client_id)) {
-          st.metrics->count_rejection(errc_name(rj.error.code));
-          st.metrics->count_request("wire", "rejected");
-        }
-        st.core->on_rejected(rj);
-      },
+      [self](request_finished& f) { self->state.core->on_finished(f); },
+      [self](request_rejected& rj) { self->state.core->on_rejected(rj); },
       [self](ready_atom, intake_actor intake, model_info& m) {
         auto& st = self->state;
         st.port.intake = std::move(intake);

@@ -50,7 +50,6 @@ struct response_state {
   std::vector<generation_request> deferred;
   bool base64 = false;            // embeddings: encoding_format base64
   bool streaming_started = false;
-  gateway_clock::time_point t0 = gateway_clock::now();
 };
 
 struct http_state;
@@ -192,9 +191,9 @@ void http_port::send_finished(route& r, const request_finished& f) {
   }
   if (rs->stream) {
     stream_bytes(self, *rs, rs->stream->on_finished(r.extra.index, f));
-    if (rs->stream->done()) {
+    if (rs->stream->done()) {  // all finished, or one failed (the stream ended with its error)
       st.server->stream_end(rs->conn);
-      end_response(self, id);
+      end_response(self, id, f.reason == finish_reason::error);
     }
     return;
   }
@@ -262,21 +261,22 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
 
 void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   auto& st = self->state;
+  auto refuse = [&](const error_report& e, std::string_view param = {}) {
+    if (st.cfg.metrics) {
+      st.cfg.metrics->count_rejection(errc_name(e.code));
+      if (e.code == errc::malformed) st.cfg.metrics->count_malformed_message("http");
+    }
+    respond_error(self, in.conn, e, param);
+  };
   if (st.health != health_status::ready || !st.intake) {
     const bool draining = st.health == health_status::draining;
-    return respond_error(self, in.conn,
-                         {draining ? errc::draining : errc::not_ready,
-                          draining ? "the server is shutting down; send to another instance" : "the model is still loading; retry shortly",
-                          draining ? 1000u : 500u});
+    return refuse({draining ? errc::draining : errc::not_ready,
+                   draining ? "the server is shutting down; send to another instance" : "the model is still loading; retry shortly",
+                   draining ? 1000u : 500u});
   }
   auto parsed = parse_openai_request(ep, in.body, st.limits);
-  if (!parsed.ok()) {
-    if (st.cfg.metrics) {
-      st.cfg.metrics->count_rejection(errc_name(parsed.error.report.code));
-      if (parsed.error.report.code == errc::malformed) st.cfg.metrics->count_malformed_message("http");
-    }
-    return respond_error(self, in.conn, parsed.error.report, parsed.error.param);
-  }
+  if (!parsed.ok()) return refuse(parsed.error.report, parsed.error.param);
+  if (!parsed.request.user.empty()) spdlog::debug("http: request from user '{}'", parsed.request.user);  // http.md: logged only
   auto& req = parsed.request;
   response_state rs;
   rs.conn = in.conn;

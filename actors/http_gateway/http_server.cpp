@@ -10,6 +10,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "actors/http_gateway/openai_error.hpp"
+
 namespace cortex {
 
 namespace net = boost::asio;
@@ -128,7 +130,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   void on_header(beast::error_code ec) {
     if (closed_) return;
     if (ec) {
-      if (ec == bhttp::error::header_limit) return fail(431, "the request head is larger than 64 KiB");
+      if (ec == bhttp::error::header_limit)
+        return fail(413, {errc::too_large, "the request head is larger than 64 KiB", 0});
       if (ec == bhttp::error::body_limit) return too_large();  // Content-Length over the cap
       return close();  // timeout, bad request line, client gone: nothing to answer
     }
@@ -146,7 +149,11 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     if (ec) return close();
     stream_.expires_never();
     busy_ = true;
-    if (reject_) return fail(503, "the server has too many open connections; retry shortly", {{"Retry-After", "1"}});
+    // http.md: 503 beyond the connection cap. Protocol v1 has no 503 name for
+    // it; `overloaded` (retryable, "the server is full") is the closest.
+    if (reject_)
+      return fail(503, {errc::overloaded, "the server has too many open connections; retry shortly", 1000},
+                  {{"Retry-After", "1"}});
     auto& req = parser_->get();
     http_inbound in;
     in.conn = id_;
@@ -185,21 +192,20 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     if (buf_.size() < pipelined_limit_bytes) watch();
   }
 
-  // An error answered without involving the gateway; the connection closes after it.
-  void fail(int status, const std::string& message, http_header_list headers = {}) {
+  // An error answered without involving the gateway (OpenAI's error shape,
+  // openai_error.hpp); the connection closes after it.
+  void fail(uint16_t status, const error_report& e, http_header_list headers = {}) {
     keep_alive_ = false;
     busy_ = true;
     stream_.expires_never();
     http_response_out r;
     r.status = status;
     r.headers = std::move(headers);
-    r.body = R"({"error":{"message":")" + message + R"(","type":")" +
-             (status >= 500 ? "server_error" : "invalid_request_error") + R"(","param":null,"code":")" +
-             (status == 503 ? "overloaded" : "too_large") + R"("}})";
+    r.body = http::openai_error_body(e);
     respond(std::move(r));
   }
   void too_large() {
-    fail(413, "the request body is larger than " + std::to_string(srv_.opts.max_body_bytes) + " bytes");
+    fail(413, {errc::too_large, "the request body is larger than " + std::to_string(srv_.opts.max_body_bytes) + " bytes", 0});
   }
 
   void enqueue(write_op op) {

@@ -43,6 +43,12 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   rt->n_ctx_ = std::min(rt->n_ctx_, rt->kv_blocks_ * c.block_size);
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
+  // A bad --chat-template fails before anything is spawned.
+  auto chat = load_chat_setup(*rt->model_, c.chat_template_path);
+  if (!chat) return chat.error();
+  for (const auto& w : chat->tmpl.warnings()) spdlog::warn("chat template ({}): {}", chat->origin, w);
+  spdlog::info("chat template: {}; {} end-of-turn token(s)", chat->origin, chat->stop_ids.size());
+
   executor_config ec;
   ec.n_threads = threads;
   ec.n_kv_blocks = rt->kv_blocks_;
@@ -64,10 +70,6 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ic.limits.n_vocab = hp.n_vocab;
   ic.max_waiting = static_cast<uint32_t>(c.max_waiting);
   ic.max_queued_tokens = static_cast<uint64_t>(c.max_queued_tokens);
-  auto chat = load_chat_setup(*rt->model_, c.chat_template_path);
-  if (!chat) return chat.error();
-  for (const auto& w : chat->tmpl.warnings()) spdlog::warn("chat template ({}): {}", chat->origin, w);
-  spdlog::info("chat template: {}; {} end-of-turn token(s)", chat->origin, chat->stop_ids.size());
   ic.chat = std::make_shared<const chat_setup>(std::move(*chat));
   rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic);
   spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({:.0f} MiB), context {} per request",

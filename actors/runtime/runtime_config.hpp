@@ -13,10 +13,10 @@ namespace cortex {
 
 struct runtime_config {
   std::string model_path;
-  std::string chat_template_path;
+  std::string chat_template_path;  // overrides the model's chat template (empty: the model's, else ChatML)
   // Told after every engine step (duration, tokens): cortexd feeds /metrics'
   // step histograms with it. Empty: nobody listens.
-  std::function<void(double duration_s, uint32_t n_tokens)> on_step;  // overrides the model's chat template (empty: the model's, else ChatML)
+  std::function<void(double duration_s, uint32_t n_tokens)> on_step;
   int threads = 0;              // compute threads; 0 = one per core
   int block_size = 16;          // tokens per KV block
   int kv_memory_mb = 1024;      // K/V arena size; the block count follows from the model

@@ -37,10 +37,10 @@ class request_slots {
     error_report error;   // code == errc::none unless reason == error
   };
 
-  // A new request. Fails with duplicate_id when `rid` is still live.
+  // A new request. Fails (internal: rids are intake's, a duplicate is a bug) when `rid` is still live.
   status add(request_id rid, Session session, sequence_admission admission) {
     if (slots_.count(rid) != 0) {
-      return fail(errc::duplicate_id, "scheduler: request " + std::to_string(rid) + " is already live");
+      return fail(errc::internal, "scheduler: request " + std::to_string(rid) + " is already live");
     }
     slot s;
     s.session = std::move(session);

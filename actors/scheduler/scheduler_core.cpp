@@ -18,7 +18,9 @@ scheduler_core::scheduler_core(const scheduler_config& cfg, kv_cache_manager& kv
     : cfg_(cfg), policy_(cfg.aging_per_step), kv_(kv) {}
 
 status scheduler_core::add(seq_request req) {
-  if (seqs_.count(req.rid) != 0) return fail(errc::duplicate_id, "scheduler: request " + std::to_string(req.rid) + " is already queued or running");
+  // Intake assigns rids: a duplicate is our bug (409 duplicate_id is the
+  // client's id on its connection, protocol.md), so it is internal.
+  if (seqs_.count(req.rid) != 0) return fail(errc::internal, "scheduler: request " + std::to_string(req.rid) + " is already queued or running");
   if (req.tokens_prompt.empty()) return fail(errc::invalid_param, "scheduler: the prompt is empty");
   if (req.max_tokens < 1) return fail(errc::invalid_param, "scheduler: max_tokens must be >= 1");
   sequence s;
@@ -134,7 +136,7 @@ void scheduler_core::schedule_running(sequence& s, int32_t n_want, bool is_decod
       continue;
     }
     if (running_.size() == 1) {
-      finish_now(s, finish_reason::error, fail(errc::context_overflow, seq_error_kv_capacity));  // only running sequence, and still no room: larger than the pool
+      finish_now(s, finish_reason::error, fail(errc::internal, seq_error_kv_capacity));  // only running sequence, and still no room: larger than the pool (intake caps the context to it, so a bug)
     } else {
       preempt(s, plan, budget);
     }

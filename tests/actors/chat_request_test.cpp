@@ -16,13 +16,6 @@
 namespace cortex {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 struct chat_request_test : ::testing::Test {
   std::unique_ptr<model> m;
   chat_setup chat;
@@ -30,7 +23,7 @@ struct chat_request_test : ::testing::Test {
     auto loaded = model::load_vocab_only(testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-llama3.gguf");
     ASSERT_TRUE(loaded) << loaded.error();
     m = std::move(*loaded);
-    const std::string text = read_text(testing::shared_dir() + "/golden/chat/templates/llama3_1.jinja");
+    const std::string text = testing::read_file(testing::shared_dir() + "/golden/chat/templates/llama3_1.jinja");
     auto t = chat_template::parse(text);
     ASSERT_TRUE(t) << t.error();
     chat = chat_setup{std::move(*t), chat_stop_tokens(text, m->tokenizer().vocabulary()), "test"};

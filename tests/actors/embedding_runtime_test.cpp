@@ -151,14 +151,8 @@ TEST(embedding_runtime_kv, preempted_embed_request_still_gives_the_golden_embedd
   EXPECT_TRUE(fx.wait_idle());
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(models, embedding_runtime, ::testing::Values("stories260K", "tiny-llama-f32", "tiny-qwen2-f32"),
-                         param_name);
+                         testing::model_param_name<::testing::TestParamInfo<std::string>>);
 
 }  // namespace
 }  // namespace cortex

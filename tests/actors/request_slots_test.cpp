@@ -59,11 +59,11 @@ struct fixture {
   }
 };
 
-TEST(request_slots, duplicate_id_is_refused_with_its_code) {
+TEST(request_slots, a_live_rid_is_refused_as_internal) {
   slots_t slots;
   ASSERT_TRUE(slots.add(5, 50, admission_of(5, {1, 2}, 1)).is_ok());
   const status again = slots.add(5, 51, admission_of(5, {3}, 2));
-  EXPECT_EQ(again.code, errc::duplicate_id);
+  EXPECT_EQ(again.code, errc::internal);
   EXPECT_NE(again.message.find("5"), std::string::npos) << again.message;
   EXPECT_EQ(slots.size(), 1u);
 }
@@ -139,16 +139,16 @@ TEST(request_slots, finish_closes_opened_samplers_with_the_next_step_and_keeps_e
   EXPECT_TRUE(f.slots.begin_step(plan, f.core).step.closed.empty());
 }
 
-TEST(request_slots, a_kv_capacity_error_keeps_context_overflow) {
+TEST(request_slots, a_finish_error_keeps_its_code_and_message) {
   seq_finished rec;
   rec.rid = 4;
   rec.reason = finish_reason::error;
-  rec.error = fail(errc::context_overflow, seq_error_kv_capacity);
+  rec.error = fail(errc::invalid_param, seq_error_kv_capacity);
   slots_t slots;
   ASSERT_TRUE(slots.add(4, 40, admission_of(4, {1}, 1)).is_ok());
   const auto notes = slots.finish({rec});
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0].error.code, errc::context_overflow);
+  EXPECT_EQ(notes[0].error.code, errc::invalid_param);
   EXPECT_EQ(notes[0].error.message, seq_error_kv_capacity);
 }
 

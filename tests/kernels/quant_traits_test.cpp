@@ -60,13 +60,33 @@ TEST(quant_traits, activation_format_fits_the_block_and_zero_point) {
       case x_format::none: break;
       default: EXPECT_EQ(r->block_size, 1); break;
     }
-    EXPECT_EQ(kernels::matmul_supports(r->type), r->matmul[0] != nullptr);
-    EXPECT_EQ(dequantize_supported(r->type), r->dequantize != nullptr);
-    EXPECT_EQ(quantize_supported(r->type), r->quantize != nullptr);
-    if (kernels::matmul_supports(r->type)) {
-      EXPECT_EQ(kernels::matmul_row_bytes(r->type, 512), row_size(r->type, 512));
-    }
   }
+}
+
+// The public queries against facts of the formats (llama.cpp's block
+// layouts, and the type set the README documents), not against the rows.
+TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
+  using t = ggml_type;
+  for (t type : {t::f32, t::f16, t::bf16, t::q8_0, t::q4_0, t::q5_0, t::q4_k, t::q5_k, t::q6_k}) {
+    EXPECT_TRUE(kernels::matmul_supports(type)) << type_traits(type).name;
+  }
+  EXPECT_FALSE(kernels::matmul_supports(t::q4_1)) << "q4_1 has dequantization only";
+  for (t type : {t::f32, t::f16, t::bf16, t::q4_0, t::q4_1, t::q5_0, t::q5_1, t::q8_0, t::q2_k, t::q3_k, t::q4_k,
+                 t::q5_k, t::q6_k}) {
+    EXPECT_TRUE(dequantize_supported(type)) << type_traits(type).name;
+  }
+  for (t type : {t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_k, t::q5_k, t::q6_k}) {
+    EXPECT_TRUE(quantize_supported(type)) << type_traits(type).name;
+  }
+  EXPECT_FALSE(dequantize_supported(t::i32));
+  // 512 values: f32 4 B each; f16 2; q8_0 16 blocks of 34 B; q4_0 16 of 18;
+  // q4_K 2 super-blocks of 144; q6_K 2 of 210.
+  EXPECT_EQ(kernels::matmul_row_bytes(t::f32, 512), 2048u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::f16, 512), 1024u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q8_0, 512), 544u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q4_0, 512), 288u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q4_k, 512), 288u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q6_k, 512), 420u);
 }
 
 TEST(quant_traits, packed_layouts_round_trip_their_rows) {

@@ -14,17 +14,10 @@
 namespace cortex {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string chat_dir() { return testing::shared_dir() + "/golden/chat"; }
 
 nlohmann::ordered_json load_cases() {
-  return nlohmann::ordered_json::parse(read_file(chat_dir() + "/cases.json"), nullptr, false);
+  return nlohmann::ordered_json::parse(testing::read_file(chat_dir() + "/cases.json"), nullptr, false);
 }
 
 chat_render_input input_of(const nlohmann::ordered_json& c) {
@@ -47,7 +40,7 @@ TEST(chat_template_golden, every_case_matches_python_jinja2) {
     const std::string name = c["template"].get<std::string>();
     const std::string id = c["id"].get<std::string>();
     if (!templates.count(name)) {
-      auto t = chat_template::parse(read_file(chat_dir() + "/templates/" + name + ".jinja"));
+      auto t = chat_template::parse(testing::read_file(chat_dir() + "/templates/" + name + ".jinja"));
       ASSERT_TRUE(t.has_value()) << name << ": " << t.error();
       EXPECT_TRUE(t->warnings().empty()) << name << ": " << t->warnings().front();
       templates.emplace(name, std::move(*t));

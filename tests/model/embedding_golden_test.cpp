@@ -96,14 +96,8 @@ TEST_P(golden_embedding, bad_input_is_an_error) {
   EXPECT_FALSE(embed_tokens(seq, *model_, {1, -1}));
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(models, golden_embedding, ::testing::Values("stories260K", "tiny-llama-f32", "tiny-qwen2-f32"),
-                         param_name);
+                         testing::model_param_name<::testing::TestParamInfo<std::string>>);
 
 }  // namespace
 }  // namespace cortex

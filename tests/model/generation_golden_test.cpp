@@ -221,11 +221,7 @@ TEST_P(golden_generation, chunked_and_batched_prefill_match_reference) {
   batched.expect_ok(GetParam() + " all cases in one ragged batch");
 }
 
-auto param_name = [](const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
-};
+const auto param_name = testing::model_param_name<::testing::TestParamInfo<std::string>>;
 
 INSTANTIATE_TEST_SUITE_P(models, golden_generation_exact,
                          ::testing::Values("stories260K", "stories260K-f16", "tiny-llama-f32", "tiny-llama-f16",

@@ -14,16 +14,12 @@
 #include "model/gguf.hpp"
 #include "model/tokenizer.hpp"
 #include "tests/model/detokenizer_stream.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace {
 
 const std::string k_dir = std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 std::string from_hex(const std::string& hex) {
   std::string out;
@@ -48,7 +44,7 @@ class TokenizerGolden : public ::testing::TestWithParam<std::string> {
     tok_ = std::move(*t);
   }
   nlohmann::json public_cases() const {
-    const auto j = nlohmann::json::parse(read_file(k_dir + "/" + GetParam() + ".public.json"));
+    const auto j = nlohmann::json::parse(testing::read_file(k_dir + "/" + GetParam() + ".public.json"));
     EXPECT_EQ(j["add_special"], false);
     EXPECT_EQ(j["parse_special"], false);
     return j["cases"];
@@ -121,7 +117,7 @@ TEST_P(TokenizerGolden, PublicCasesIncremental) {
 // (a trailing separator ends the list), one line of ids per text.
 TEST_P(TokenizerGolden, LlamaCppVectors) {
   const std::string base = k_dir + "/llama.cpp-vectors/ggml-vocab-" + GetParam() + ".gguf";
-  const std::string raw = read_file(base + ".inp");
+  const std::string raw = testing::read_file(base + ".inp");
   ASSERT_FALSE(raw.empty());
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> texts;
@@ -135,7 +131,7 @@ TEST_P(TokenizerGolden, LlamaCppVectors) {
     pos = next + sep.size();
   }
   std::vector<std::vector<int32_t>> wants;
-  std::istringstream out(read_file(base + ".out"));
+  std::istringstream out(testing::read_file(base + ".out"));
   for (std::string line; std::getline(out, line);) {
     std::istringstream ls(line);
     std::vector<int32_t> ids;

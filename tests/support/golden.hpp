@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +45,20 @@ inline tolerance tolerance_for(const std::string& model_name) {
   if (model_name.find("f16") != std::string::npos) return {2e-2, 1e-3, true};
   if (model_name.find("q8_0") != std::string::npos || model_name.find("q4_") != std::string::npos) return {0.1, 1e-2, false};
   return {1e-3, 1e-4, true};  // f32 (stories260K.gguf is all F32)
+}
+
+// A file's bytes as they are ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A gtest parameter name from a model name ("tiny-llama-f32" -> "tiny_llama_f32").
+template <class Info>
+std::string model_param_name(const Info& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
 }
 
 }  // namespace cortex::testing
