@@ -282,8 +282,8 @@ class request_parser {
     return !agp || r_.read_bool(*agp, "add_generation_prompt", out_.request.add_generation_prompt);
   }
 
-  // Checks one message and makes its content a string; everything else in
-  // it (tool_calls, tool_call_id, name, unknown keys) goes to the template as given.
+  // Checks one message; it goes to intake as given (intake joins text parts,
+  // the same for both gateways: actors/intake/chat_setup.cpp).
   bool normalize_message(json& m, const std::string& param) {
     if (!m.is_object()) return r_.expected(param, "an object {role, content}", m);
     const json* role = field(m, "role");
@@ -306,7 +306,6 @@ class request_parser {
     if (content->is_string()) return true;
     if (!content->is_array())
       return r_.expected(param + ".content", "a string or an array of {type: \"text\", text}", *content);
-    std::string text;
     for (size_t k = 0; k < content->size(); ++k) {
       const json& part = (*content)[k];
       const std::string pp = at(param + ".content", k);
@@ -321,9 +320,7 @@ class request_parser {
       const json* pt = field(part, "text");
       if (!pt) return r_.fail(errc::invalid_param, pp + ".text", pp + ".text is required");
       if (!r_.read_string(*pt, pp + ".text", s)) return false;
-      text += s;
     }
-    *content = std::move(text);
     return true;
   }
 

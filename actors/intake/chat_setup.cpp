@@ -26,6 +26,27 @@ expected<chat_setup> load_chat_setup(const model& m, const std::string& override
   return chat_setup{std::move(*tmpl), chat_stop_tokens(text, v), origin};
 }
 
+namespace {
+
+// A turn's content given as text parts ([{type: "text", text}], checked by
+// the gateways) becomes one string, as OpenAI servers render it: the one
+// place both gateways' requests are normalized, so the same conversation
+// renders the same prompt whichever way it came.
+void join_text_parts(nlohmann::ordered_json& messages) {
+  for (auto& m : messages) {
+    if (!m.is_object()) continue;
+    auto c = m.find("content");
+    if (c == m.end() || !c->is_array()) continue;
+    std::string text;
+    for (const auto& part : *c) {
+      if (part.is_object() && part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
+    }
+    *c = std::move(text);
+  }
+}
+
+}  // namespace
+
 error_report chat_prompt_tokens(const chat_setup& chat, const tokenizer& tok, const generation_request& r,
                                 std::vector<int32_t>& prompt) {
   chat_prompt_request req;
@@ -33,6 +54,7 @@ error_report chat_prompt_tokens(const chat_setup& chat, const tokenizer& tok, co
   req.messages = nlohmann::ordered_json::parse(r.messages_json, nullptr, /*allow_exceptions=*/false);
   if (req.messages.is_discarded() || !req.messages.is_array())
     return {errc::invalid_param, "messages must be a JSON array of {role, content} objects", 0};
+  join_text_parts(req.messages);
   if (!r.chat_template_kwargs_json.empty()) {
     req.kwargs = nlohmann::ordered_json::parse(r.chat_template_kwargs_json, nullptr, false);
     if (req.kwargs.is_discarded() || !req.kwargs.is_object())

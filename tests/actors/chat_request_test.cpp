@@ -61,6 +61,16 @@ TEST_F(chat_request_test, messages_become_the_rendered_prompt_with_one_bos_and_e
       << "<|eot_id|> ends the answer";
 }
 
+TEST_F(chat_request_test, text_parts_render_like_one_string) {
+  request_validator v(limits(), m->tokenizer(), 1);
+  v.set_chat(&chat);
+  auto parts = v.validate(chat_request(R"([{"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo!"}]}])"));
+  auto whole = v.validate(chat_request(R"([{"role": "user", "content": "Hello!"}])"));
+  ASSERT_TRUE(parts.ok()) << parts.error.message;
+  ASSERT_TRUE(whole.ok()) << whole.error.message;
+  EXPECT_EQ(parts.request.tokens_prompt, whole.request.tokens_prompt);
+}
+
 TEST_F(chat_request_test, add_generation_prompt_false_leaves_the_assistant_header_out) {
   request_validator v(limits(), m->tokenizer(), 1);
   v.set_chat(&chat);

@@ -120,7 +120,7 @@ TEST(OpenaiRequest, LogprobsWithoutTopStillAsksTheEngine) {
   EXPECT_EQ(r.request.request.n_logprobs, 1u);  // the sampled token's logprob comes with a top list of >= 1
 }
 
-TEST(OpenaiRequest, MessagesNormalizedAndPassedThrough) {
+TEST(OpenaiRequest, MessagesCheckedAndPassedThrough) {
   const auto r = chat(R"({"messages":[
       {"role":"system","content":[{"type":"text","text":"be "},{"type":"text","text":"brief"}]},
       {"role":"user","content":"weather?","name":"ann"},
@@ -129,7 +129,7 @@ TEST(OpenaiRequest, MessagesNormalizedAndPassedThrough) {
       {"role":"tool","tool_call_id":"c1","content":"sunny","extra":7}]})");
   ASSERT_TRUE(r.ok()) << r.error.report.message;
   EXPECT_EQ(json::parse(r.request.request.messages_json), json::parse(R"([
-      {"role":"system","content":"be brief"},
+      {"role":"system","content":[{"type":"text","text":"be "},{"type":"text","text":"brief"}]},
       {"role":"user","content":"weather?","name":"ann"},
       {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
         "function":{"name":"get","arguments":"{\"city\":\"Oslo\"}"}}]},
