@@ -81,8 +81,9 @@ class request_slots {
         if (const sequence* q = core.find(e.rid)) u.cached_tokens = static_cast<uint32_t>(q->n_tokens_cached);
         out.started.emplace_back(s.session, std::move(u));
       }
-      if (!s.opened) {
-        s.opened = true;
+      // Embed requests (prefill only) get no sampler; they count as opened
+      // so that their close still drops the executor's pooled sum.
+      if (!s.opened && s.admission.kind != request_kind::embed) {
         sequence_open o;
         o.rid = e.rid;
         o.params = s.admission.params;
@@ -91,6 +92,7 @@ class request_slots {
         o.tokens_prompt = s.admission.tokens_prompt;
         out.opens.push_back(std::move(o));
       }
+      s.opened = true;
       out.step.entries.push_back(e);
     }
     return out;
