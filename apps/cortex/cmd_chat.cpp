@@ -79,15 +79,11 @@ int cmd_chat(int argc, char** argv) {
          "input line, no prompt.",
          with_endpoint(std::move(specs)));
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
-  auto timeout = a.get_int("timeout-ms");
-  if (!timeout || *timeout <= 0) { std::fprintf(stderr, "cortex: --timeout-ms must be a positive integer\n"); return 2; }
-  wire_json request, kwargs;
+  const auto timeout = timeout_ms(a);
+  if (!timeout) return 2;
+  wire_json request;
   if (!build_generation_request(a, request)) return 2;
-  std::string error;
-  if (a.has("chat-template-kwargs")) {
-    if (!parse_json_object(a.get("chat-template-kwargs"), "--chat-template-kwargs", kwargs, error)) { std::fprintf(stderr, "cortex: %s\n", error.c_str()); return 2; }
-    request["chat_template_kwargs"] = kwargs;
-  }
+  if (!add_chat_template_kwargs(a, request)) return 2;
   wire_json conversation = wire_json::array();
   if (a.has("system")) conversation.push_back({{"role", "system"}, {"content", a.get("system")}});
 
@@ -135,8 +131,8 @@ int cmd_chat(int argc, char** argv) {
     c.on_interrupt(nullptr);
     take_sigint();  // a second Ctrl-C during the answer must not quit at the prompt
     if (!ended) {
-      std::fprintf(stderr, "\ncortex: no message from %s within %lld ms (is cortexd running there?)\n",
-                   a.get("endpoint").c_str(), *timeout);
+      std::fputc('\n', stderr);
+      print_no_reply(a, *timeout);
       return 1;
     }
     const std::string reason = end.value("reason", "");

@@ -16,8 +16,8 @@ namespace {
 int simple_query(const char* type, const char* summary, int argc, char** argv) {
   args a(type, summary, with_endpoint({}));
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
-  auto timeout = a.get_int("timeout-ms");
-  if (!timeout || *timeout <= 0) { std::fprintf(stderr, "cortex: --timeout-ms must be a positive integer\n"); return 2; }
+  const auto timeout = timeout_ms(a);
+  if (!timeout) return 2;
   wire_connection c(a.get("endpoint"));
   if (!c.ok()) { std::fprintf(stderr, "cortex: %s\n", c.error().c_str()); return 1; }
   c.send({{"v", 1}, {"t", type}});
@@ -83,8 +83,8 @@ int cmd_submit(int argc, char** argv) {
     std::fprintf(stderr, "cortex: --chat-template-kwargs goes with --messages-json\n");
     return 2;
   }
-  auto timeout = a.get_int("timeout-ms");
-  if (!timeout || *timeout <= 0) { std::fprintf(stderr, "cortex: --timeout-ms must be a positive integer\n"); return 2; }
+  const auto timeout = timeout_ms(a);
+  if (!timeout) return 2;
   wire_json msg;
   if (!build_generation_request(a, msg)) return 2;
   const std::string id = a.has("id") ? a.get("id") : fresh_request_id();
@@ -92,13 +92,10 @@ int cmd_submit(int argc, char** argv) {
   msg["stream"] = !a.has("no-stream");
   std::string error, prompt;
   if (a.has("messages-json")) {
-    wire_json turns, kwargs;
+    wire_json turns;
     if (!read_messages_json(a.get("messages-json"), turns, error)) { std::fprintf(stderr, "cortex: %s\n", error.c_str()); return 2; }
     msg["messages"] = std::move(turns);
-    if (a.has("chat-template-kwargs")) {
-      if (!parse_json_object(a.get("chat-template-kwargs"), "--chat-template-kwargs", kwargs, error)) { std::fprintf(stderr, "cortex: %s\n", error.c_str()); return 2; }
-      msg["chat_template_kwargs"] = std::move(kwargs);
-    }
+    if (!add_chat_template_kwargs(a, msg)) return 2;
   } else if (a.has("file")) {
     if (!read_text(a.get("file"), prompt)) { std::fprintf(stderr, "cortex: cannot read '%s'\n", a.get("file").c_str()); return 1; }
     msg["prompt"] = prompt;
@@ -125,7 +122,7 @@ int cmd_submit(int argc, char** argv) {
     }
   }, m);
   if (!ended) {
-    std::fprintf(stderr, "cortex: no message from %s within %lld ms (is cortexd running there?)\n", a.get("endpoint").c_str(), *timeout);
+    print_no_reply(a, *timeout);
     return 1;
   }
   if (m.value("t", "") == "error") {

@@ -77,13 +77,28 @@ bool read_messages_json(const std::string& path, wire_json& out, std::string& er
   return true;
 }
 
-bool parse_json_object(const std::string& text, const char* what, wire_json& out, std::string& error) {
-  out = wire_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded() || !out.is_object()) {
-    error = std::string(what) + " must be a JSON object, e.g. '{\"enable_thinking\": false}'";
+bool add_chat_template_kwargs(args& a, wire_json& msg) {
+  if (!a.has("chat-template-kwargs")) return true;
+  wire_json kwargs = wire_json::parse(a.get("chat-template-kwargs"), nullptr, /*allow_exceptions=*/false);
+  if (kwargs.is_discarded() || !kwargs.is_object()) {
+    std::fprintf(stderr, "cortex: --chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'\n");
     return false;
   }
+  msg["chat_template_kwargs"] = std::move(kwargs);
   return true;
+}
+
+std::optional<long long> timeout_ms(args& a) {
+  auto t = a.get_int("timeout-ms");
+  if (!t || *t <= 0) {
+    std::fprintf(stderr, "cortex: --timeout-ms must be a positive integer\n");
+    return std::nullopt;
+  }
+  return *t;
+}
+
+void print_no_reply(args& a, long long ms) {
+  std::fprintf(stderr, "cortex: no message from %s within %lld ms (is cortexd running there?)\n", a.get("endpoint").c_str(), ms);
 }
 
 bool read_request(wire_connection& c, const std::string& id, int timeout_ms,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "apps/common/args.hpp"
 #include "apps/cortex/wire_connection.hpp"
 
@@ -31,8 +33,14 @@ std::string fresh_request_id();
 // stdin); false with `error` saying what to fix. Only the JSON shape is
 // checked here; the server checks the turns.
 bool read_messages_json(const std::string& path, wire_json& out, std::string& error);
-// A JSON object (--chat-template-kwargs); false with `error`.
-bool parse_json_object(const std::string& text, const char* what, wire_json& out, std::string& error);
+// Sets msg.chat_template_kwargs from --chat-template-kwargs (a JSON object)
+// when given; false after printing what is wrong (the command exits 2).
+bool add_chat_template_kwargs(args& a, wire_json& msg);
+
+// --timeout-ms, positive; nullopt after printing what is wrong (exit 2).
+std::optional<long long> timeout_ms(args& a);
+// "no message from ENDPOINT within N ms", to stderr.
+void print_no_reply(args& a, long long ms);
 
 // Reads the messages of request `id` (others are dropped) up to its terminal
 // one (`finished` or `error`), calling on_message for each, the terminal one
