@@ -103,6 +103,7 @@ void zmq_server::peer_gone(const std::string& peer) {
       v.erase(std::remove(v.begin(), v.end(), peer), v.end());
     }
     peers_.erase(it);
+    n_peers_ = peers_.size();
   }
   if (cb_.on_peer_gone) cb_.on_peer_gone(peer);
 }
@@ -183,6 +184,7 @@ void zmq_server::receive_all() {
       if (known == peers_.end() || known->second.fd != fd) handle_monitor();  // see run()
     }
     auto& ps = peers_[in.peer];
+    n_peers_ = peers_.size();
     if (fd >= 0 && ps.fd != fd) {
       ps.fd = fd;
       peers_by_fd_[fd].push_back(in.peer);

@@ -72,6 +72,8 @@ class zmq_server {
 
   uint64_t n_frames_in() const { return n_in_.load(); }
   uint64_t n_frames_out() const { return n_out_.load(); }
+  // Clients known to the server (they sent a message and are not gone).
+  size_t n_peers() const { return n_peers_.load(); }
 
  private:
   zmq_server() = default;
@@ -110,6 +112,7 @@ class zmq_server {
   std::unordered_map<std::string, peer_state> peers_;
   std::unordered_map<int, std::vector<std::string>> peers_by_fd_;
   std::atomic<uint64_t> n_in_{0}, n_out_{0};
+  std::atomic<size_t> n_peers_{0};
 };
 
 }  // namespace cortex

@@ -306,6 +306,7 @@ void handle_metrics(self_ptr self, uint64_t conn) {
     auto& st = self->state;
     reg->set_model_loaded(st.model_loaded);
     reg->set_connections("http", static_cast<double>(st.server->n_connections()));
+    if (st.cfg.before_scrape) st.cfg.before_scrape(*reg);
     if (e) {
       reg->set_requests_running(e->running);
       reg->set_requests_waiting(e->waiting);

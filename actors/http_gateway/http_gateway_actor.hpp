@@ -36,6 +36,9 @@ struct http_gateway_config {
   gateway_core_limits core;
   std::shared_ptr<http_model_hooks> hooks;  // REQUIRED
   std::shared_ptr<http::metrics_registry> metrics;  // shared with the other gateways; null: /metrics answers 501
+  // Called before each /metrics answer (e.g. cortexd sets the ZeroMQ
+  // connection gauge); may be empty.
+  std::function<void(http::metrics_registry&)> before_scrape;
 };
 
 // `server` must outlive the actor; the actor starts its I/O thread.

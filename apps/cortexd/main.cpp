@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
     cortex::http_gateway_config hcfg;
     hcfg.hooks = hooks;
     hcfg.metrics = metrics;
+    cortex::zmq_server* zmq = server->get();
+    hcfg.before_scrape = [zmq](cortex::http::metrics_registry& r) { r.set_connections("zmq", static_cast<double>(zmq->n_peers())); };
     gateways.push_back(cortex::spawn_http_gateway(sys, *http, hcfg));
     spdlog::info("listening on {} and http://{} (health: starting)", (*server)->endpoint(), http->address());
   } else {

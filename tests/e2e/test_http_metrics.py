@@ -154,6 +154,7 @@ class HttpMetricsTest(support.ServerTestCase):
         self.assertEqual(g("cortex_requests_waiting"), 0)
         self.assertEqual(g("cortex_model_loaded"), 1)
         self.assertGreaterEqual(g("cortex_connections", gateway="http"), 1, "the /metrics request's own")
+        self.assertGreaterEqual(g("cortex_connections", gateway="zmq"), 1, "the wire client that asked for stats")
 
     def test_latency_histograms_count_the_requests(self):
         count = lambda name: http_support.sample_sum(self.families, name, name + "_count")  # noqa: E731
