@@ -175,14 +175,15 @@ class AsyncClient:
         """The first non-None pop(), reading the socket (or waiting for the
         task that reads it) until then. Raises :class:`CortexTimeout`."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.timeout_s if timeout_s is None else timeout_s)
+        wait_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline = loop.time() + wait_s
         while True:
             m = pop()
             if m is not None:
                 return m
             left = deadline - loop.time()
             if left <= 0:
-                raise CortexTimeout("no reply from %s within %.1f s" % (self.endpoint, self.timeout_s))
+                raise CortexTimeout("no reply from %s within %.1f s" % (self.endpoint, wait_s))
             if self._reading:
                 arrived = self._arrival_event()
                 try:

@@ -204,7 +204,8 @@ class Client:
     def _wait(self, pop: Callable[[], Optional[Message]], timeout_s: Optional[float] = None) -> Message:
         """The first non-None pop(), filing arriving messages until then.
         Raises :class:`CortexTimeout`."""
-        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        wait_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + wait_s
         while True:
             m = pop()
             if m is not None:
@@ -222,6 +223,6 @@ class Client:
             left = deadline - time.monotonic()
             if left <= 0 or not sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
                 if time.monotonic() >= deadline:
-                    raise CortexTimeout("no reply from %s within %.1f s" % (self.endpoint, self.timeout_s))
+                    raise CortexTimeout("no reply from %s within %.1f s" % (self.endpoint, wait_s))
                 continue
             return _core.decode_frames(sock.recv_multipart())
