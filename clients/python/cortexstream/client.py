@@ -210,14 +210,14 @@ class Client:
             m = pop()
             if m is not None:
                 return m
-            self._router.deliver(self._read(deadline))
+            self._router.deliver(self._read(deadline, wait_s))
 
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
             raise RuntimeError("client is closed")
         return self._sock
 
-    def _read(self, deadline: float) -> Message:
+    def _read(self, deadline: float, wait_s: float) -> Message:
         sock = self._socket()
         while True:
             left = deadline - time.monotonic()
