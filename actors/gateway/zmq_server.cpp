@@ -16,6 +16,16 @@ std::string zmq_error_text() { return zmq_strerror(zmq_errno()); }
 
 void set_int(void* s, int opt, int v) { zmq_setsockopt(s, opt, &v, sizeof v); }
 
+// libzmq's ZMQ_ZAP_ENFORCE_DOMAIN (a draft option in 4.3's header): with it a
+// CURVE server fails handshakes closed when no ZAP handler answers. Builds
+// without the draft API reject it; the handler is bound first either way.
+constexpr int k_zap_enforce_domain = 93;
+
+bool is_z85_key(const std::string& key) {
+  uint8_t raw[32];
+  return key.size() == 40 && zmq_z85_decode(raw, key.c_str()) != nullptr;
+}
+
 }  // namespace
 
 expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options& opts) {
@@ -33,6 +43,9 @@ expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options&
   set_int(s->router_, ZMQ_HEARTBEAT_TTL, opts.heartbeat_timeout_ms);
   set_int(s->router_, ZMQ_LINGER, opts.linger_ms);
   if (opts.sndbuf_bytes > 0) set_int(s->router_, ZMQ_SNDBUF, opts.sndbuf_bytes);
+  if (!opts.curve_secret_key.empty()) {
+    if (status st = s->enable_curve(); !st) return st;
+  }
   if (zmq_bind(s->router_, opts.endpoint.c_str()) != 0) {
     return fail(errc::invalid_param, "cannot bind ZeroMQ endpoint '" + opts.endpoint + "': " + zmq_error_text() +
                       " (is another server using it? choose another with --endpoint)");
@@ -53,10 +66,37 @@ expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options&
   return s;
 }
 
+// The handler is bound before the router (RFC 27), so no handshake can
+// reach an unguarded server.
+status zmq_server::enable_curve() {
+  const std::string& key = opts_.curve_secret_key;
+  if (!zmq_has("curve")) return fail(errc::unsupported, "this libzmq was built without CURVE support");
+  if (!is_z85_key(key)) {
+    return fail(errc::invalid_param, "the CURVE secret key must be 40 Z85 characters (" + std::to_string(key.size()) +
+                                         " given, or not Z85); write a key pair with 'cortex keys curve --out NAME'");
+  }
+  if (!opts_.curve_authenticate) return fail(errc::invalid_param, "a CURVE server needs curve_authenticate (the keys)");
+  char pub[41] = {};
+  if (zmq_curve_public(pub, key.c_str()) != 0) return fail(errc::invalid_param, "cannot derive the CURVE public key");
+  curve_public_ = pub;
+  auto zap = zap_handler::start(ctx_, opts_.curve_authenticate);
+  if (!zap) return zap.error();
+  zap_ = std::move(*zap);
+  set_int(router_, ZMQ_CURVE_SERVER, 1);
+  if (zmq_setsockopt(router_, ZMQ_CURVE_SECRETKEY, key.c_str(), key.size()) != 0) {
+    return fail(errc::invalid_param, "libzmq refused the CURVE secret key: " + zmq_error_text());
+  }
+  const std::string domain = "cortex";
+  zmq_setsockopt(router_, ZMQ_ZAP_DOMAIN, domain.data(), domain.size());
+  set_int(router_, k_zap_enforce_domain, 1);
+  return status::ok();
+}
+
 zmq_server::~zmq_server() {
   stop();
   if (monitor_) zmq_close(monitor_);
   if (router_) zmq_close(router_);
+  zap_.reset();
   if (ctx_) zmq_ctx_term(ctx_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
@@ -160,6 +200,7 @@ void zmq_server::drain_posts() {
 void zmq_server::receive_all() {
   for (;;) {
     std::vector<std::string> frames;
+    std::string user_id;  // of the last frame: the payload's
     int fd = -1;
     bool more = true;
     while (more) {
@@ -171,6 +212,8 @@ void zmq_server::receive_all() {
         break;
       }
       if (fd < 0) fd = zmq_msg_get(&msg, ZMQ_SRCFD);
+      const char* user = zap_ ? zmq_msg_gets(&msg, "User-Id") : nullptr;
+      user_id = user ? user : "";
       frames.emplace_back(static_cast<const char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
       more = zmq_msg_more(&msg);
       zmq_msg_close(&msg);
@@ -179,6 +222,7 @@ void zmq_server::receive_all() {
     if (frames.size() < 2) continue;
     inbound_frame in;
     in.peer = std::move(frames[0]);
+    in.user_id = std::move(user_id);
     if (fd >= 0 && monitor_) {
       auto known = peers_.find(in.peer);
       if (known == peers_.end() || known->second.fd != fd) handle_monitor();  // see run()

@@ -10,6 +10,11 @@
 // ROUTER_MANDATORY) or their connection closes (socket monitor +
 // heartbeats; the connection is tied to the peer by the source fd of its
 // messages).
+//
+// With a CURVE secret key the ROUTER is a CURVE server (ZeroMQ RFC 26:
+// encrypted, and every client proves its key): a zap_handler in the same
+// context admits only the client keys `curve_authenticate` maps to a key id,
+// and each frame carries that id (inbound_frame::user_id).
 #pragma once
 
 #include <atomic>
@@ -18,11 +23,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "actors/gateway/zap_handler.hpp"
 #include "model/expected.hpp"
 
 namespace cortex {
@@ -36,6 +43,14 @@ struct zmq_server_options {
   int linger_ms = 1000;                 // flush time at stop()
   int sndbuf_bytes = 0;                 // kernel send buffer per connection (ZMQ_SNDBUF); 0 = OS default
   size_t max_peer_backlog = 4096;       // frames queued here for a blocked peer before it is dropped
+  // The server's CURVE secret key: 40 Z85 characters (`cortex keys curve`
+  // writes one). Empty: plaintext, no client authentication.
+  std::string curve_secret_key;
+  // With curve_secret_key, REQUIRED: the key id a client's public key (Z85)
+  // binds its connection to, or nullopt to refuse the handshake. Called on
+  // the ZAP thread (thread-safe, quick); an exception refuses.
+  std::function<std::optional<std::string>(const std::string& client_public_z85, const std::string& peer_address)>
+      curve_authenticate;
 };
 
 struct inbound_frame {
@@ -43,6 +58,7 @@ struct inbound_frame {
   std::string payload;    // the msgpack map (unchecked)
   bool delimiter = false; // a REQ-style empty frame preceded the payload (mirror it back)
   bool extra_frames = false;  // more frames than [id, (""), payload]
+  std::string user_id;    // CURVE: the key id the ZAP handler bound the connection to; empty without CURVE
 };
 
 class zmq_server {
@@ -54,7 +70,8 @@ class zmq_server {
   };
 
   // Creates the socket and binds it (in the calling thread). Errors name the
-  // endpoint and the reason (address in use, bad endpoint).
+  // endpoint and the reason (address in use, bad endpoint, a CURVE secret
+  // key that is not 40 Z85 characters, CURVE without curve_authenticate).
   static expected<std::unique_ptr<zmq_server>> bind(const zmq_server_options& opts);
   ~zmq_server();
 
@@ -74,9 +91,14 @@ class zmq_server {
   uint64_t n_frames_out() const { return n_out_.load(); }
   // Clients known to the server (they sent a message and are not gone).
   size_t n_peers() const { return n_peers_.load(); }
+  // CURVE handshakes refused by the ZAP handler (0 without CURVE). Thread-safe.
+  uint64_t n_auth_denied() const { return zap_ ? zap_->n_denied() : 0; }
+  // The server's CURVE public key (Z85, what clients need), empty without CURVE.
+  const std::string& curve_public_key() const { return curve_public_; }
 
  private:
   zmq_server() = default;
+  status enable_curve();
   void run();
   void drain_posts();
   void flush_peer(const std::string& peer);
@@ -97,7 +119,9 @@ class zmq_server {
 
   zmq_server_options opts_;
   std::string endpoint_;
+  std::string curve_public_;
   void* ctx_ = nullptr;
+  std::unique_ptr<zap_handler> zap_;  // with CURVE; closed after router_, before the context
   void* router_ = nullptr;
   void* monitor_ = nullptr;
   int wake_fd_ = -1;
