@@ -87,7 +87,9 @@ int cmd_chat(int argc, char** argv) {
   wire_json conversation = wire_json::array();
   if (a.has("system")) conversation.push_back({{"role", "system"}, {"content", a.get("system")}});
 
-  wire_connection c(a.get("endpoint"));
+  const auto curve = curve_keys(a);
+  if (!curve) return 2;
+  wire_connection c(a.get("endpoint"), *curve);
   if (!c.ok()) { std::fprintf(stderr, "cortex: %s\n", c.error().c_str()); return 1; }
   catch_sigint();
   const bool interactive = isatty(0);
@@ -132,7 +134,7 @@ int cmd_chat(int argc, char** argv) {
     take_sigint();  // a second Ctrl-C during the answer must not quit at the prompt
     if (!ended) {
       std::fputc('\n', stderr);
-      print_no_reply(a, *timeout);
+      print_no_reply(a, c, *timeout);
       return 1;
     }
     const std::string reason = end.value("reason", "");

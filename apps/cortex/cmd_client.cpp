@@ -18,12 +18,14 @@ int simple_query(const char* type, const char* summary, int argc, char** argv) {
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
   const auto timeout = timeout_ms(a);
   if (!timeout) return 2;
-  wire_connection c(a.get("endpoint"));
+  const auto curve = curve_keys(a);
+  if (!curve) return 2;
+  wire_connection c(a.get("endpoint"), *curve);
   if (!c.ok()) { std::fprintf(stderr, "cortex: %s\n", c.error().c_str()); return 1; }
   c.send({{"v", 1}, {"t", type}});
   wire_json reply;
   if (!c.recv(reply, static_cast<int>(*timeout))) {
-    std::fprintf(stderr, "cortex: no answer from %s within %lld ms (is cortexd running there?)\n", a.get("endpoint").c_str(), *timeout);
+    print_no_reply(a, c, *timeout);
     return 1;
   }
   std::printf("%s\n", reply.dump(2).c_str());
@@ -49,7 +51,9 @@ int cmd_cancel(int argc, char** argv) {
   for (size_t p = 0; p <= s.size(); ++p) {
     if (p == s.size() || s[p] == ',') { if (!item.empty()) ids.push_back(item); item.clear(); } else { item += s[p]; }
   }
-  wire_connection c(a.get("endpoint"), a.get("routing-id"));
+  const auto curve = curve_keys(a);
+  if (!curve) return 2;
+  wire_connection c(a.get("endpoint"), *curve, a.get("routing-id"));
   if (!c.ok()) { std::fprintf(stderr, "cortex: %s\n", c.error().c_str()); return 1; }
   c.send({{"v", 1}, {"t", "cancel"}, {"ids", ids}});
   // Acknowledgements are the requests' `finished` messages; a short wait collects those that exist.
@@ -103,7 +107,9 @@ int cmd_submit(int argc, char** argv) {
     msg["prompt"] = a.get("prompt");
   }
 
-  wire_connection c(a.get("endpoint"));
+  const auto curve = curve_keys(a);
+  if (!curve) return 2;
+  wire_connection c(a.get("endpoint"), *curve);
   if (!c.ok()) { std::fprintf(stderr, "cortex: %s\n", c.error().c_str()); return 1; }
   catch_sigint();
   c.on_interrupt([&c, id] { c.send({{"v", 1}, {"t", "cancel"}, {"id", id}}); });
@@ -122,7 +128,7 @@ int cmd_submit(int argc, char** argv) {
     }
   }, m);
   if (!ended) {
-    print_no_reply(a, *timeout);
+    print_no_reply(a, c, *timeout);
     return 1;
   }
   if (m.value("t", "") == "error") {

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/common/curve_keys.hpp"
+
 namespace cortex::cli {
 
 using wire_json = nlohmann::ordered_json;
@@ -24,8 +26,10 @@ bool take_sigint();
 class wire_connection {
  public:
   // `routing_id`: the ZeroMQ routing id ("" = chosen by ZeroMQ); protocol v1
-  // scopes request ids to it.
-  explicit wire_connection(const std::string& endpoint, const std::string& routing_id = "");
+  // scopes request ids to it. With `curve` keys the connection is a CURVE
+  // client (encrypted; the server must admit the key).
+  explicit wire_connection(const std::string& endpoint, const curve_client_keys& curve = {},
+                           const std::string& routing_id = "");
   ~wire_connection();
   wire_connection(const wire_connection&) = delete;
   wire_connection& operator=(const wire_connection&) = delete;
@@ -35,17 +39,21 @@ class wire_connection {
   const std::string& endpoint() const { return endpoint_; }
 
   bool send(const wire_json& msg);
-  // The next message within timeout_ms: false on timeout. Frames that are
-  // not msgpack are skipped. While waiting, a SIGINT (take_sigint) calls the
+  // The next message within timeout_ms: false on timeout, or at once when
+  // the server refused the CURVE handshake (refused() says so). Frames that
+  // are not msgpack are skipped. While waiting, a SIGINT (take_sigint) calls the
   // on_interrupt callback, if one is set.
   bool recv(wire_json& out, int timeout_ms);
   void on_interrupt(std::function<void()> f) { on_interrupt_ = std::move(f); }
+  // Why the server refused the CURVE handshake ("" while it has not).
+  const std::string& refused() const { return refused_; }
 
  private:
   void* ctx_ = nullptr;
   void* sock_ = nullptr;
+  void* monitor_ = nullptr;  // CURVE only: handshake failures
   bool ok_ = false;
-  std::string endpoint_, error_;
+  std::string endpoint_, error_, refused_;
   std::function<void()> on_interrupt_;
 };
 

@@ -1,6 +1,7 @@
 #include "apps/cortex/wire_request.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "apps/cortex/common.hpp"
@@ -9,8 +10,19 @@ namespace cortex::cli {
 
 std::vector<option_spec> with_endpoint(std::vector<option_spec> specs) {
   specs.insert(specs.begin(), {"endpoint", "E", "cortexd's ZeroMQ endpoint", "tcp://127.0.0.1:5555"});
+  for (option_spec& o : curve_client_specs()) specs.push_back(std::move(o));
   specs.push_back({"timeout-ms", "MS", "give up when the server does not answer for this long", "30000"});
   return specs;
+}
+
+std::optional<curve_client_keys> curve_keys(args& a) {
+  curve_client_keys keys;
+  std::string error;
+  if (!curve_client_keys_from_args(a, keys, error)) {
+    std::fprintf(stderr, "cortex: %s\n", error.c_str());
+    return std::nullopt;
+  }
+  return keys;
 }
 
 std::vector<option_spec> generation_specs() {
@@ -23,7 +35,8 @@ std::vector<option_spec> generation_specs() {
           {"stop", "TEXT", "a stop string", ""},
           {"priority", "N", "higher is served first", "0"},
           {"deadline-ms", "MS", "end the request after this long", ""},
-          {"ignore-eos", "", "generate past end-of-sequence", ""}};
+          {"ignore-eos", "", "generate past end-of-sequence", ""},
+          {"api-key", "SECRET", "API key sent as the submit's auth (cortexd --auth without CURVE); default $CORTEX_API_KEY", ""}};
 }
 
 bool build_generation_request(args& a, wire_json& msg) {
@@ -46,6 +59,9 @@ bool build_generation_request(args& a, wire_json& msg) {
   if (a.has("stop")) params["stop"] = wire_json::array({a.get("stop")});
   if (a.has("ignore-eos")) params["ignore_eos"] = true;
   msg = {{"v", 1}, {"t", "submit"}, {"priority", *priority}, {"params", params}};
+  const char* env_key = std::getenv("CORTEX_API_KEY");
+  const std::string api_key = a.has("api-key") ? a.get("api-key") : env_key ? env_key : "";
+  if (!api_key.empty()) msg["auth"] = api_key;
   if (a.has("deadline-ms")) {
     auto d = a.get_int("deadline-ms");
     if (!d || *d <= 0) {
@@ -97,7 +113,11 @@ std::optional<long long> timeout_ms(args& a) {
   return *t;
 }
 
-void print_no_reply(args& a, long long ms) {
+void print_no_reply(args& a, const wire_connection& c, long long ms) {
+  if (!c.refused().empty()) {
+    std::fprintf(stderr, "cortex: %s: %s\n", a.get("endpoint").c_str(), c.refused().c_str());
+    return;
+  }
   std::fprintf(stderr, "cortex: no message from %s within %lld ms (is cortexd running there?)\n", a.get("endpoint").c_str(), ms);
 }
 

@@ -14,16 +14,22 @@
 
 namespace cortex::cli {
 
-// `specs` between --endpoint (first) and --timeout-ms (last).
+// `specs` between --endpoint (first) and the connection options (last):
+// --curve-server-key, --curve-key (curve_keys.hpp) and --timeout-ms.
 std::vector<option_spec> with_endpoint(std::vector<option_spec> specs);
 
+// The CURVE keys named by --curve-server-key / --curve-key (none:
+// plaintext); nullopt after printing what is wrong (the command exits 2).
+std::optional<curve_client_keys> curve_keys(args& a);
+
 // Sampling and scheduling options: --max-tokens, --temperature, --top-k,
-// --top-p, --min-p, --seed, --stop, --priority, --deadline-ms, --ignore-eos.
+// --top-p, --min-p, --seed, --stop, --priority, --deadline-ms, --ignore-eos;
+// and --api-key (the submit's `auth`, else $CORTEX_API_KEY).
 std::vector<option_spec> generation_specs();
 
-// {v, t: submit, priority, params, deadline_ms} from generation_specs()'s
-// options, without id or input; false after printing what is wrong (the
-// command then exits 2).
+// {v, t: submit, priority, params, deadline_ms, auth} from
+// generation_specs()'s options, without id or input; false after printing
+// what is wrong (the command then exits 2).
 bool build_generation_request(args& a, wire_json& msg);
 
 // A request id unlikely to repeat: "cli-<random>".
@@ -39,8 +45,9 @@ bool add_chat_template_kwargs(args& a, wire_json& msg);
 
 // --timeout-ms, positive; nullopt after printing what is wrong (exit 2).
 std::optional<long long> timeout_ms(args& a);
-// "no message from ENDPOINT within N ms", to stderr.
-void print_no_reply(args& a, long long ms);
+// "no message from ENDPOINT within N ms", or why the server refused c's
+// CURVE handshake, to stderr.
+void print_no_reply(args& a, const wire_connection& c, long long ms);
 
 // Reads the messages of request `id` (others are dropped) up to its terminal
 // one (`finished` or `error`), calling on_message for each, the terminal one
