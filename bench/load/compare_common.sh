@@ -4,8 +4,8 @@
 # model/streams/prompt/output, checks the model and the binaries (bin:
 # CORTEX_BIN_DIR, default build/bin of this checkout), and defines
 # runtime_opts (THREADS, KV_MEMORY_MB, MAX_BATCH_TOKENS, MAX_RUNNING),
-# out_dir (OUT_DIR or a kept temporary directory), free_port, and
-# stop_daemon, which stops $daemon_pid (also on exit).
+# out_dir (OUT_DIR or a kept temporary directory), free_port,
+# stop_daemon, which stops $daemon_pid (also on exit), and compare_rounds.
 
 usage() { sed -n "2,${usage_lines}p" "$0" | sed 's/^# \{0,1\}//'; }
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
@@ -41,3 +41,22 @@ stop_daemon() {
   daemon_pid=""
 }
 trap stop_daemon EXIT INT TERM
+
+# compare_rounds A B TARGET: ROUNDS (default 2) rounds of the caller's
+# `run_mode MODE JSON_OUT` for modes A and B, the order alternating (A first
+# in odd rounds) so a drift in the machine's load favours neither; then the
+# summary of A / B against TARGET, and exit 1 if the caller set $failed.
+compare_rounds() {
+  local a=$1 b=$2 target=$3 pairs=() i
+  for ((i = 1; i <= ${ROUNDS:-2}; i++)); do
+    if ((i % 2)); then
+      run_mode "$a" "$out_dir/${a}_$i.json"; run_mode "$b" "$out_dir/${b}_$i.json"
+    else
+      run_mode "$b" "$out_dir/${b}_$i.json"; run_mode "$a" "$out_dir/${a}_$i.json"
+    fi
+    pairs+=("$out_dir/${a}_$i.json" "$out_dir/${b}_$i.json")
+  done
+  echo "== $a / $b (JSON in $out_dir)"
+  python3 "$here/compare_summary.py" --target "$target" "${pairs[@]}"
+  [[ -z "${failed:-}" ]] || { echo "compare: some requests failed (see above)" >&2; exit 1; }
+}

@@ -58,16 +58,4 @@ if ((warmup > 0)); then
     --output-tokens "$output" --seed "$((${SEED:-1} + 1000))" --quiet >/dev/null || failed=1
 fi
 
-pairs=()
-for ((i = 1; i <= ${ROUNDS:-2}; i++)); do
-  if ((i % 2)); then
-    run_mode http "$out_dir/http_$i.json"; run_mode wire "$out_dir/wire_$i.json"
-  else
-    run_mode wire "$out_dir/wire_$i.json"; run_mode http "$out_dir/http_$i.json"
-  fi
-  pairs+=("$out_dir/http_$i.json" "$out_dir/wire_$i.json")
-done
-
-echo "== HTTP / wire (JSON in $out_dir)"
-python3 "$here/compare_summary.py" --target 0.97 "${pairs[@]}"
-[[ -z "$failed" ]] || { echo "compare: some requests failed (see above)" >&2; exit 1; }
+compare_rounds http wire 0.97

@@ -2,7 +2,7 @@
 
     python3 compare_summary.py [--target MIN_RATIO] A_1.json B_1.json [A_2.json B_2.json ...]
 
-The modes are read from the files ("wire", "http", "in-process"). Prints per
+The modes are read from the files ("wire", "wire-curve", "http", "in-process"). Prints per
 pair the aggregate tok/s ratio A / B (with --target, whether it is at least
 MIN_RATIO), TTFT and ITL p50/p99, the CPU seconds of each run (cortexd with
 --server-pid plus the client over the wire or HTTP; the whole process

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "apps/common/args.hpp"
+#include "apps/common/curve_keys.hpp"
 #include "bench/load/http_transport.hpp"
 #include "bench/load/inprocess_transport.hpp"
 #include "bench/load/load_report.hpp"
@@ -30,7 +31,8 @@ const char* k_summary =
     "                  --model names the GGUF file cortexd serves, read for its vocabulary size only), or\n"
     "  --in-process    through the embedded API in this process (--model and the runtime options below).\n"
     "Same --seed and load options = the same prompts in every mode; bench/load/compare_wire_vs_inprocess.sh\n"
-    "and bench/load/compare_http_vs_wire.sh run two modes alternately.\n"
+    "and bench/load/compare_http_vs_wire.sh run two modes alternately, bench/load/compare_curve.sh the wire\n"
+    "mode against a plaintext and a CURVE cortexd (--curve-server-key FILE --curve-key NAME).\n"
     "\n"
     "Arrivals: closed loop by default (each stream sends its next request when its previous one ended);\n"
     "--rate X sends requests at Poisson times with X requests/s on average (round-robin over the streams).\n"
@@ -51,7 +53,7 @@ const char* k_summary =
     "Exit code: 0 when every request finished with length or stop, 1 otherwise, 2 on bad options.";
 
 std::vector<cortex::cli::option_spec> option_specs() {
-  return {
+  std::vector<cortex::cli::option_spec> specs = {
       {"endpoint", "E", "wire mode: cortexd's endpoint (tcp://127.0.0.1:PORT or ipc://PATH)", ""},
       {"http", "URL", "HTTP mode: cortexd's HTTP address, http://HOST:PORT (needs --model)", ""},
       {"in-process", "", "in-process mode: run the engine in this process (needs --model)", ""},
@@ -70,11 +72,14 @@ std::vector<cortex::cli::option_spec> option_specs() {
       {"seed", "S", "seed of prompts and arrival times", "1"},
       {"warmup", "K", "requests run before the measured window", "0"},
       {"timeout", "S", "give up when no event arrives for S seconds", "300"},
+      {"api-key", "SECRET", "wire: API key sent as every submit's auth (cortexd --auth without CURVE)", ""},
       {"server-pid", "PID", "wire, HTTP: cortexd's process id (same machine); its CPU time over the window is reported too", ""},
       {"ready-timeout", "S", "wire, HTTP: wait up to S seconds for cortexd to be ready", "300"},
       {"json", "FILE", "write the load, the settings and every figure as JSON", ""},
       {"quiet", "", "print only the summary", ""},
   };
+  for (auto& o : cortex::cli::curve_client_specs()) specs.push_back(std::move(o));  // wire mode
+  return specs;
 }
 
 int fail(const std::string& msg, int code = 2) {
@@ -96,11 +101,15 @@ int main(int argc, char** argv) {
   if (int(in_process) + int(over_http) + int(a.has("endpoint")) != 1) {
     return fail("give exactly one of --endpoint E (wire), --http URL or --in-process (see --help)");
   }
-  const char* mode = in_process ? "in-process" : over_http ? "http" : "wire";
+  // "wire-curve": the wire mode over CURVE (its own name, so comparisons label it).
+  const char* mode = in_process ? "in-process" : over_http ? "http" : a.has("curve-key") ? "wire-curve" : "wire";
   if ((in_process || over_http) && a.get("model").empty()) {
     return fail(std::string("--") + (over_http ? "http" : "in-process") + " needs --model PATH (a GGUF file)");
   }
   if (!over_http && a.has("http-logprobs")) return fail("--http-logprobs applies to --http only");
+  for (const char* o : {"curve-server-key", "curve-key", "api-key"}) {
+    if (!a.has("endpoint") && a.has(o)) return fail(std::string("--") + o + " applies to --endpoint (wire) only");
+  }
   if (!in_process) {
     for (const char* o : {"threads", "kv-memory-mb", "max-batch-tokens", "max-running", "max-prefill-with-decode"}) {
       if (a.has(o)) return fail(std::string("--") + o + " applies to --in-process only; give it to cortexd instead");
@@ -185,12 +194,16 @@ int main(int argc, char** argv) {
   } else {
     const std::string endpoint = a.get("endpoint");
     if (!quiet) std::printf("connecting %d streams to %s...\n", spec.streams, endpoint.c_str());
-    auto t = wire_transport::connect(endpoint, spec.streams, *ready_timeout);
+    cortex::cli::curve_client_keys curve;
+    std::string curve_error;
+    if (!cortex::cli::curve_client_keys_from_args(a, curve, curve_error)) return fail(curve_error);
+    auto t = wire_transport::connect(endpoint, spec.streams, *ready_timeout, curve, a.get("api-key"));
     if (!t) return fail(t.error().message, 1);
     n_vocab = (*t)->model_info().n_vocab;
     n_ctx = (*t)->model_info().n_ctx;
     wire = t->get();
-    target = {{"endpoint", endpoint}, {"model", (*t)->model_info().name}, {"quant", (*t)->model_info().quant}};
+    target = {{"endpoint", endpoint}, {"model", (*t)->model_info().name}, {"quant", (*t)->model_info().quant},
+              {"curve", curve.enabled()}};
     transport = std::move(*t);
   }
   if (n_ctx > 0 && spec.prompt_tokens + spec.output_tokens > n_ctx) {

@@ -52,8 +52,10 @@ expected<json> ask(void* sock, const json& request, const std::string& t, int ti
 }  // namespace
 
 expected<std::unique_ptr<wire_transport>> wire_transport::connect(const std::string& endpoint, int n_streams,
-                                                                  double ready_timeout_s) {
+                                                                  double ready_timeout_s, const cli::curve_client_keys& curve,
+                                                                  const std::string& auth) {
   std::unique_ptr<wire_transport> t(new wire_transport());
+  t->auth_ = auth;
   t->ctx_ = zmq_ctx_new();
   for (int i = 0; i < n_streams; ++i) {
     void* s = zmq_socket(t->ctx_, ZMQ_DEALER);
@@ -62,6 +64,8 @@ expected<std::unique_ptr<wire_transport>> wire_transport::connect(const std::str
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
     t->sockets_.push_back(s);
+    std::string error;
+    if (curve.enabled() && !cli::apply_curve_client(s, curve, error)) return fail(errc::invalid_param, error);
     if (zmq_connect(s, endpoint.c_str()) != 0) {
       return fail(errc::invalid_param, "cannot connect to '" + endpoint + "': " + zmq_strerror(zmq_errno()) +
                         " (expected tcp://HOST:PORT or ipc://PATH)");
@@ -76,7 +80,10 @@ expected<std::unique_ptr<wire_transport>> wire_transport::connect(const std::str
     last = h ? "health status '" + h->value("status", "?") + "'" : h.error().message;
     if (load_clock::now() >= until) {
       return fail(errc::not_ready, "server at '" + endpoint + "' not ready within " + std::to_string(int(ready_timeout_s)) +
-                        " s (" + last + "); is cortexd running there?");
+                        " s (" + last + "); is cortexd running there?" +
+                        (curve.enabled() ? " With CURVE: is this key's curve_public in its keys file, and is the"
+                                           " server key its public key?"
+                                         : ""));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling readiness, bounded by `until`
   }
@@ -105,13 +112,14 @@ expected<std::string> wire_transport::server_stats() {
 }
 
 void wire_transport::submit(const planned_request& r) {
-  const json msg = {{"v", 1},
+  json msg = {{"v", 1},
                     {"t", "submit"},
                     {"id", std::to_string(r.index)},
                     {"tokens", r.tokens},
                     {"stream", true},
                     {"want", {{"text", true}, {"token_ids", true}}},
                     {"params", {{"max_tokens", r.max_tokens}, {"temperature", 0.0}, {"ignore_eos", true}}}};
+  if (!auth_.empty()) msg["auth"] = auth_;
   if (!send_json(sockets_[size_t(r.stream)], msg)) {
     // Reported like a server error so the request is counted, not lost.
     pending_errors_.push_back(r.index);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/curve_keys.hpp"
 #include "bench/load/load_run.hpp"
 #include "model/expected.hpp"
 
@@ -18,10 +19,14 @@ struct wire_model_info {
 
 class wire_transport : public load_transport {
  public:
-  // Connects `n_streams` sockets to `endpoint`, waits (up to `ready_timeout_s`)
-  // until health says `ready`, and reads the first model's vocab and context
-  // from `models`. The error says what failed (connection, timeout, reply).
-  static expected<std::unique_ptr<wire_transport>> connect(const std::string& endpoint, int n_streams, double ready_timeout_s);
+  // Connects `n_streams` sockets to `endpoint` (CURVE clients with `curve`
+  // keys), waits (up to `ready_timeout_s`) until health says `ready`, and
+  // reads the first model's vocab and context from `models`. `auth`, when
+  // not empty, goes out as every submit's `auth` (auth.md). The error says
+  // what failed (connection, timeout, reply).
+  static expected<std::unique_ptr<wire_transport>> connect(const std::string& endpoint, int n_streams, double ready_timeout_s,
+                                                           const cli::curve_client_keys& curve = {},
+                                                           const std::string& auth = "");
   ~wire_transport() override;
 
   const wire_model_info& model_info() const { return info_; }
@@ -36,6 +41,7 @@ class wire_transport : public load_transport {
   void* ctx_ = nullptr;
   std::vector<void*> sockets_;  // (n_streams,) DEALER sockets; [0] also asks health and models
   wire_model_info info_;
+  std::string auth_;
   std::vector<int> pending_errors_;  // requests whose submit could not be sent; reported by the next poll
 };
 

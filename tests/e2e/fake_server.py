@@ -26,12 +26,25 @@ class FakeServer:
     sends accepted, chunks of 3 characters (one message per active request per
     loop turn, so streams interleave), then finished. Chat `messages` stand
     for the prompt fake_chat_prompt makes of them. A prompt (or last chat
-    turn) "forever" streams until cancelled; "reject" is refused with a 400. Records every decoded message in `received`."""
+    turn) "forever" streams until cancelled; "reject" is refused with a 400. Records every decoded message in `received`.
 
-    def __init__(self):
+    With `curve_secret_key` (Z85) it is a CURVE server whose ZAP handler
+    (pyzmq's) admits every client and records its public key (Z85 str) in
+    `curve_clients`."""
+
+    def __init__(self, curve_secret_key=None):
         self.ctx = zmq.Context()
+        self.curve_clients = []
+        self.auth = None
         self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
+        if curve_secret_key is not None:
+            from zmq.auth.thread import ThreadAuthenticator
+            self.auth = ThreadAuthenticator(self.ctx)
+            self.auth.start()  # bound before the ROUTER, as ZAP (RFC 27) asks
+            self.auth.configure_curve_callback(domain="*", credentials_provider=self)
+            self.sock.curve_server = True
+            self.sock.curve_secretkey = curve_secret_key
         self.sock.bind("tcp://127.0.0.1:*")
         self.endpoint = self.sock.getsockopt(zmq.LAST_ENDPOINT).decode()
         self.received = []
@@ -41,10 +54,17 @@ class FakeServer:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
+    def callback(self, domain, client_key):
+        """The ZAP credentials callback: records the key, admits it."""
+        self.curve_clients.append(client_key.decode())
+        return True
+
     def close(self):
         self._stop.set()
         self._thread.join(5)
         self.sock.close(0)
+        if self.auth is not None:
+            self.auth.stop()
         self.ctx.term()
 
     def _send(self, peer, m):
@@ -116,7 +136,7 @@ class FakeServer:
         if "reject" in (prompt, last):
             return self._error(peer, 400, "invalid_param", "the fake rejects 'reject'", id=id, terminal=True)
         known = {"v", "t", "id", "prompt", "messages", "chat_template_kwargs", "add_generation_prompt", "stream",
-                 "params", "tags", "want", "priority", "deadline_ms"}
+                 "params", "tags", "want", "priority", "deadline_ms", "auth"}
         q = collections.deque()
         q.append({"v": 1, "t": "accepted", "id": id, "rid": 7, "prompt_tokens": len(prompt),
                   "ignored": sorted(k for k in m if k not in known), "tags": m.get("tags", {})})

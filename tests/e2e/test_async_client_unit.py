@@ -7,6 +7,7 @@ import asyncio
 import unittest
 
 import msgpack
+import zmq
 
 from tests.e2e import support  # noqa: F401  (puts clients/python on sys.path)
 import cortexstream
@@ -121,6 +122,31 @@ class AsyncClientUnitTest(unittest.IsolatedAsyncioTestCase):
             self.assertTrue(all(isinstance(r, cortexstream.CortexTimeout) for r in results), results)
         finally:
             c.close()
+
+
+class AsyncClientCredentialsUnitTest(unittest.IsolatedAsyncioTestCase):
+    """CURVE and ``auth`` reach the socket and the submit as in Client (the
+    logic is shared in _core; this checks AsyncClient passes them on)."""
+
+    async def test_curve_client_and_auth(self):
+        server_pub, server_secret = zmq.curve_keypair()
+        pub, secret = zmq.curve_keypair()
+        server = FakeServer(curve_secret_key=server_secret)
+        c = cortexstream.AsyncClient(server.endpoint, timeout_s=5, server_key=server_pub, secret_key=secret,
+                                     auth="cs-async")
+        plain = cortexstream.AsyncClient(server.endpoint, timeout_s=1)
+        try:
+            self.assertEqual((await c.complete(prompt="hey"))[0], fake_text("hey"))
+            self.assertEqual(server.curve_clients, [pub.decode()])
+            self.assertEqual(server.received[-1]["auth"], "cs-async")
+            with self.assertRaises(cortexstream.CortexTimeout):
+                await plain.ping()
+            with self.assertRaises(ValueError):
+                cortexstream.AsyncClient(server.endpoint, server_key=server_pub)
+        finally:
+            c.close()
+            plain.close()
+            server.close()
 
 
 if __name__ == "__main__":

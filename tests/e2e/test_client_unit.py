@@ -6,9 +6,11 @@ command line. The e2e tests use the real cortexd."""
 import json
 import os
 import subprocess
+import tempfile
 import unittest
 
 import msgpack
+import zmq
 
 from tests.e2e import support  # noqa: F401  (puts clients/python on sys.path)
 import cortexstream
@@ -168,6 +170,95 @@ class ClientUnitTest(unittest.TestCase):
                 c.ping()
         finally:
             c.close()
+
+
+class ClientCredentialsUnitTest(unittest.TestCase):
+    """CURVE keys and the submit's ``auth`` (auth.md), against a fake that is
+    a CURVE server and records the public key each client presents."""
+
+    def setUp(self):
+        self.server_pub, server_secret = zmq.curve_keypair()
+        self.pub, self.secret = zmq.curve_keypair()
+        self.server = FakeServer(curve_secret_key=server_secret)
+        self.clients = []
+
+    def tearDown(self):
+        for c in self.clients:
+            c.close()
+        self.server.close()
+
+    def client(self, **kw):
+        c = cortexstream.Client(self.server.endpoint, timeout_s=kw.pop("timeout_s", 5), **kw)
+        self.clients.append(c)
+        return c
+
+    def test_curve_client_with_keys_as_str_or_bytes_and_auth_on_every_submit(self):
+        c = self.client(server_key=self.server_pub.decode(), public_key=self.pub, secret_key=self.secret.decode(),
+                        auth="cs-secret")
+        self.assertEqual(c.complete(prompt="hi")[0], fake_text("hi"))
+        self.assertEqual(c.ping()["t"], "pong")
+        self.assertEqual(c.complete(messages=CHAT[:1])[0], fake_text(fake_chat_prompt(CHAT[:1])))
+        self.assertEqual(self.server.curve_clients, [self.pub.decode()])
+        submits = [m for m in self.server.received if m["t"] == "submit"]
+        self.assertEqual([m.get("auth") for m in submits], ["cs-secret", "cs-secret"])
+        self.assertNotIn("auth", [m for m in self.server.received if m["t"] == "ping"][0])
+
+    def test_public_key_is_derived_from_the_secret(self):
+        c = self.client(server_key=self.server_pub, secret_key=self.secret)
+        self.assertEqual(c.complete(prompt="x")[0], fake_text("x"))
+        self.assertEqual(self.server.curve_clients, [self.pub.decode()])
+        self.assertNotIn("auth", self.server.received[-1])
+
+    def test_plaintext_client_gets_nothing_from_a_curve_server(self):
+        c = self.client(timeout_s=1)
+        with self.assertRaises(cortexstream.CortexTimeout):
+            c.ping()
+        self.assertEqual(self.server.received, [])
+
+    def test_bad_key_arguments_are_value_errors(self):
+        other_pub, _ = zmq.curve_keypair()
+        cases = [dict(server_key=self.server_pub),                                # no client key
+                 dict(secret_key=self.secret),                                    # no server key
+                 dict(server_key="short", secret_key=self.secret),                # not 40 characters
+                 dict(server_key=self.server_pub, secret_key='"' * 40),           # not Z85
+                 dict(server_key=self.server_pub, public_key=other_pub, secret_key=self.secret)]  # not a pair
+        for kw in cases:
+            with self.assertRaises(ValueError, msg=str(kw)) as cm:
+                cortexstream.Client(self.server.endpoint, **kw)
+            self.assertNotIn(self.secret.decode(), str(cm.exception))
+
+    def test_read_curve_key_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            good, crlf, bad = (os.path.join(d, n) for n in ("a.pub", "b.pub", "c.pub"))
+            with open(good, "wb") as f:
+                f.write(self.pub + b"\n")
+            with open(crlf, "wb") as f:
+                f.write(self.pub + b"\r\n")
+            with open(bad, "wb") as f:
+                f.write(b"not a key\n")
+            self.assertEqual(cortexstream.read_curve_key(good), self.pub.decode())
+            self.assertEqual(cortexstream.read_curve_key(crlf), self.pub.decode())
+            with self.assertRaises(ValueError):
+                cortexstream.read_curve_key(bad)
+
+    def test_command_line_curve_and_api_key(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name, data in (("server.pub", self.server_pub), ("me.pub", self.pub), ("me.key", self.secret)):
+                with open(os.path.join(d, name), "wb") as f:
+                    f.write(data + b"\n")
+            script = os.path.join(support.REPO_DIR, "clients", "python", "cortexstream.py")
+            base = ["/usr/bin/python3", script, "--endpoint", self.server.endpoint, "--timeout", "5"]
+            env = dict(os.environ, CORTEX_API_KEY="cs-from-env")
+            r = subprocess.run(base + ["--curve-server-key", os.path.join(d, "server.pub"),
+                                       "--curve-key", os.path.join(d, "me"), "abc"],
+                               capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual((r.returncode, r.stdout), (0, fake_text("abc") + "\n"), r.stderr)
+            self.assertEqual(self.server.received[-1]["auth"], "cs-from-env")
+            self.assertEqual(self.server.curve_clients, [self.pub.decode()])
+            r = subprocess.run(base + ["--curve-key", os.path.join(d, "me"), "abc"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--curve-server-key", r.stderr)
 
 
 if __name__ == "__main__":

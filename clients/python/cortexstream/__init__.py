@@ -19,11 +19,15 @@ Example::
 are routed by request id and buffered until the caller reads them, so their
 streams may be consumed in any order.
 
+With access control on (cortexd ``--auth``): ``Client(endpoint,
+server_key=read_curve_key("server.pub"), secret_key=read_curve_key("me.key"))``
+for CURVE, or ``Client(endpoint, auth="cs-...")`` for the submit's ``auth``.
+
 Command line: ``python3 -m cortexstream --endpoint tcp://127.0.0.1:5555 "Once upon a time"``
 (``python3 -m cortexstream --help``).
 """
 
-from ._core import PROTOCOL_VERSION, TERMINAL_TYPES, Message
+from ._core import PROTOCOL_VERSION, TERMINAL_TYPES, Message, read_curve_key
 from .async_client import AsyncClient, AsyncStream
 from .client import Client, Stream
 from .errors import CortexError, CortexTimeout, ProtocolViolation
@@ -32,7 +36,7 @@ __version__ = "1.0.0"
 
 __all__ = [
     "AsyncClient", "AsyncStream", "Client", "CortexError", "CortexTimeout", "Message", "PROTOCOL_VERSION",
-    "ProtocolViolation", "Stream", "TERMINAL_TYPES", "main",
+    "ProtocolViolation", "Stream", "TERMINAL_TYPES", "main", "read_curve_key",
 ]
 
 

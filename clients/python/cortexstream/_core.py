@@ -7,9 +7,11 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
+from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import msgpack
+import zmq
+from zmq.utils import z85
 
 from .errors import CortexError, ProtocolViolation
 
@@ -25,6 +27,61 @@ Message = Dict[str, Any]
 # floats even when given as Python ints (temperature=0 means 0.0).
 _FLOAT_PARAMS = frozenset(
     ["temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty"])
+
+
+#: A CURVE key as Z85 text (40 characters), str or bytes.
+Key = Union[str, bytes]
+
+
+def _z85_key(key: Key, what: str) -> bytes:
+    """``key`` as 40 Z85 bytes; ValueError naming ``what`` otherwise (the
+    key itself is never echoed: it may be a secret)."""
+    raw = key.encode("ascii", "replace") if isinstance(key, str) else bytes(key)
+    raw = raw.strip()
+    try:
+        ok = len(raw) == 40 and len(z85.decode(raw)) == 32
+    except Exception:
+        ok = False
+    if not ok:
+        raise ValueError("%s must be a CURVE key in Z85 (40 characters, as 'cortex keys curve' writes)" % what)
+    return raw
+
+
+def read_curve_key(path: str) -> str:
+    """The Z85 key in a key file written by ``cortex keys curve --out NAME``
+    (``NAME.pub`` or ``NAME.key``). Raises ValueError if it holds none."""
+    with open(path, "rb") as f:
+        return _z85_key(f.read(), "the content of %s" % path).decode("ascii")
+
+
+def curve_options(server_key: Optional[Key], public_key: Optional[Key],
+                  secret_key: Optional[Key]) -> Optional[Tuple[bytes, bytes, bytes]]:
+    """(server, public, secret) Z85 keys for a CURVE client, or None for
+    plaintext (no key given). ``public_key`` may be left out: it is derived
+    from ``secret_key``; when given it must match. Raises ValueError."""
+    if server_key is None and public_key is None and secret_key is None:
+        return None
+    if server_key is None or secret_key is None:
+        raise ValueError("CURVE needs server_key (the server's public key) and secret_key "
+                         "(with public_key, this client's pair); give all or none")
+    server = _z85_key(server_key, "server_key")
+    secret = _z85_key(secret_key, "secret_key")
+    derived = zmq.curve_public(secret)
+    if public_key is not None and _z85_key(public_key, "public_key") != derived:
+        raise ValueError("public_key is not the public half of secret_key")
+    return server, derived, secret
+
+
+def open_dealer(ctx: zmq.Context, endpoint: str, curve: Optional[Tuple[bytes, bytes, bytes]]) -> zmq.Socket:
+    """A DEALER connected to ``endpoint`` (a CURVE client when ``curve`` is
+    set: the options must precede connect). Works for zmq.asyncio contexts
+    too: nothing here waits."""
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    if curve is not None:
+        sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = curve
+    sock.connect(endpoint)
+    return sock
 
 
 def encode(msg: Union[Mapping[str, Any], bytes, bytearray]) -> bytes:
@@ -54,10 +111,13 @@ def build_submit(id: str, prompt: Optional[str] = None, tokens: Optional[Iterabl
                  add_generation_prompt: Optional[bool] = None, stream: bool = True, priority: int = 0,
                  deadline_ms: Optional[int] = None, want_token_ids: bool = False, logprobs: int = 0,
                  tags: Optional[Mapping[str, str]] = None, add_bos: Optional[bool] = None,
-                 extra: Optional[Mapping[str, Any]] = None, **params: Any) -> Message:
-    """The ``submit`` message (see :meth:`Client.submit` for the arguments).
+                 extra: Optional[Mapping[str, Any]] = None, auth: Optional[str] = None, **params: Any) -> Message:
+    """The ``submit`` message (see :meth:`Client.submit` for the arguments;
+    ``auth``: the client's API key, sent as the protocol's ``auth``).
     Nothing is validated here: the server says what is wrong."""
     m: Message = {"v": PROTOCOL_VERSION, "t": "submit", "id": id}
+    if auth is not None:
+        m["auth"] = auth
     if prompt is not None:
         m["prompt"] = prompt
     if tokens is not None:

@@ -68,13 +68,15 @@ class AsyncClient:
     """
 
     def __init__(self, endpoint: str = "tcp://127.0.0.1:5555", timeout_s: float = 30.0,
-                 context: Optional[zmq.asyncio.Context] = None) -> None:
+                 context: Optional[zmq.asyncio.Context] = None, server_key: Optional[_core.Key] = None,
+                 public_key: Optional[_core.Key] = None, secret_key: Optional[_core.Key] = None,
+                 auth: Optional[str] = None) -> None:
+        curve = _core.curve_options(server_key, public_key, secret_key)
         self.endpoint = endpoint
         self.timeout_s = timeout_s
+        self.auth = auth
         self._ctx = context or zmq.asyncio.Context.instance()
-        self._sock: Optional[zmq.asyncio.Socket] = self._ctx.socket(zmq.DEALER)
-        self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.connect(endpoint)
+        self._sock: Optional[zmq.asyncio.Socket] = _core.open_dealer(self._ctx, endpoint, curve)
         self._router = _core.Router()
         self._reading = False                          # a task is reading the socket
         self._arrived: Optional[asyncio.Event] = None  # set when the reader files a message or stops
@@ -130,7 +132,7 @@ class AsyncClient:
                                chat_template_kwargs=chat_template_kwargs,
                                add_generation_prompt=add_generation_prompt, stream=stream, priority=priority,
                                deadline_ms=deadline_ms, want_token_ids=want_token_ids, logprobs=logprobs, tags=tags,
-                               add_bos=add_bos, extra=extra, **params)
+                               add_bos=add_bos, extra=extra, auth=self.auth, **params)
         self._router.open(id)
         try:
             await self.send(m)

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import List, Optional
 
+from ._core import read_curve_key
 from .client import Client
 from .errors import CortexError, CortexTimeout
 
@@ -33,18 +34,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each message")
     ap.add_argument("--json", action="store_true", help="print each protocol message as a JSON line")
+    ap.add_argument("--curve-server-key", metavar="FILE", help="CURVE: the server's public key file")
+    ap.add_argument("--curve-key", metavar="NAME", help="CURVE: this client's key pair NAME.key and NAME.pub")
+    ap.add_argument("--api-key", metavar="SECRET", default=os.environ.get("CORTEX_API_KEY") or None,
+                    help="API key sent as the submit's auth (default: $CORTEX_API_KEY)")
     a = ap.parse_args(argv)
     if (a.prompt is None) == (a.messages_json is None):
         ap.error("give a prompt or --messages-json FILE (one of them)")
     if a.chat_template_kwargs is not None and (a.messages_json is None or not isinstance(a.chat_template_kwargs, dict)):
         ap.error("--chat-template-kwargs must be a JSON object and goes with --messages-json")
+    if (a.curve_server_key is None) != (a.curve_key is None):
+        ap.error("CURVE needs both --curve-server-key FILE and --curve-key NAME")
     try:
         messages = _read_messages(a.messages_json) if a.messages_json is not None else None
     except (OSError, ValueError) as e:
         print("cortexstream: cannot read --messages-json: %s" % e, file=sys.stderr)
         return 2
+    try:
+        curve = {}
+        if a.curve_key is not None:
+            curve = {"server_key": read_curve_key(a.curve_server_key),
+                     "public_key": read_curve_key(a.curve_key + ".pub"),
+                     "secret_key": read_curve_key(a.curve_key + ".key")}
+        client = Client(a.endpoint, timeout_s=a.timeout, auth=a.api_key, **curve)
+    except (OSError, ValueError) as e:
+        print("cortexstream: %s" % e, file=sys.stderr)
+        return 2
 
-    with Client(a.endpoint, timeout_s=a.timeout) as c:
+    with client as c:
         s = c.submit(prompt=a.prompt, messages=messages, chat_template_kwargs=a.chat_template_kwargs,
                      max_tokens=a.max_tokens, temperature=a.temperature, seed=a.seed)
         try:

@@ -64,16 +64,28 @@ class Client:
     connects lazily (ZeroMQ reconnects by itself); close it with
     :meth:`close` or a ``with`` block. Not thread-safe (neither is a ZeroMQ
     socket): use one Client per thread.
+
+    Credentials (auth.md in the shared docs): against ``cortexd
+    --curve-secret-key``, ``server_key`` (the server's public key) and
+    ``secret_key`` (this client's, whose public half is listed in cortexd's
+    keys file; ``public_key`` may be given too and must match) make the
+    connection a CURVE client: encrypted, and refused by the server unless
+    the key is listed (then no reply ever arrives: :class:`CortexTimeout`).
+    Keys are Z85 str or bytes (``read_curve_key("NAME.key")`` reads a file
+    of ``cortex keys curve``). ``auth`` is an API key secret, sent as
+    ``auth`` on every submit (cortexd ``--auth`` without CURVE).
     """
 
     def __init__(self, endpoint: str = "tcp://127.0.0.1:5555", timeout_s: float = 30.0,
-                 context: Optional[zmq.Context] = None) -> None:
+                 context: Optional[zmq.Context] = None, server_key: Optional[_core.Key] = None,
+                 public_key: Optional[_core.Key] = None, secret_key: Optional[_core.Key] = None,
+                 auth: Optional[str] = None) -> None:
+        curve = _core.curve_options(server_key, public_key, secret_key)
         self.endpoint = endpoint
         self.timeout_s = timeout_s
+        self.auth = auth
         self._ctx = context or zmq.Context.instance()
-        self._sock: Optional[zmq.Socket] = self._ctx.socket(zmq.DEALER)
-        self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.connect(endpoint)
+        self._sock: Optional[zmq.Socket] = _core.open_dealer(self._ctx, endpoint, curve)
         self._router = _core.Router()
 
     # -- lifecycle ---------------------------------------------------------
@@ -150,7 +162,7 @@ class Client:
                                chat_template_kwargs=chat_template_kwargs,
                                add_generation_prompt=add_generation_prompt, stream=stream, priority=priority,
                                deadline_ms=deadline_ms, want_token_ids=want_token_ids, logprobs=logprobs, tags=tags,
-                               add_bos=add_bos, extra=extra, **params)
+                               add_bos=add_bos, extra=extra, auth=self.auth, **params)
         self._router.open(id)
         try:
             self.send(m)
