@@ -18,6 +18,12 @@ void admission_ticket::finish(uint32_t completion_tokens) {
   policy_->release(key_id_, prompt_tokens_, max_tokens_, completion_tokens);
 }
 
+void admission_ticket::revert() {
+  if (done_) return;
+  done_ = true;
+  policy_->revert(key_id_, prompt_tokens_, max_tokens_);
+}
+
 std::shared_ptr<access_policy> access_policy::create(keys_config cfg, clock_fn clock) {
   return std::shared_ptr<access_policy>(new access_policy(std::move(cfg), std::move(clock)));
 }
@@ -162,16 +168,32 @@ access_policy::admit_result access_policy::admit(const admission_request& r) {
   return {{errc::none, {}, 0}, std::make_unique<admission_ticket>(shared_from_this(), r.key_id, r.prompt_tokens, r.max_tokens)};
 }
 
+access_policy::key_state* access_policy::live_or_revoked(const std::string& key_id) {
+  auto it = keys_.find(key_id);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
 void access_policy::release(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens, uint32_t completion_tokens) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = keys_.find(key_id);
-  if (it == keys_.end()) return;
-  key_state& st = it->second;
+  key_state* st = live_or_revoked(key_id);
+  if (!st) return;
   const uint32_t used = std::min(completion_tokens, max_tokens);
-  if (st.tokens) st.tokens->refund(double(max_tokens - used), now());
-  if (st.use.running > 0) --st.use.running;
-  st.use.tokens += uint64_t(prompt_tokens) + used;
-  if (st.revoked && st.use.running == 0) keys_.erase(it);
+  if (st->tokens) st->tokens->refund(double(max_tokens - used), now());
+  if (st->use.running > 0) --st->use.running;
+  st->use.tokens += uint64_t(prompt_tokens) + used;
+  if (st->revoked && st->use.running == 0) keys_.erase(key_id);
+}
+
+void access_policy::revert(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  key_state* st = live_or_revoked(key_id);
+  if (!st) return;
+  const auto t = now();
+  if (st->requests) st->requests->refund(1, t);
+  if (st->tokens) st->tokens->refund(double(prompt_tokens) + double(max_tokens), t);
+  if (st->use.running > 0) --st->use.running;
+  if (st->use.admitted > 0) --st->use.admitted;
+  if (st->revoked && st->use.running == 0) keys_.erase(key_id);
 }
 
 std::vector<key_usage> access_policy::usage() const {

@@ -65,6 +65,10 @@ class admission_ticket {
   admission_ticket& operator=(const admission_ticket&) = delete;
   ~admission_ticket();
   void finish(uint32_t completion_tokens);
+  // Undoes the admission as if it never happened (the request was refused
+  // later, e.g. the server's own queue was full): everything charged is
+  // refunded. Instead of finish(); once.
+  void revert();
   const std::string& key_id() const { return key_id_; }
 
  private:
@@ -123,6 +127,8 @@ class access_policy : public std::enable_shared_from_this<access_policy> {
   access_policy(keys_config cfg, clock_fn clock);
   void apply(keys_config cfg);  // REQUIRES: mu_ held
   void release(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens, uint32_t completion_tokens);
+  void revert(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens);
+  key_state* live_or_revoked(const std::string& key_id);  // REQUIRES: mu_ held
   std::chrono::steady_clock::time_point now() const;
 
   clock_fn clock_;

@@ -185,3 +185,27 @@ TEST(access_policy, default_max_tokens_is_bounded_by_the_cap) {
 
 }  // namespace
 }  // namespace cortex::auth
+
+namespace cortex::auth {
+namespace {
+
+TEST(access_policy, a_reverted_admission_consumes_nothing) {
+  fake_clock clk;
+  tier_limits t;
+  t.requests_per_minute = 1;
+  t.tokens_per_minute = 100;
+  t.max_concurrent = 1;
+  auto p = access_policy::create(config(t), clk.fn());
+  auto a = p->admit(req("alice", 40, 60));
+  ASSERT_EQ(a.error.code, errc::none);
+  a.ticket->revert();
+  auto use = p->usage();
+  EXPECT_EQ(use[0].admitted, 0u);
+  EXPECT_EQ(use[0].running, 0u);
+  EXPECT_EQ(use[0].tokens, 0u);
+  auto b = p->admit(req("alice", 40, 60));  // the full minute's amount of both buckets is there again
+  EXPECT_EQ(b.error.code, errc::none) << b.error.message;
+}
+
+}  // namespace
+}  // namespace cortex::auth
