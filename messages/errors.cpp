@@ -15,6 +15,9 @@ uint16_t errc_code(errc e) {
     case errc::unsupported: return 501;
     case errc::not_ready: case errc::draining: return 503;
     case errc::unsupported_version: return 505;
+    case errc::unauthenticated: return 401;
+    case errc::forbidden: return 403;
+    case errc::rate_limited: return 429;
   }
   return 500;
 }
@@ -35,10 +38,13 @@ const char* errc_name(errc e) {
     case errc::not_ready: return "not_ready";
     case errc::draining: return "draining";
     case errc::unsupported_version: return "unsupported_version";
+    case errc::unauthenticated: return "unauthenticated";
+    case errc::forbidden: return "forbidden";
+    case errc::rate_limited: return "rate_limited";
   }
   return "internal";
 }
 
-bool errc_retryable(errc e) { return e == errc::overloaded || e == errc::not_ready || e == errc::draining; }
+bool errc_retryable(errc e) { return e == errc::overloaded || e == errc::rate_limited || e == errc::not_ready || e == errc::draining; }
 
 }  // namespace cortex

@@ -12,6 +12,7 @@ struct gateway_inbound {
   std::string payload;
   bool delimiter = false;
   bool extra_frames = false;
+  std::string user_id;  // with CURVE: the key id the ZAP handler bound the connection to
 };
 
 // An HTTP request as the HTTP gateway's I/O thread read it (complete head
@@ -23,6 +24,16 @@ struct http_inbound {
   std::string content_type;
   std::string authorization;   // the Authorization header, as sent
   std::string body;
+  std::string peer;            // the client's address ("ip:port"), for logs
+  std::string key_id;          // the API key the head check bound it to ("" with access control off)
+};
+
+// A request head, complete, before its body is read (http_server's on_head).
+struct http_head {
+  std::string method;
+  std::string target;
+  std::string authorization;
+  std::string peer;
 };
 
 // What `models` reports about the loaded model.

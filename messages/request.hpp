@@ -19,6 +19,7 @@ using request_id = uint64_t;
 // Sampling and stopping parameters (protocol.md `params`), with its defaults.
 struct request_params {
   uint32_t max_tokens = 256;  // capped to the context by intake
+  bool max_tokens_given = false;  // the request named max_tokens (else the default, which a tier's cap bounds)
   float temperature = 1.0f;   // 0 = greedy
   int32_t top_k = 0;          // 0 = off
   float top_p = 1.0f;
@@ -43,6 +44,9 @@ enum class request_kind : uint8_t { generate, embed };
 
 struct generation_request {
   std::string client_id;        // the submitter's id (wire `id`), for logs and replies
+  // The API key the request belongs to (auth.md), as its gateway
+  // authenticated it; empty when access control is off.
+  std::string key_id;
   request_kind kind = request_kind::generate;
   std::string prompt;           // exactly one of prompt / tokens / messages_json
   std::vector<int32_t> tokens;

@@ -30,14 +30,14 @@ typename Inspector::result_type inspect(Inspector& f, error_report& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_params& x) {
-  return f(caf::meta::type_name("request_params"), x.max_tokens, x.temperature, x.top_k, x.top_p, x.min_p,
+  return f(caf::meta::type_name("request_params"), x.max_tokens, x.max_tokens_given, x.temperature, x.top_k, x.top_p, x.min_p,
            x.repetition_penalty, x.presence_penalty, x.frequency_penalty, x.penalty_last_n, x.has_seed, x.seed, x.stop,
            x.stop_token_ids, x.ignore_eos, x.min_tokens, x.logit_bias_ids, x.logit_bias_values);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
-  return f(caf::meta::type_name("generation_request"), x.client_id, x.kind, x.prompt, x.tokens, x.use_tokens,
+  return f(caf::meta::type_name("generation_request"), x.client_id, x.key_id, x.kind, x.prompt, x.tokens, x.use_tokens,
            x.messages_json, x.chat_template_kwargs_json, x.add_generation_prompt, x.add_bos,
            x.stream, x.priority, x.deadline_ms, x.want_text, x.want_token_ids, x.n_logprobs, x.tags, x.params);
 }

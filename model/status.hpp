@@ -34,7 +34,10 @@ enum class errc : uint8_t {
   unsupported,        // 501
   not_ready,          // 503: model loading; retryable
   draining,           // 503: shutting down; retryable
-  unsupported_version // 505
+  unsupported_version, // 505
+  unauthenticated,    // 401: --auth is on and the key is missing or unknown (auth.md)
+  forbidden,          // 403: the key's tier does not allow this request
+  rate_limited        // 429: the key's tier limit; retryable
 };
 
 // Success (code == errc::none, empty message) or an error with its code.

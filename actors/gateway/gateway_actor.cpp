@@ -10,6 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/auth/credentials.hpp"
 #include "actors/gateway_core/metrics_registry.hpp"
 #include "messages/wire/client_decode.hpp"
 #include "messages/wire/server_encode.hpp"
@@ -23,6 +24,7 @@ struct wire_route {
   bool delimiter = false;           // mirror a REQ-style empty frame
   wire::output_fields want;
   std::vector<std::string> ignored;  // unknown submit keys, listed in `accepted`
+  std::string key_id;                // the API key (metrics label; "" with access control off)
 };
 
 using route = gateway_route<wire_route>;
@@ -34,6 +36,7 @@ class wire_port final : public gateway_port<wire_route> {
   intake_actor intake;
   std::function<void(uint64_t, finish_reason)> send_cancel;
   std::shared_ptr<http::metrics_registry> metrics;
+  std::shared_ptr<auth::refusal_log> refusals;  // access control on
 
   void post(const std::string& peer, bool delimiter, const wire::wire_bytes& bytes) {
     server->post(peer, std::string(bytes.begin(), bytes.end()), delimiter);
@@ -54,18 +57,20 @@ class wire_port final : public gateway_port<wire_route> {
     post(r.conn, r.extra.delimiter, wire::encode_error(r.client_id, 0, e));
   }
   // Every request's end, delivered or not (its peer may be gone).
-  void ended(route&, const request_finished& f) override {
-    if (metrics) metrics->record_finished("wire", f);
+  void ended(route& r, const request_finished& f) override {
+    if (metrics) metrics->record_finished("wire", f, true, r.extra.key_id);
   }
-  void ended_rejected(route&, const error_report& e) override {
+  void ended_rejected(route& r, const error_report& e) override {
+    if (refusals && auth::is_access_refusal(e.code)) refusals->refused(r.extra.key_id, "zmq peer", e);
     if (!metrics) return;
-    metrics->count_rejection(errc_name(e.code));
-    metrics->count_request("wire", "rejected");
+    metrics->count_rejection(errc_name(e.code), r.extra.key_id);
+    metrics->count_request("wire", "rejected", r.extra.key_id);
   }
 };
 
 struct gateway_state {
   wire_port port;
+  std::shared_ptr<auth::access_policy> access;
   std::unique_ptr<gateway_core<wire_route>> core;
   health_status health = health_status::starting;
   std::vector<model_info> models;
@@ -81,10 +86,21 @@ void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id
   self->state.port.post(in.peer, in.delimiter, wire::encode_error(id, 0, err));
 }
 
-// A submit the gateway itself refuses (not ready, draining, duplicate id).
-void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err) {
-  if (auto& m = self->state.port.metrics) m->count_rejection(errc_name(err.code));
+// A submit the gateway itself refuses (not ready, draining, duplicate id, no key).
+void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err,
+                   const std::string& key_id = {}) {
+  if (auto& m = self->state.port.metrics) m->count_rejection(errc_name(err.code), key_id);
   reply_error(self, in, id, err);
+}
+
+// The key a submit belongs to: its connection's CURVE key, else its `auth`
+// field. An empty id with the 401 in `err` when neither names a key.
+std::string submit_key(self_ptr self, const gateway_inbound& in, const wire::decode_result& d, error_report& err) {
+  auto& st = self->state;
+  if (!in.user_id.empty()) return in.user_id;
+  auto c = auth::check_auth_field(*st.access, d.auth);
+  if (!c.ok()) err = c.error;
+  return c.key_id;
 }
 
 wire::server_stats make_server_stats(self_ptr self, engine_stats engine) {
@@ -97,6 +113,12 @@ wire::server_stats make_server_stats(self_ptr self, engine_stats engine) {
   s.ttft_ms = {ttft.percentile(50), ttft.percentile(90), ttft.percentile(99)};
   s.itl_ms = {itl.percentile(50), itl.percentile(90), itl.percentile(99)};
   s.uptime_s = std::chrono::duration<double>(gateway_clock::now() - st.started).count();
+  if (st.access) {
+    s.access_control = true;
+    for (const auto& u : st.access->usage())
+      s.keys.push_back({u.id, u.tier, u.revoked, u.running, u.admitted, u.rejected_forbidden, u.rejected_limited,
+                        u.rejected_revoked, u.tokens});
+  }
   return s;
 }
 
@@ -111,7 +133,18 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
     refuse_submit(self, in, d.id, err);
     return;
   }
-  wire_route extra{in.delimiter, wire::output_fields_of(d.request), std::move(d.ignored)};
+  std::string key_id;
+  if (st.access) {
+    error_report err;
+    key_id = submit_key(self, in, d, err);
+    if (key_id.empty()) {
+      st.port.refusals->refused({}, "zmq peer", err);
+      refuse_submit(self, in, d.id, err, "unknown");
+      return;
+    }
+  }
+  d.request.key_id = key_id;
+  wire_route extra{in.delimiter, wire::output_fields_of(d.request), std::move(d.ignored), key_id};
   auto key = st.core->open(in.peer, d.id, std::move(extra));
   if (!key) {
     refuse_submit(self, in, d.id,
@@ -178,6 +211,8 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
   st.port.send_cancel = [self](uint64_t rid, finish_reason why) { self->send(self->state.port.intake, cancel_atom_v, rid, why); };
   st.core = std::make_unique<gateway_core<wire_route>>(st.port, cfg.core);
   st.port.metrics = cfg.metrics;
+  st.access = cfg.access;
+  if (st.access) st.port.refusals = std::make_shared<auth::refusal_log>("zmq");
   return {
       [self](gateway_inbound& in) { handle_inbound(self, in); },
       [self](peer_gone_atom, const std::string& peer) {

@@ -4,10 +4,10 @@
 // the scheduler's reporter and the /metrics handler may call it from their
 // own threads.
 //
-//   counters   cortex_requests_total{endpoint, reason}, cortex_prompt_tokens_total,
+//   counters   cortex_requests_total{endpoint, reason[, key]}, cortex_prompt_tokens_total,
 //              cortex_generation_tokens_total, cortex_prefix_cache_hit_tokens_total,
 //              cortex_preemptions_total, cortex_malformed_messages_total{gateway},
-//              cortex_rejections_total{code}
+//              cortex_rejections_total{code[, key]}
 //   gauges     cortex_requests_running, cortex_requests_waiting, cortex_kv_blocks_used,
 //              cortex_kv_blocks_total, cortex_connections{gateway}, cortex_model_loaded
 //   histograms cortex_time_to_first_token_seconds, cortex_inter_token_latency_seconds,
@@ -18,7 +18,9 @@
 // Label values are the caller's words; suggested: endpoint "chat_completions"
 // | "completions" | "embeddings" | "wire"; reason protocol v1's finish reason
 // (finish_reason_name); gateway "http" | "zmq"; code the protocol v1 error
-// name ("overloaded", errc_name). Families are rendered in the order above,
+// name ("overloaded", errc_name); key the API key id with access control on
+// (auth.md: by key id, never the secret; "unknown" for a credential that
+// named no key), the label left out when empty (access control off). Families are rendered in the order above,
 // label sets sorted; a labelled family with no series yet has only its
 // HELP/TYPE lines.
 #pragma once
@@ -28,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "actors/gateway_core/prometheus_text.hpp"
 #include "messages/request.hpp"
@@ -39,13 +42,13 @@ class metrics_registry {
   metrics_registry();
 
   // Counters.
-  void count_request(std::string_view endpoint, std::string_view reason);
+  void count_request(std::string_view endpoint, std::string_view reason, std::string_view key = {});
   void add_prompt_tokens(uint64_t n);
   void add_generation_tokens(uint64_t n);
   void add_prefix_cache_hit_tokens(uint64_t n);
   void add_preemptions(uint64_t n);
   void count_malformed_message(std::string_view gateway);
-  void count_rejection(std::string_view code);
+  void count_rejection(std::string_view code, std::string_view key = {});
 
   // Gauges (the latest value wins).
   void set_requests_running(double v);
@@ -70,7 +73,8 @@ class metrics_registry {
   // times, so that counts and sums are exact (buckets approximate). A caller
   // that times every token itself calls observe_inter_token_latency instead
   // and passes with_inter_token = false.
-  void record_finished(std::string_view endpoint, const request_finished& f, bool with_inter_token = true);
+  void record_finished(std::string_view endpoint, const request_finished& f, bool with_inter_token = true,
+                       std::string_view key = {});
 
   // The exposition text (format 0.0.4).
   std::string render() const;
@@ -83,10 +87,10 @@ class metrics_registry {
   }
 
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // (endpoint, reason)
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> requests_;  // (endpoint, reason, key)
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, prefix_cache_hit_tokens_ = 0, preemptions_ = 0;
   std::map<std::string, uint64_t> malformed_;    // by gateway
-  std::map<std::string, uint64_t> rejections_;   // by code
+  std::map<std::pair<std::string, std::string>, uint64_t> rejections_;   // by (code, key)
   double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, model_loaded_ = 0;
   std::map<std::string, double> connections_;    // by gateway
   histogram ttft_, itl_, duration_, queue_, step_duration_, step_batch_tokens_;

@@ -9,6 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/auth/credentials.hpp"
 #include "actors/http_gateway/http_routes.hpp"
 #include "actors/gateway_core/metrics_registry.hpp"
 #include "actors/http_gateway/openai_embedding.hpp"
@@ -29,6 +30,8 @@ struct http_route {
   uint64_t response = 0;
   uint32_t index = 0;
   openai_endpoint endpoint = openai_endpoint::chat_completions;  // its metrics label, kept past the response
+  std::string key_id;  // the API key (metrics label; "" with access control off)
+  std::string peer;    // the client's address, for the refusal log
 };
 using route = gateway_route<http_route>;
 
@@ -48,6 +51,7 @@ struct response_state {
   // they find it in the prefix cache (the prompt computed once); their
   // routes are open, client_id set.
   std::vector<generation_request> deferred;
+  std::string peer;               // the client's address, for the refusal log
   bool base64 = false;            // embeddings: encoding_format base64
   bool streaming_started = false;
 };
@@ -82,6 +86,7 @@ struct http_state {
   openai_limits limits;
   std::unordered_map<uint64_t, response_state> responses;  // by response id
   uint64_t next_response = 1;
+  std::shared_ptr<auth::refusal_log> refusals;
   static inline const char* name = "cortex.http_gateway";
 };
 
@@ -208,14 +213,16 @@ void http_port::send_finished(route& r, const request_finished& f) {
 }
 
 void http_port::ended(route& r, const request_finished& f) {
-  if (auto& m = self->state.cfg.metrics) m->record_finished(openai_endpoint_label(r.extra.endpoint), f);
+  if (auto& m = self->state.cfg.metrics) m->record_finished(openai_endpoint_label(r.extra.endpoint), f, true, r.extra.key_id);
 }
 
 void http_port::ended_rejected(route& r, const error_report& e) {
-  if (auto& m = self->state.cfg.metrics) {
-    m->count_rejection(errc_name(e.code));
-    m->count_request(openai_endpoint_label(r.extra.endpoint), "rejected");
+  auto& st = self->state;
+  if (auto& m = st.cfg.metrics) {
+    m->count_rejection(errc_name(e.code), r.extra.key_id);
+    m->count_request(openai_endpoint_label(r.extra.endpoint), "rejected", r.extra.key_id);
   }
+  if (st.refusals && auth::is_access_refusal(e.code)) st.refusals->refused(r.extra.key_id, r.extra.peer, e);
 }
 
 void http_port::send_rejected(route& r, const error_report& e) {
@@ -246,7 +253,7 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
   std::vector<std::pair<std::string, generation_request>> ready;
   for (uint32_t i = 0; i < reqs.size(); ++i) {
     const std::string cid = std::to_string(id) + "/" + std::to_string(i);
-    auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.endpoint});
+    auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.endpoint, reqs[i].key_id, rs.peer});
     if (!key) continue;  // cannot happen: ids are unique per response
     rs.client_ids.push_back(cid);
     reqs[i].client_id = *key;
@@ -282,6 +289,9 @@ void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   rs.conn = in.conn;
   rs.endpoint = ep;
   rs.model = req.model;
+  rs.peer = in.peer;
+  for (auto& g : req.inputs) g.key_id = in.key_id;
+  req.request.key_id = in.key_id;
   if (ep == openai_endpoint::embeddings) {
     rs.embeddings.resize(req.inputs.size());
     rs.base64 = req.base64;
@@ -361,8 +371,10 @@ void handle_inbound(self_ptr self, http_inbound& in) {
   }
 }
 
-http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* server, http_gateway_config cfg) {
+http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* server, http_gateway_config cfg,
+                                                  std::shared_ptr<auth::refusal_log> refusals) {
   auto& st = self->state;
+  st.refusals = std::move(refusals);
   st.server = server;
   st.cfg = std::move(cfg);
   st.port.self = self;
@@ -398,13 +410,40 @@ http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* se
   };
 }
 
+// The head check (on the server's I/O thread; the policy, the metrics and
+// the log are thread-safe): /v1 needs a known key, /health/* never, and
+// /metrics only with auth_metrics.
+std::function<std::optional<error_report>(const http_head&, std::string&)> head_check(const http_gateway_config& cfg,
+                                                                                      std::shared_ptr<auth::refusal_log> log) {
+  if (!cfg.access) return {};
+  return [access = cfg.access, metrics = cfg.metrics, auth_metrics = cfg.auth_metrics, log](
+             const http_head& h, std::string& key_id) -> std::optional<error_report> {
+    const auto kind = classify_http_route(h.method, h.target).kind;
+    const bool open = kind == http_route_kind::health_live || kind == http_route_kind::health_ready ||
+                      kind == http_route_kind::health_startup || (kind == http_route_kind::metrics && !auth_metrics) ||
+                      kind == http_route_kind::unknown;
+    if (open) return std::nullopt;
+    auto c = auth::check_bearer(*access, h.authorization);
+    if (c.ok()) {
+      key_id = std::move(c.key_id);
+      return std::nullopt;
+    }
+    if (metrics) metrics->count_rejection(errc_name(c.error.code), "unknown");
+    log->refused({}, h.peer, c.error);
+    return c.error;
+  };
+}
+
+
 }  // namespace
 
 http_gateway_actor spawn_http_gateway(caf::actor_system& sys, http_server& server, http_gateway_config cfg) {
-  auto gw = sys.spawn(http_gateway_fn, &server, std::move(cfg));
+  auto refusals = std::make_shared<auth::refusal_log>("http");
+  auto check = head_check(cfg, refusals);
+  auto gw = sys.spawn(http_gateway_fn, &server, std::move(cfg), refusals);
   server.start({[gw](http_inbound&& in) { caf::anon_send(gw, std::move(in)); },
                 [gw](uint64_t conn) { caf::anon_send(gw, peer_gone_atom_v, conn); },
-                [gw](uint64_t conn, bool blocked) { caf::anon_send(gw, blocked_atom_v, conn, blocked); }});
+                [gw](uint64_t conn, bool blocked) { caf::anon_send(gw, blocked_atom_v, conn, blocked); }, std::move(check)});
   return gw;
 }
 

@@ -24,6 +24,9 @@ namespace cortex {
 namespace http {
 class metrics_registry;
 }
+namespace auth {
+class access_policy;
+}
 
 // What the gateway learns about the model once it is loaded. cortexd fills
 // it before sending `ready`; the actor reads it only after `ready`.
@@ -39,6 +42,11 @@ struct http_gateway_config {
   // Called before each /metrics answer (e.g. cortexd sets the ZeroMQ
   // connection gauge); may be empty.
   std::function<void(http::metrics_registry&)> before_scrape;
+  // Access control (auth.md): every /v1 request needs `Authorization:
+  // Bearer <key>` (checked on the head, before the body is read); /health/*
+  // stay open, /metrics too unless auth_metrics. Null: off.
+  std::shared_ptr<auth::access_policy> access;
+  bool auth_metrics = false;
 };
 
 // `server` must outlive the actor; the actor starts its I/O thread.

@@ -117,6 +117,14 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   }
 
  private:
+  // "ip:port" of the client ("" once the socket is gone).
+  std::string peer() {
+    beast::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    if (ec) return {};
+    return ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
   void read_request() {
     if (closed_) return;
     parser_.emplace();
@@ -136,6 +144,20 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
       return close();  // timeout, bad request line, client gone: nothing to answer
     }
     keep_alive_ = parser_->get().keep_alive();
+    if (srv_.cb.on_head) {
+      const auto& h = parser_->get();
+      key_id_.clear();
+      auto refused = srv_.cb.on_head({std::string(h.method_string()), std::string(h.target()),
+                                      std::string(h[bhttp::field::authorization]), peer()},
+                                     key_id_);
+      if (refused) {
+        http_header_list extra;
+        if (refused->code == errc::unauthenticated) extra.emplace_back("WWW-Authenticate", "Bearer");
+        auto er = http::make_openai_error(*refused);
+        if (er.retry_after_s) extra.emplace_back("Retry-After", std::to_string(er.retry_after_s));
+        return fail(er.status, *refused, std::move(extra));
+      }
+    }
     if (auto n = parser_->content_length(); n && *n > srv_.opts.max_body_bytes) return too_large();
     if (parser_->is_done()) return on_body({});
     stream_.expires_after(std::chrono::milliseconds(srv_.opts.body_timeout_ms));
@@ -162,6 +184,8 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     in.content_type = std::string(req[bhttp::field::content_type]);
     in.authorization = std::string(req[bhttp::field::authorization]);
     in.body = std::move(req.body());
+    in.peer = peer();
+    in.key_id = key_id_;
     parser_.reset();
     delivered_ = true;
     srv_.count_request();
@@ -291,6 +315,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buf_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::string key_id_;       // what on_head bound the current request to
   bool reject_ = false;      // over the connection cap: answer 503 and close
   bool keep_alive_ = true;
   bool busy_ = false;        // a request is being answered

@@ -17,11 +17,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "messages/errors.hpp"
 #include "messages/gateway.hpp"
 #include "model/expected.hpp"
 
@@ -55,6 +57,12 @@ class http_server {
     // once per connection that delivered a request, whatever state it was in.
     std::function<void(uint64_t conn)> on_closed;
     std::function<void(uint64_t conn, bool blocked)> on_blocked;
+    // Optional. Called with each complete head before its body is read, so
+    // that a request to be refused (no credentials) costs no body: an error
+    // is answered at once (status from its code; 401 adds
+    // `WWW-Authenticate: Bearer`) and the connection closed; otherwise
+    // `key_id` (set by the callback) travels in the http_inbound.
+    std::function<std::optional<error_report>(const http_head&, std::string& key_id)> on_head;
   };
 
   // Resolves and binds `host:port` (in the calling thread). Errors name the

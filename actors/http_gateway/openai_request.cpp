@@ -89,6 +89,7 @@ class request_parser {
       if (const json* v = field(body_, key)) {
         if (!r_.read_int(*v, key, 1, int64_hi, "an integer >= 1", i)) return false;
         p.max_tokens = static_cast<uint32_t>(std::min<int64_t>(i, UINT32_MAX));  // intake caps it to the context
+        p.max_tokens_given = true;
       }
     }
     if (!read_float("temperature", "a number in [0, 2] (0 = greedy)", [](double x) { return x >= 0 && x <= 2; },

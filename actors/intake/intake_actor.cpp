@@ -20,6 +20,7 @@ struct intake_state {
   std::shared_ptr<const chat_setup> chat;
   std::unique_ptr<request_validator> validator;
   std::unique_ptr<admission_limits> admission;
+  std::shared_ptr<auth::access_policy> access;
   uint64_t next_rid = 1;
   bool draining = false;
   static inline const char* name = "cortex.intake";
@@ -40,6 +41,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
   const uint64_t seed = cfg.seed ? cfg.seed : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   st.validator = std::make_unique<request_validator>(cfg.limits, st.mdl->tokenizer(), seed);
   st.chat = cfg.chat;
+  st.access = cfg.access;
   st.validator->set_chat(st.chat.get());
   st.admission = std::make_unique<admission_limits>(cfg.max_waiting, cfg.max_queued_tokens);
   return {
@@ -49,13 +51,33 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
           reject(self, sink, req.client_id, {errc::draining, "the server is shutting down; submit to another instance", 1000});
           return;
         }
+        if (st.access) {
+          if (req.key_id.empty()) {
+            reject(self, sink, req.client_id, {errc::unauthenticated, "this server requires an API key (auth.md)", 0});
+            return;
+          }
+          // A tier's cap bounds the default max_tokens; an explicit larger ask is 403 (admit below).
+          if (auto cap = st.access->max_tokens_cap(req.key_id); cap && !req.params.max_tokens_given)
+            req.params.max_tokens = std::min(req.params.max_tokens, *cap);
+        }
         auto v = st.validator->validate(req);
         if (!v.ok()) {
           reject(self, sink, req.client_id, std::move(v.error));
           return;
         }
         const auto n_tokens_prompt = static_cast<uint32_t>(v.request.tokens_prompt.size());
+        std::shared_ptr<auth::admission_ticket> ticket;
+        if (st.access) {
+          auto a = st.access->admit({req.key_id, n_tokens_prompt, v.request.max_tokens,
+                                     req.params.max_tokens_given ? req.params.max_tokens : 0, req.priority});
+          if (a.error.code != errc::none) {
+            reject(self, sink, req.client_id, std::move(a.error));
+            return;
+          }
+          ticket = std::move(a.ticket);
+        }
         if (auto err = st.admission->try_admit(n_tokens_prompt); err.code != errc::none) {
+          if (ticket) ticket->revert();
           reject(self, sink, req.client_id, std::move(err));
           return;
         }
@@ -63,8 +85,9 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         req.params.max_tokens = v.request.max_tokens;
         auto& stops = req.params.stop_token_ids;
         stops.insert(stops.end(), v.request.chat_stop_ids.begin(), v.request.chat_stop_ids.end());
-        spdlog::info("[rid {}] accepted '{}': {} prompt tokens, max_tokens {}, priority {}", rid, req.client_id, n_tokens_prompt,
-                     v.request.max_tokens, req.priority);
+        spdlog::info("[rid {}] accepted '{}'{}: {} prompt tokens, max_tokens {}, priority {}", rid, req.client_id,
+                     req.key_id.empty() ? std::string() : " of key '" + req.key_id + "'", n_tokens_prompt, v.request.max_tokens,
+                     req.priority);
         sequence_admission adm;
         adm.rid = rid;
         adm.tokens_prompt = std::move(v.request.tokens_prompt);
@@ -78,7 +101,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         scfg.request = std::move(req);
         scfg.n_tokens_prompt = n_tokens_prompt;
         auto session = spawn_session(self, st.mdl->tokenizer(), std::move(scfg), st.admission->n_waiting() - 1,
-                                     session_links{std::move(sink), st.sched, caf::actor_cast<intake_actor>(self)});
+                                     session_links{std::move(sink), st.sched, caf::actor_cast<intake_actor>(self), std::move(ticket)});
         self->send(st.sched, admit_atom_v, std::move(adm), std::move(session));
       },
       [self](cancel_atom, uint64_t rid, finish_reason reason) { self->send(self->state.sched, cancel_atom_v, rid, reason); },

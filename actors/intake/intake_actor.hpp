@@ -8,6 +8,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/auth/access_policy.hpp"
 #include "actors/intake/request_validator.hpp"
 #include "messages/actors.hpp"
 #include "model/model.hpp"
@@ -20,6 +21,7 @@ struct intake_config {
   uint64_t max_queued_tokens = 262144;
   uint64_t seed = 0;             // for seeds of requests without one (0: from the clock)
   std::shared_ptr<const chat_setup> chat;  // renders `messages`; null: such requests are 501
+  std::shared_ptr<auth::access_policy> access;  // null: access control off (see runtime_config)
 };
 
 intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const model> m, scheduler_actor sched,

@@ -71,6 +71,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ic.max_waiting = static_cast<uint32_t>(c.max_waiting);
   ic.max_queued_tokens = static_cast<uint64_t>(c.max_queued_tokens);
   ic.chat = std::make_shared<const chat_setup>(std::move(*chat));
+  ic.access = c.access;
   rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic);
   spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({:.0f} MiB), context {} per request",
                rt->model_->name(), rt->model_->quant_name(), threads, rt->kv_blocks_, c.block_size,

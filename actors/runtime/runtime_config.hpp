@@ -5,11 +5,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "model/expected.hpp"
 
 namespace cortex {
+
+namespace auth {
+class access_policy;
+}
 
 struct runtime_config {
   std::string model_path;
@@ -17,6 +22,10 @@ struct runtime_config {
   // Told after every engine step (duration, tokens): cortexd feeds /metrics'
   // step histograms with it. Empty: nobody listens.
   std::function<void(double duration_s, uint32_t n_tokens)> on_step;
+  // Access control (auth.md): when set, every request must carry the key id
+  // its gateway authenticated, and intake admits it against the key's tier.
+  // Null: off (embedded programs, tests).
+  std::shared_ptr<auth::access_policy> access;
   int threads = 0;              // compute threads; 0 = one per core
   int block_size = 16;          // tokens per KV block
   int kv_memory_mb = 1024;      // K/V arena size; the block count follows from the model

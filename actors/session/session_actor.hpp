@@ -5,6 +5,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/auth/access_policy.hpp"
 #include "actors/session/session_core.hpp"
 #include "messages/actors.hpp"
 
@@ -14,6 +15,10 @@ struct session_links {
   request_sink_actor sink;
   scheduler_actor scheduler;  // told when the session ends a request itself
   intake_actor intake;        // told when the request leaves the waiting queue
+  // The request's hold on its API key (access control on), finished with
+  // the completion tokens at the terminal event; released at the latest
+  // when the session is destroyed. Null: access control off.
+  std::shared_ptr<auth::admission_ticket> ticket;
 };
 
 // Spawned by intake. `tok` must outlive the actor (the runtime's model).

@@ -1,5 +1,6 @@
 // cortex keys: credentials for cortexd's access control
 // (../shared/docs/auth.md). Subcommands:
+//   new    an API key (cmd_keys_new.cpp)
 //   curve  a CURVE key pair (NAME.key: Z85 secret, mode 0600; NAME.pub: Z85
 //          public), for cortexd (--curve-secret-key) or for a client
 //          (--curve-key, its public key listed in the keys file).
@@ -89,6 +90,7 @@ struct subcommand {
 // One row per subcommand (each a function above taking the arguments after
 // its name).
 const subcommand k_subcommands[] = {
+    {"new", cmd_keys_new, "make an API key: a secret shown once, its SHA-256 added to a keys file"},
     {"curve", keys_curve, "write a CURVE key pair (NAME.key, NAME.pub) for cortexd or a ZeroMQ client"},
 };
 

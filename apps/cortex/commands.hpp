@@ -19,6 +19,7 @@ int cmd_cancel(int argc, char** argv);
 int cmd_stats(int argc, char** argv);
 int cmd_health(int argc, char** argv);
 int cmd_models(int argc, char** argv);
-int cmd_keys(int argc, char** argv);
+int cmd_keys(int argc, char** argv);      // "keys": dispatches to its subcommands (cmd_keys.cpp)
+int cmd_keys_new(int argc, char** argv);  // "keys new" (cmd_keys_new.cpp)
 
 }  // namespace cortex::cli

@@ -30,7 +30,7 @@ const command k_commands[] = {
     {"stats", cortex::cli::cmd_stats, "cortexd's statistics"},
     {"health", cortex::cli::cmd_health, "cortexd's health"},
     {"models", cortex::cli::cmd_models, "the models cortexd serves"},
-    {"keys", cortex::cli::cmd_keys, "credentials for cortexd --auth: 'keys curve' writes a CURVE key pair"},
+    {"keys", cortex::cli::cmd_keys, "credentials for cortexd --auth: 'keys new' (API key), 'keys curve' (CURVE pair)"},
 };
 
 void print_usage(FILE* out) {

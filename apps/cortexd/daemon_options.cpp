@@ -38,6 +38,16 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"grace-ms", "MS", "on SIGTERM/SIGINT: time in-flight requests get before they end with 'shutdown'", "5000"},
       {"log-level", "L", "trace, debug, info, warn, error, critical, off", "info"},
       {"log-json", "", "log JSON lines instead of text", ""},
+      {"auth", "FILE",
+       "access control: the keys file (tiers and keys, ../shared/docs/auth.md; 'cortex keys new' adds keys); SIGHUP "
+       "reloads it",
+       ""},
+      {"auth-metrics", "", "with --auth: /metrics needs an API key too (else it stays open, like /health/*)", ""},
+      {"curve-secret-key", "FILE",
+       "ZeroMQ with CURVE encryption: the server's Z85 secret key ('cortex keys curve' writes one); clients are admitted "
+       "by the curve_public keys of the --auth file",
+       ""},
+      {"insecure", "", "allow binding a gateway outside loopback without --auth (and ZeroMQ without CURVE)", ""},
   };
 }
 
@@ -96,7 +106,43 @@ bool to_int(const std::string& s, long long& out) {
   return *end == '\0';
 }
 
+bool flag_set(std::map<std::string, std::string>& kv, const char* name) {
+  return kv.count(name) && kv[name] != "false" && kv[name] != "0" && kv[name] != "off";
+}
+
 }  // namespace
+
+bool is_local_address(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  return host.rfind("127.", 0) == 0 && host.find_first_not_of("0123456789.") == std::string::npos;
+}
+
+bool is_local_endpoint(const std::string& e) {
+  if (e.rfind("ipc://", 0) == 0 || e.rfind("inproc://", 0) == 0) return true;
+  if (e.rfind("tcp://", 0) != 0) return false;
+  const std::string rest = e.substr(6);
+  const auto colon = rest.rfind(':');
+  return colon != std::string::npos && is_local_address(rest.substr(0, colon));
+}
+
+status check_exposure(const daemon_options& o) {
+  if (o.insecure) return status::ok();
+  const std::string fix = "; give --auth FILE (../shared/docs/auth.md), or --insecure if every client on that network may use it";
+  if (o.http_enabled && !is_local_address(o.http.host) && o.auth_path.empty())
+    return fail(errc::invalid_param, "refusing to serve HTTP on " + o.http.host + ":" + std::to_string(o.http.port) +
+                                         " without access control: it is reachable from other machines" + fix);
+  if (!is_local_endpoint(o.zmq.endpoint)) {
+    if (o.auth_path.empty())
+      return fail(errc::invalid_param, "refusing to bind " + o.zmq.endpoint +
+                                           " without access control: it is reachable from other machines" + fix);
+    if (o.curve_secret_key_path.empty())
+      return fail(errc::invalid_param, "refusing to bind " + o.zmq.endpoint +
+                                           " without CURVE: API keys in the wire's `auth` field would cross the network in "
+                                           "clear; give --curve-secret-key FILE ('cortex keys curve' makes one), or "
+                                           "--insecure");
+  }
+  return status::ok();
+}
 
 status resolve_daemon_options(cli::args& a, daemon_options& out) {
   std::map<std::string, std::string> kv;
@@ -126,7 +172,16 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
   } else if (!parse_host_port(kv["http"], out.http.host, out.http.port)) {
     return fail(errc::invalid_param, "option http expects HOST:PORT (e.g. 127.0.0.1:8080) or off, got '" + kv["http"] + "'");
   }
-  out.log_json = kv.count("log-json") && kv["log-json"] != "false" && kv["log-json"] != "0";
+  out.log_json = flag_set(kv, "log-json");
+  out.auth_path = kv["auth"];
+  out.auth_metrics = flag_set(kv, "auth-metrics");
+  out.curve_secret_key_path = kv["curve-secret-key"];
+  out.insecure = flag_set(kv, "insecure");
+  if (out.auth_metrics && out.auth_path.empty())
+    return fail(errc::invalid_param, "--auth-metrics needs --auth FILE (the keys that may read /metrics)");
+  if (!out.curve_secret_key_path.empty() && out.auth_path.empty())
+    return fail(errc::invalid_param,
+                "--curve-secret-key needs --auth FILE: CURVE clients are admitted by the curve_public keys listed there");
   const std::string pc = kv["prefix-cache"];
   if (pc == "on" || pc == "true" || pc == "1") r.prefix_cache = true;
   else if (pc == "off" || pc == "false" || pc == "0") r.prefix_cache = false;

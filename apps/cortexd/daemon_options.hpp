@@ -20,7 +20,22 @@ struct daemon_options {
   int grace_ms = 5000;    // SIGTERM: time in-flight requests get to finish
   bool log_json = false;
   std::string config_path;
+  // Access control (../shared/docs/auth.md).
+  std::string auth_path;              // --auth: the keys file; empty: off
+  bool auth_metrics = false;          // --auth-metrics: /metrics needs a key too
+  std::string curve_secret_key_path;  // --curve-secret-key: ZeroMQ with CURVE
+  bool insecure = false;              // --insecure: allow non-loopback binds without access control
 };
+
+// Whether a bind address is reachable only from this machine: loopback
+// (127.0.0.0/8, ::1, localhost) or an ipc:// / inproc:// endpoint.
+bool is_local_address(const std::string& host);
+bool is_local_endpoint(const std::string& zmq_endpoint);
+
+// auth.md "Exposure": a gateway bound outside loopback needs --auth (and
+// the ZeroMQ one CURVE, since the `auth` field would cross the network in
+// clear), unless --insecure. The message says what to give.
+status check_exposure(const daemon_options& o);
 
 // The option table (also the --help text).
 std::vector<cli::option_spec> daemon_option_specs();

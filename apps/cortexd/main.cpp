@@ -1,6 +1,6 @@
 // cortexd: the CortexStream server. Binds a ZeroMQ ROUTER endpoint speaking
 // protocol v1 (../shared/docs/protocol.md), loads the model, and serves
-// until SIGTERM/SIGINT, then drains: new submits get 503, in-flight requests
+// until SIGTERM/SIGINT (SIGHUP reloads the --auth keys file), then drains: new submits get 503, in-flight requests
 // get --grace-ms to finish, the rest end with `shutdown`; exit code 0.
 #include <signal.h>
 
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "actors/auth/access_policy.hpp"
 #include "actors/gateway/gateway_actor.hpp"
 #include "actors/gateway_core/metrics_registry.hpp"
 #include "actors/http_gateway/http_gateway_actor.hpp"
@@ -53,6 +54,23 @@ uint64_t active_requests(caf::actor_system& sys, const std::vector<cortex::gatew
   return n;
 }
 
+// SIGHUP: reloads the keys file. A file that fails to load leaves the old
+// keys in force; running requests keep their admission either way.
+void reload_keys(const std::string& path, cortex::auth::access_policy* policy) {
+  if (!policy) {
+    spdlog::info("SIGHUP: nothing to reload (no --auth)");
+    return;
+  }
+  auto cfg = cortex::auth::load_keys_file(path);
+  if (!cfg) {
+    spdlog::error("SIGHUP: keeping the keys in force: {}", cfg.error().message);
+    return;
+  }
+  const size_t n_keys = cfg->keys.size(), n_tiers = cfg->tiers.size();
+  policy->reload(std::move(*cfg));
+  spdlog::info("SIGHUP: reloaded {}: {} keys, {} tiers", path, n_keys, n_tiers);
+}
+
 // Waits for a signal for up to `ms`; returns the signal or 0.
 int wait_signal(const sigset_t& set, int ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1000000L};
@@ -84,6 +102,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   setup_logging(opts);
+  if (cortex::status s = cortex::check_exposure(opts); !s) {
+    spdlog::critical("{}", s.message);
+    return 2;
+  }
+  std::shared_ptr<cortex::auth::access_policy> access;
+  if (!opts.auth_path.empty()) {
+    auto keys = cortex::auth::load_keys_file(opts.auth_path);
+    if (!keys) {
+      spdlog::critical("{}", keys.error().message);
+      return 2;
+    }
+    spdlog::info("access control on: {} keys in {} tiers from {}", keys->keys.size(), keys->tiers.size(), opts.auth_path);
+    access = cortex::auth::access_policy::create(std::move(*keys));
+    opts.runtime.access = access;
+  }
 
   // Signals are taken synchronously by this thread; block them before any
   // other thread exists so none of them receives one.
@@ -91,6 +124,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   auto server = cortex::zmq_server::bind(opts.zmq);
@@ -113,12 +147,15 @@ int main(int argc, char** argv) {
   auto metrics = std::make_shared<cortex::http::metrics_registry>();
   cortex::gateway_config zcfg;
   zcfg.metrics = metrics;
+  zcfg.access = access;
   std::vector<cortex::gateway_actor> gateways{cortex::spawn_gateway(sys, **server, zcfg)};
   auto hooks = std::make_shared<cortex::http_model_hooks>();
   if (http) {
     cortex::http_gateway_config hcfg;
     hcfg.hooks = hooks;
     hcfg.metrics = metrics;
+    hcfg.access = access;
+    hcfg.auth_metrics = opts.auth_metrics;
     cortex::zmq_server* zmq = server->get();
     hcfg.before_scrape = [zmq](cortex::http::metrics_registry& r) { r.set_connections("zmq", static_cast<double>(zmq->n_peers())); };
     gateways.push_back(cortex::spawn_http_gateway(sys, *http, hcfg));
@@ -152,14 +189,15 @@ int main(int argc, char** argv) {
                (*server)->endpoint(), http ? ", http://" + http->address() + "/v1" : std::string());
 
   int sig = 0;
-  while (!(sig = wait_signal(sigs, 1000))) {
+  while (!(sig = wait_signal(sigs, 1000)) || sig == SIGHUP) {
+    if (sig == SIGHUP) reload_keys(opts.auth_path, access.get());
   }
   spdlog::info("received {}: draining (grace {} ms)", sig == SIGTERM ? "SIGTERM" : "SIGINT", opts.grace_ms);
   for (auto& gw : gateways) caf::anon_send(gw, cortex::drain_atom_v);
   caf::anon_send((*rt)->intake(), cortex::drain_atom_v);
   const auto grace_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.grace_ms);
   while (active_requests(sys, gateways) > 0 && std::chrono::steady_clock::now() < grace_end) {
-    if (wait_signal(sigs, 20)) break;  // a second signal cuts the grace period short
+    if (int s = wait_signal(sigs, 20); s && s != SIGHUP) break;  // a second SIGTERM/SIGINT cuts the grace period short
   }
   // Whatever is left ends with `shutdown`; wait (bounded) for the gateway to send those.
   caf::anon_send((*rt)->intake(), cortex::shutdown_atom_v);

@@ -135,7 +135,7 @@ void decode_body(field_reader& r, const msgpack::object& root, decode_result& ou
   std::string checked_id;
   switch (out.type) {
     case client_message_type::submit:
-      if (decode_submit(r, root, out.request)) checked_id = out.request.client_id;
+      if (decode_submit(r, root, out.request, out.auth)) checked_id = out.request.client_id;
       break;
     case client_message_type::cancel:
       decode_cancel(r, root, out.cancel_ids);

@@ -75,6 +75,7 @@ struct decode_result {
   // equals request.client_id.
   std::string id;
   generation_request request;            // submit: fully populated, defaults applied
+  std::string auth;                      // submit: the `auth` field (API key secret), "" when absent; never logged
   std::vector<std::string> cancel_ids;   // cancel: `id` and/or `ids` (union, in order, no duplicates)
   std::vector<uint8_t> nonce;            // ping: the nonce as msgpack bytes; empty when absent
   // Unknown keys that were ignored, in message order: top-level as "foo",

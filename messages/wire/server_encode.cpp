@@ -191,7 +191,7 @@ wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<ui
 
 wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats& s) {
   const engine_stats& e = s.engine;
-  message_writer w("stats", id, seq, 14);
+  message_writer w("stats", id, seq, s.access_control ? 15 : 14);
   w.key("running").pack(e.running);
   w.key("waiting").pack(e.waiting);
   w.key("kv_blocks_used").pack(e.kv_blocks_used);
@@ -215,6 +215,20 @@ wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats&
   w.key("itl_ms");
   pack_percentiles(w, s.itl_ms);
   w.key_f64("uptime_s", s.uptime_s);
+  if (s.access_control) {
+    w.key("keys").pack_map(static_cast<uint32_t>(s.keys.size()));
+    for (const key_stats& k : s.keys) {
+      w.key(k.id).pack_map(8);
+      w.key("tier").pack(std::string_view(k.tier));
+      w.key("revoked").pack(k.revoked);
+      w.key("running").pack(k.running);
+      w.key("admitted").pack(k.admitted);
+      w.key("rejected_forbidden").pack(k.rejected_forbidden);
+      w.key("rejected_limited").pack(k.rejected_limited);
+      w.key("rejected_revoked").pack(k.rejected_revoked);
+      w.key("tokens").pack(k.tokens);
+    }
+  }
   return w.take();
 }
 

@@ -42,12 +42,22 @@ struct latency_percentiles {
 
 // Everything the `stats` reply reports: the engine's counters plus the
 // gateway's own.
+// One API key's figures (access control on; auth.md): by key id, never the secret.
+struct key_stats {
+  std::string id, tier;
+  bool revoked = false;  // removed by a reload, requests still running
+  uint32_t running = 0;
+  uint64_t admitted = 0, rejected_forbidden = 0, rejected_limited = 0, rejected_revoked = 0, tokens = 0;
+};
+
 struct server_stats {
   engine_stats engine;              // finished_by_reason indexed by finish_reason
   uint64_t malformed_messages = 0;  // counted by the gateway
   latency_percentiles ttft_ms;      // time to first token
   latency_percentiles itl_ms;       // inter-token latency
   double uptime_s = 0;
+  bool access_control = false;      // true: `keys` (a map by key id) is sent
+  std::vector<key_stats> keys;
 };
 
 using cortex::health_status;  // messages/gateway.hpp

@@ -97,6 +97,7 @@ bool decode_params(field_reader& r, const msgpack::object& o, request_params& p)
       if (!r.read_uint(val, field, uint64_hi, ">= 1", u)) return field_status::failed;
       if (u == 0) return field_reader::status(r.range_error(field, ">= 1", "0"));
       p.max_tokens = static_cast<uint32_t>(std::min<uint64_t>(u, uint32_hi));
+      p.max_tokens_given = true;
       return field_status::known;
     }
     if (key == "temperature")
@@ -193,13 +194,16 @@ bool check_model(field_reader& r, const msgpack::object& o) {
 
 }  // namespace
 
-bool decode_submit(field_reader& r, const msgpack::object& root, generation_request& out) {
+// An API key secret is 46 bytes; anything far longer is not one.
+constexpr size_t max_auth_bytes = 1024;
+
+bool decode_submit(field_reader& r, const msgpack::object& root, generation_request& out, std::string& auth) {
   bool has_id = false, has_prompt = false, has_tokens = false, has_messages = false;
   const char* chat_only = nullptr;  // a chat-only key that was given
   const bool ok = r.for_each_field(root, "", [&](std::string_view key, const msgpack::object& val) {
     const bool known = is_one_of(key, {"v", "t", "id", "prompt", "tokens", "messages", "chat_template_kwargs",
                                        "add_generation_prompt", "add_bos", "stream", "priority", "deadline_ms",
-                                       "params", "want", "tags", "model"});
+                                       "params", "want", "tags", "model", "auth"});
     if (!known) return field_status::unknown;
     if (val.type == msgpack::type::NIL || key == "v" || key == "t") return field_status::known;
     bool b = false;
@@ -238,6 +242,13 @@ bool decode_submit(field_reader& r, const msgpack::object& root, generation_requ
     if (key == "params") return field_reader::status(decode_params(r, val, out.params));
     if (key == "want") return field_reader::status(decode_want(r, val, out));
     if (key == "tags") return field_reader::status(decode_tags(r, val, out.tags));
+    if (key == "auth") {
+      if (!r.read_text(val, "auth", auth)) return field_status::failed;
+      if (auth.size() > max_auth_bytes)
+        return field_reader::status(r.fail(errc::too_large, "auth is longer than " + std::to_string(max_auth_bytes) +
+                                                                " bytes; it is an API key secret (cs-...)"));
+      return field_status::known;
+    }
     return field_reader::status(check_model(r, val));  // "model"
   });
   if (!ok) return false;

@@ -8,6 +8,7 @@
 
 namespace cortex::wire::detail {
 
-bool decode_submit(field_reader& r, const msgpack::object& root, generation_request& out);
+// `auth` receives the submit's `auth` field (the API key secret; "" when absent).
+bool decode_submit(field_reader& r, const msgpack::object& root, generation_request& out, std::string& auth);
 
 }  // namespace cortex::wire::detail
