@@ -13,7 +13,7 @@ import msgpack
 import zmq
 from zmq.utils import z85
 
-from .errors import CortexError, ProtocolViolation
+from .errors import CortexError, CortexTimeout, ProtocolViolation
 
 PROTOCOL_VERSION = 1
 
@@ -72,16 +72,26 @@ def curve_options(server_key: Optional[Key], public_key: Optional[Key],
     return server, derived, secret
 
 
-def open_dealer(ctx: zmq.Context, endpoint: str, curve: Optional[Tuple[bytes, bytes, bytes]]) -> zmq.Socket:
+def open_dealer(ctx: zmq.Context, endpoint: str, curve: Optional[Tuple[bytes, bytes, bytes]],
+                timeout_s: float) -> zmq.Socket:
     """A DEALER connected to ``endpoint`` (a CURVE client when ``curve`` is
     set: the options must precede connect). Works for zmq.asyncio contexts
-    too: nothing here waits."""
+    too: nothing here waits. A send waits at most ``timeout_s`` (then
+    zmq.Again, see :func:`send_timeout`): with no connection to queue on,
+    e.g. after the server refused a CURVE handshake, it would wait forever."""
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.SNDTIMEO, max(1, int(timeout_s * 1000)))
     if curve is not None:
         sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = curve
     sock.connect(endpoint)
     return sock
+
+
+def send_timeout(endpoint: str, timeout_s: float) -> CortexTimeout:
+    """The error for a send that found no connection within the timeout."""
+    return CortexTimeout("cannot send to %s within %.1f s: no connection (is cortexd running there, and does it "
+                         "accept this client's CURVE key?)" % (endpoint, timeout_s))
 
 
 def encode(msg: Union[Mapping[str, Any], bytes, bytearray]) -> bytes:

@@ -76,7 +76,7 @@ class AsyncClient:
         self.timeout_s = timeout_s
         self.auth = auth
         self._ctx = context or zmq.asyncio.Context.instance()
-        self._sock: Optional[zmq.asyncio.Socket] = _core.open_dealer(self._ctx, endpoint, curve)
+        self._sock: Optional[zmq.asyncio.Socket] = _core.open_dealer(self._ctx, endpoint, curve, timeout_s)
         self._router = _core.Router()
         self._reading = False                          # a task is reading the socket
         self._arrived: Optional[asyncio.Event] = None  # set when the reader files a message or stops
@@ -99,7 +99,10 @@ class AsyncClient:
 
     async def send(self, msg: Union[Mapping[str, Any], bytes, bytearray]) -> None:
         """Sends one message as is (see :meth:`Client.send`)."""
-        await self._socket().send(_core.encode(msg))
+        try:
+            await self._socket().send(_core.encode(msg))
+        except zmq.Again:
+            raise _core.send_timeout(self.endpoint, self.timeout_s) from None
 
     async def recv(self, timeout_s: Optional[float] = None) -> Message:
         """The next message that belongs to no tracked request (see

@@ -85,7 +85,7 @@ class Client:
         self.timeout_s = timeout_s
         self.auth = auth
         self._ctx = context or zmq.Context.instance()
-        self._sock: Optional[zmq.Socket] = _core.open_dealer(self._ctx, endpoint, curve)
+        self._sock: Optional[zmq.Socket] = _core.open_dealer(self._ctx, endpoint, curve, timeout_s)
         self._router = _core.Router()
 
     # -- lifecycle ---------------------------------------------------------
@@ -109,7 +109,10 @@ class Client:
         """Sends one message as is: a dict is packed with msgpack, ``bytes``
         go out unchanged (for tests that send malformed input). Adds nothing,
         not even ``v``."""
-        self._socket().send(_core.encode(msg))
+        try:
+            self._socket().send(_core.encode(msg))
+        except zmq.Again:
+            raise _core.send_timeout(self.endpoint, self.timeout_s) from None
 
     def recv(self, timeout_s: Optional[float] = None) -> Message:
         """Returns the next message that belongs to no tracked request (a
