@@ -68,8 +68,11 @@ class Cortexd:
     and returns the exit code. stderr goes to a temporary file shown by log().
     """
 
-    def __init__(self, *args, ready_timeout_s=60.0):
+    def __init__(self, *args, ready_timeout_s=60.0, client_kwargs=None):
         self.args = list(args)
+        # Credentials of every Client made here (readiness probe included),
+        # e.g. CURVE keys for a server with --curve-secret-key.
+        self.client_kwargs = dict(client_kwargs or {})
         self.ready_timeout_s = ready_timeout_s
         self.proc = None
         self.endpoint = None
@@ -104,7 +107,7 @@ class Cortexd:
         raise AssertionError("cortexd exited at startup (code %s); log:\n%s" % (self.proc.returncode, self.log()))
 
     def _wait_ready(self):
-        c = cortexstream.Client(self.endpoint, timeout_s=0.5)
+        c = cortexstream.Client(self.endpoint, timeout_s=0.5, **self.client_kwargs)
         try:
             deadline = time.monotonic() + self.ready_timeout_s
             while time.monotonic() < deadline:
@@ -122,7 +125,7 @@ class Cortexd:
 
     def client(self, timeout_s=30.0):
         """A new connection, closed by stop()."""
-        c = cortexstream.Client(self.endpoint, timeout_s=timeout_s)
+        c = cortexstream.Client(self.endpoint, timeout_s=timeout_s, **self.client_kwargs)
         self._clients.append(c)
         return c
 
