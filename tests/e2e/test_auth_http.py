@@ -24,19 +24,8 @@ KEYS = [A.key_entry("alice", "free", SECRETS["alice"]), A.key_entry("bob", "pro"
 CHAT = {"messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 4, "temperature": 0}
 
 
-class AuthHttpTest(support.ServerTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.keys = A.KeysFile(TIERS, KEYS)
-        cls.SERVER_ARGS = ("--auth", cls.keys.path)
-        super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.keys.close()
+class AuthHttpTest(A.AuthServerTestCase):
+    TIERS, KEYS = TIERS, KEYS
 
     def call(self, path, body=None, key=None, method="POST", headers=None):
         return A.http_call(self.server.http, method, path, body, key=key, headers=headers)
