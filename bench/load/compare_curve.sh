@@ -13,13 +13,15 @@
 # Environment: CORTEX_BIN_DIR (default: build/bin of this checkout),
 # THREADS, KV_MEMORY_MB, MAX_BATCH_TOKENS, MAX_RUNNING (cortexd's runtime
 # options), ROUNDS (default 2; each round runs both modes, the order
-# alternates: CURVE first, then plaintext first, ...), WARMUP (requests run
-# before each measured window, default = streams), SEED (default 1), OUT_DIR
+# alternates: CURVE first, then plaintext first, ...), REQUESTS (measured
+# requests per run, default = streams; a tiny model needs many for a window
+# of seconds), WARMUP (requests run before each measured window, default =
+# streams), SEED (default 1), OUT_DIR
 # (JSON results and keys; default: a temporary directory, kept). `uptime` is
 # printed after every run.
 set -euo pipefail
 
-usage_lines=19
+usage_lines=21
 source "$(dirname "$0")/compare_common.sh"
 [[ -x "$bin/cortex" ]] || { echo "compare: $bin/cortex not found (build it, or set CORTEX_BIN_DIR)" >&2; exit 2; }
 
@@ -34,7 +36,7 @@ secret_sha256=$(printf '%s' "$secret" | sha256sum | cut -d' ' -f1)
 printf '{"tiers": {"t": {}}, "keys": [{"id": "bench", "tier": "t", "sha256": "%s", "curve_public": "%s"}]}\n' \
   "$secret_sha256" "$(cat "$keys/bench.pub")" >"$keys/auth.json"
 
-load_opts=(--streams "$streams" --requests "$streams" --prompt-tokens "$prompt" --output-tokens "$output"
+load_opts=(--streams "$streams" --requests "${REQUESTS:-$streams}" --prompt-tokens "$prompt" --output-tokens "$output"
            --warmup "${WARMUP:-$streams}" --seed "${SEED:-1}" --quiet)
 
 failed=""

@@ -9,9 +9,12 @@ control run (plaintext with the `auth` field, same relay) shows that they
 do without CURVE, so the check can fail."""
 
 import os
+import stat
 import subprocess
 import tempfile
 import unittest
+
+import zmq
 
 from tests.e2e import auth_support as A
 from tests.e2e import http_support, support
@@ -180,6 +183,39 @@ class CurveEncryptionTest(unittest.TestCase):
         self.assertTrue(chunks)
         for t in chunks:
             self.assertIn(t.encode(), down)
+
+
+class KeysCurveCliTest(unittest.TestCase):
+    """`cortex keys curve`: a matching Z85 pair, the secret private, nothing overwritten without --force."""
+
+    def keys_curve(self, *args):
+        return subprocess.run([os.path.join(support.BIN_DIR, "cortex"), "keys", "curve"] + list(args),
+                              capture_output=True, text=True, timeout=30)
+
+    def read(self, path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    def test_writes_a_private_matching_pair_and_never_overwrites_without_force(self):
+        with tempfile.TemporaryDirectory() as d:
+            name = os.path.join(d, "k")
+            r = self.keys_curve("--out", name)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            secret, pub = self.read(name + ".key"), self.read(name + ".pub")
+            self.assertEqual((len(secret), secret[-1:], len(pub), pub[-1:]), (41, b"\n", 41, b"\n"))
+            self.assertEqual(zmq.curve_public(secret[:40]), pub[:40])
+            self.assertEqual(stat.S_IMODE(os.stat(name + ".key").st_mode), 0o600)
+            r = self.keys_curve("--out", name)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("--force", r.stderr)
+            self.assertEqual((self.read(name + ".key"), self.read(name + ".pub")), (secret, pub))
+            os.chmod(name + ".key", 0o644)
+            r = self.keys_curve("--out", name, "--force")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotEqual(self.read(name + ".key"), secret)
+            self.assertEqual(stat.S_IMODE(os.stat(name + ".key").st_mode), 0o600)
+            self.assertEqual(zmq.curve_public(self.read(name + ".key")[:40]), self.read(name + ".pub")[:40])
+        self.assertEqual(self.keys_curve().returncode, 2)
 
 
 if __name__ == "__main__":
