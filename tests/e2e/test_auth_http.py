@@ -7,6 +7,7 @@ without access control."""
 
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -47,6 +48,22 @@ class AuthHttpTest(A.AuthServerTestCase):
         self.assertEqual(status, 401)
         status, _, body = self.call("/v1/models", method="GET", key=SECRETS["bob"])
         self.assertEqual(status, 200, body)
+
+    def test_curl_with_and_without_the_key(self):
+        curl = shutil.which("curl")
+        self.assertIsNotNone(curl, "curl is not installed (scripts/setup installs it)")
+        body = json.dumps(CHAT)
+
+        def run(*args):
+            r = subprocess.run([curl, "-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}",
+                                "-H", "Content-Type: application/json", "--data-binary", body] + list(args) +
+                               [self.server.http + "/v1/chat/completions"], capture_output=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            return r.stdout.decode()
+
+        self.assertEqual(run(), "401")
+        self.assertEqual(run("-H", "Authorization: Bearer " + SECRETS["bob"][::-1]), "401")
+        self.assertEqual(run("-H", "Authorization: Bearer " + SECRETS["bob"]), "200")
 
     def test_401_is_answered_before_the_body_is_read(self):
         # A 4 MiB body without a key: refused on the head, the connection closed.
