@@ -6,7 +6,7 @@ the keys in force, logs why, and the server keeps serving.
 
 The revoked key's streams run on both gateways (SSE over HTTP, wire streams
 with the `auth` field) and are long enough to outlast the reload on a busy
-2-core machine (about 5 s measured for the whole set); the test proves they
+2-core machine (3 to 12 s measured for the whole set); the test proves they
 were running at the reload through the wire `stats` (`keys.frank`: revoked,
 running > 0) and fails, rather than passing silently, if they were not."""
 
@@ -29,7 +29,7 @@ HANK = A.key_entry("hank", "open", SECRETS["hank"])
 PROMPT = "Once upon a time"
 SMALL = {"prompt": PROMPT, "max_tokens": 4, "temperature": 0}
 N_HTTP_STREAMS, N_WIRE_STREAMS = 6, 2
-STREAM_TOKENS = 1536  # 8 such streams at once take about 5 s here (one alone: 0.8 s)
+STREAM_TOKENS = 1024  # 8 such streams at once: 3 s on an idle 2-core machine, 12 s under load (one alone: 0.5 s)
 
 
 class HttpStream(threading.Thread):
@@ -163,7 +163,7 @@ class AuthReloadTest(A.AuthServerTestCase):
         pattern = re.compile(r"SIGHUP: (reloaded|keeping the keys in force)[^\n]*")
         before = len(pattern.findall(self.server.log()))
         self.server.proc.send_signal(signal.SIGHUP)
-        lines = support.wait_until(lambda: [m.group(0) for m in pattern.finditer(self.server.log())][before:], 10,
+        lines = support.wait_until(lambda: [m.group(0) for m in pattern.finditer(self.server.log())][before:], 20,
                                    what="the SIGHUP log line")
         self.assertEqual(len(lines), 1, lines)
         self.assertIn(outcome, lines[0], self.server.log())
