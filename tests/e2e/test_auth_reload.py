@@ -235,7 +235,12 @@ class AuthReloadTest(A.AuthServerTestCase):
         print("\n%d frank streams of %d tokens: %d still running after the checks, %d streamed after the reload"
               % (len(streams), max_tokens, still_running, late))
 
-        # Their tokens were counted to frank, and the revoked entry went away with its last request.
+        # They were counted to frank (with the one request before the reload), and the revoked
+        # entry went away with its last request.
+        _, _, metrics = A.http_call(self.server.http, "GET", "/metrics")
+        for endpoint, n in (("completions", N_HTTP_STREAMS + 1), ("wire", N_WIRE_STREAMS)):
+            self.assertEqual(A.metric_value(metrics.decode(), "cortex_requests_total", endpoint=endpoint,
+                                            reason="length", key="frank"), n, endpoint)
         stats = self.client().stats()["keys"]
         self.assertTrue("frank" not in stats or (stats["frank"]["running"] == 0 and stats["frank"]["revoked"]), stats)
         self.assertEqual(stats["hank"]["running"], 0)
