@@ -248,6 +248,35 @@ class AuthReloadTest(A.AuthServerTestCase):
         self.assertGreaterEqual(stats["gina"]["rejected_forbidden"], 1)
         self.assert_refused_401("frank")
 
+    def test_a_request_whose_head_passed_before_the_reload_is_refused_at_admission(self):
+        # The Bearer is checked on the head, admission comes after the body: a reload in between
+        # revokes the key for that request too (401, with the scheme as every 401 names it).
+        body = json.dumps(SMALL).encode()
+        u = urllib.parse.urlparse(self.server.http)
+        for pause_s in (0.3, 1.0, 3.0):  # the head must be checked before the reload
+            self.keys.write(self.TIERS, self.KEYS)
+            self.sighup("reloaded")
+            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+            try:
+                conn.putrequest("POST", "/v1/completions")
+                for name, value in (("Authorization", "Bearer " + SECRETS["frank"]),
+                                    ("Content-Type", "application/json"), ("Content-Length", str(len(body)))):
+                    conn.putheader(name, value)
+                conn.endheaders()
+                time.sleep(pause_s)
+                self.keys.write(self.TIERS, [GINA])
+                self.sighup("reloaded")
+                conn.send(body)
+                r = conn.getresponse()
+                err = json.loads(r.read())["error"]
+            finally:
+                conn.close()
+            self.assertEqual((r.status, err["code"]), (401, "unauthenticated"), err)
+            self.assertEqual(r.getheader("WWW-Authenticate"), "Bearer")
+            if "no longer valid" in err["message"]:
+                return  # refused at admission, as meant
+        self.fail("the head was never checked before the reload (last: %r)" % err)
+
     def test_sighup_with_a_broken_file_keeps_the_keys_in_force(self):
         self.keys.write(TIERS, [GINA, HANK])
         self.sighup("reloaded")
