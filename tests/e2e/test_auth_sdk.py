@@ -73,7 +73,7 @@ class AuthSdkTest(A.AuthServerTestCase, sdk.NodeTestCase):
                                                key="unknown") or 0, 1, text)
         self.assertEqual(A.metric_value(text, "cortex_rejections_total", code="forbidden", key="paula"),
                          N_FORBIDDEN, text)
-        log = self.server.log()
+        log = self.server.log(None)
         for s in SECRETS.values():
             self.assertNotIn(s, text)
             self.assertNotIn(s, log)

@@ -137,8 +137,14 @@ test('over requests_per_minute: RateLimitError (429) with Retry-After; the SDK\'
       return r;
     },
   });
-  const r = await retrying.chat.completions.create(small);
-  assert.equal(r.choices[0].finish_reason, 'length');
+  // Should the bucket have refilled between the refusal above and this call (the burst took
+  // long enough for refills to make the wait short), that call gets through at once and empties
+  // the bucket afresh; the next one then waits a whole refill period.
+  for (let round = 0; round < 3 && attempts.length < 2; round++) {
+    attempts.length = 0;
+    const r = await retrying.chat.completions.create(small);
+    assert.equal(r.choices[0].finish_reason, 'length');
+  }
   assert.ok(attempts.length >= 2, `the first attempt was refused: ${JSON.stringify(attempts)}`);
   assert.equal(attempts.at(-1).status, 200);
   for (let i = 0; i + 1 < attempts.length; i++) {
