@@ -46,6 +46,8 @@ using intake_actor = caf::typed_actor<
     caf::reacts_to<cancel_atom, uint64_t, finish_reason>,
     // A session left the waiting queue (or ended before starting): frees its admission slot.
     caf::reacts_to<dequeued_atom, uint64_t, uint32_t>,
+    // No more members of this admission group will be submitted (the client request ended).
+    caf::reacts_to<group_done_atom, std::string>,
     // New submits are refused with `draining`; running ones go on.
     caf::reacts_to<drain_atom>,
     // Refuses new submits and ends running ones with `shutdown`.

@@ -47,6 +47,12 @@ struct generation_request {
   // The API key the request belongs to (auth.md), as its gateway
   // authenticated it; empty when access control is off.
   std::string key_id;
+  // The engine sequences of one client request (an HTTP chat with n > 1
+  // choices, an embeddings call with several inputs) share one admission:
+  // the same group name (unique for the gateway's life; "" = a request of
+  // its own) and the member count on every member.
+  std::string admission_group;
+  uint32_t group_size = 1;
   request_kind kind = request_kind::generate;
   std::string prompt;           // exactly one of prompt / tokens / messages_json
   std::vector<int32_t> tokens;

@@ -37,7 +37,7 @@ typename Inspector::result_type inspect(Inspector& f, request_params& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
-  return f(caf::meta::type_name("generation_request"), x.client_id, x.key_id, x.kind, x.prompt, x.tokens, x.use_tokens,
+  return f(caf::meta::type_name("generation_request"), x.client_id, x.key_id, x.admission_group, x.group_size, x.kind, x.prompt, x.tokens, x.use_tokens,
            x.messages_json, x.chat_template_kwargs_json, x.add_generation_prompt, x.add_bos,
            x.stream, x.priority, x.deadline_ms, x.want_text, x.want_token_ids, x.n_logprobs, x.tags, x.params);
 }
@@ -176,6 +176,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
   CAF_ADD_ATOM(cortex, cortex, active_atom, "active")
   CAF_ADD_ATOM(cortex, cortex, peer_gone_atom, "peergone")
   CAF_ADD_ATOM(cortex, cortex, blocked_atom, "blocked")
+  CAF_ADD_ATOM(cortex, cortex, group_done_atom, "groupdone")
 
 CAF_END_TYPE_ID_BLOCK(cortex)
 

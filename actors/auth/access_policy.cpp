@@ -7,18 +7,50 @@
 namespace cortex::auth {
 
 admission_ticket::admission_ticket(std::shared_ptr<access_policy> policy, std::string key_id, uint32_t prompt_tokens,
-                                   uint32_t max_tokens)
-    : policy_(std::move(policy)), key_id_(std::move(key_id)), prompt_tokens_(prompt_tokens), max_tokens_(max_tokens) {}
+                                   uint32_t max_tokens, bool group_open)
+    : policy_(std::move(policy)),
+      key_id_(std::move(key_id)),
+      prompt_tokens_(prompt_tokens),
+      max_tokens_(max_tokens),
+      open_(group_open) {}
 
-admission_ticket::~admission_ticket() { finish(0); }
-
-void admission_ticket::finish(uint32_t completion_tokens) {
+admission_ticket::~admission_ticket() {
+  std::lock_guard<std::mutex> lock(mu_);
   if (done_) return;
   done_ = true;
-  policy_->release(key_id_, prompt_tokens_, max_tokens_, completion_tokens);
+  policy_->release(key_id_, prompt_tokens_, max_tokens_, static_cast<uint32_t>(std::min<uint64_t>(completion_, max_tokens_)));
+}
+
+void admission_ticket::release_if_done() {
+  if (done_ || members_ > 0 || open_) return;
+  done_ = true;
+  policy_->release(key_id_, prompt_tokens_, max_tokens_, static_cast<uint32_t>(std::min<uint64_t>(completion_, max_tokens_)));
+}
+
+void admission_ticket::finish(uint32_t completion_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_ || members_ == 0) return;
+  --members_;
+  completion_ += completion_tokens;
+  release_if_done();
+}
+
+void admission_ticket::join(uint32_t prompt_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_ || !open_) return;
+  ++members_;
+  prompt_tokens_ += prompt_tokens;
+  if (prompt_tokens) policy_->charge_unchecked(key_id_, prompt_tokens);
+}
+
+void admission_ticket::close_group() {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_ = false;
+  release_if_done();
 }
 
 void admission_ticket::revert() {
+  std::lock_guard<std::mutex> lock(mu_);
   if (done_) return;
   done_ = true;
   policy_->revert(key_id_, prompt_tokens_, max_tokens_);
@@ -114,7 +146,7 @@ std::string fmt_rate(double v) {
 
 }  // namespace
 
-access_policy::admit_result access_policy::admit(const admission_request& r) {
+access_policy::admit_result access_policy::admit(const admission_request& r, bool group_open) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = keys_.find(r.key_id);
   if (it == keys_.end() || it->second.revoked) {
@@ -165,7 +197,8 @@ access_policy::admit_result access_policy::admit(const admission_request& r) {
   if (st.tokens) st.tokens->take(charge, t);
   ++st.use.running;
   ++st.use.admitted;
-  return {{errc::none, {}, 0}, std::make_unique<admission_ticket>(shared_from_this(), r.key_id, r.prompt_tokens, r.max_tokens)};
+  return {{errc::none, {}, 0},
+          std::make_shared<admission_ticket>(shared_from_this(), r.key_id, r.prompt_tokens, r.max_tokens, group_open)};
 }
 
 access_policy::key_state* access_policy::live_or_revoked(const std::string& key_id) {
@@ -182,6 +215,12 @@ void access_policy::release(const std::string& key_id, uint32_t prompt_tokens, u
   if (st->use.running > 0) --st->use.running;
   st->use.tokens += uint64_t(prompt_tokens) + used;
   if (st->revoked && st->use.running == 0) keys_.erase(key_id);
+}
+
+void access_policy::charge_unchecked(const std::string& key_id, uint32_t tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  key_state* st = live_or_revoked(key_id);
+  if (st && st->tokens) st->tokens->take_debt(tokens, now());
 }
 
 void access_policy::revert(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens) {

@@ -54,27 +54,47 @@ struct key_usage {
 class access_policy;
 
 // An admitted request's hold on its key (a concurrency slot and the charged
-// tokens). finish() releases it once, refunding max_tokens minus the
-// completion tokens; a ticket destroyed unfinished (its session died
-// without a terminal event: a bug) releases as if nothing was generated, so
-// no slot leaks. Thread-safe via the policy.
+// tokens), shared by the engine sequences the request became: one, or
+// several for an HTTP request with n > 1 choices or several embedding
+// inputs (a group: one request for the tier, auth.md "max_concurrent:
+// requests admitted"). Each member's finish() adds its completion tokens;
+// once every member has finished and the group is closed (no member can
+// join any more), the slot is released and the unused part of max_tokens
+// refunded. A ticket destroyed unreleased (a session that died without a
+// terminal event: a bug) releases with what it has, so no slot leaks.
+// Thread-safe (members end on different threads).
 class admission_ticket {
  public:
-  admission_ticket(std::shared_ptr<access_policy> policy, std::string key_id, uint32_t prompt_tokens, uint32_t max_tokens);
+  // `group_open`: more members may join() until close_group().
+  admission_ticket(std::shared_ptr<access_policy> policy, std::string key_id, uint32_t prompt_tokens, uint32_t max_tokens,
+                   bool group_open = false);
   admission_ticket(const admission_ticket&) = delete;
   admission_ticket& operator=(const admission_ticket&) = delete;
   ~admission_ticket();
+  // One member ended (any reason) having generated `completion_tokens`.
   void finish(uint32_t completion_tokens);
+  // Another member of the admitted request: its own prompt tokens are
+  // charged without a check (the request was admitted; the bucket may go
+  // into debt, delaying the key's next requests). REQUIRES: the group is open.
+  void join(uint32_t prompt_tokens);
+  // No member joins any more (all did, or the request ended early).
+  void close_group();
   // Undoes the admission as if it never happened (the request was refused
   // later, e.g. the server's own queue was full): everything charged is
-  // refunded. Instead of finish(); once.
+  // refunded. Instead of finish(), before any member joined; once.
   void revert();
   const std::string& key_id() const { return key_id_; }
 
  private:
+  void release_if_done();  // REQUIRES: mu_ held
+
   std::shared_ptr<access_policy> policy_;
   std::string key_id_;
+  std::mutex mu_;
   uint32_t prompt_tokens_, max_tokens_;
+  uint32_t members_ = 1;     // joined and not finished
+  uint64_t completion_ = 0;  // of the finished members
+  bool open_;
   bool done_ = false;
 };
 
@@ -99,9 +119,10 @@ class access_policy : public std::enable_shared_from_this<access_policy> {
   // charge (prompt_tokens + max_tokens) and the concurrency slot.
   struct admit_result {
     error_report error;                       // code none: admitted
-    std::unique_ptr<admission_ticket> ticket; // when admitted
+    std::shared_ptr<admission_ticket> ticket; // when admitted
   };
-  admit_result admit(const admission_request& r);
+  // `group_open`: the request has more members, which join() the ticket.
+  admit_result admit(const admission_request& r, bool group_open = false);
 
   // Replaces tiers and keys (a reloaded file). Running requests keep their
   // admission; surviving keys keep their buckets (clamped to the new tier);
@@ -128,6 +149,7 @@ class access_policy : public std::enable_shared_from_this<access_policy> {
   void apply(keys_config cfg);  // REQUIRES: mu_ held
   void release(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens, uint32_t completion_tokens);
   void revert(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens);
+  void charge_unchecked(const std::string& key_id, uint32_t tokens);
   key_state* live_or_revoked(const std::string& key_id);  // REQUIRES: mu_ held
   std::chrono::steady_clock::time_point now() const;
 

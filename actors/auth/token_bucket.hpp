@@ -30,6 +30,13 @@ class token_bucket {
     refill(now);
     level_ = std::max(0.0, level_ - n);
   }
+  // Takes `n` even past empty: the level goes negative (a debt the refill
+  // pays back before anything else is admitted). For tokens of a request
+  // already admitted.
+  void take_debt(double n, time_point now) {
+    refill(now);
+    level_ -= n;
+  }
   // Gives back `n` (never above the capacity).
   void refund(double n, time_point now) {
     refill(now);

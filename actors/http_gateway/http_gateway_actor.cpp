@@ -92,6 +92,9 @@ struct http_state {
 
 std::string conn_key(uint64_t conn) { return std::to_string(conn); }
 
+// The admission group of a response's engine requests (unique for the gateway's life).
+std::string admission_group_of(uint64_t response) { return "http:" + std::to_string(response); }
+
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -126,9 +129,12 @@ void end_response(self_ptr self, uint64_t id, bool cancel_rest = false) {
   if (cancel_rest) {
     for (auto& cid : rs.client_ids) st.core->cancel(conn_key(rs.conn), cid);
   }
+  const bool grouped = rs.client_ids.size() > 1;
   st.responses.erase(it);
   // Never submitted: their routes close without events.
   for (auto& req : deferred) st.core->forget(req.client_id);
+  // Its admission group takes no more members (intake releases it when the running ones end).
+  if (grouped && st.intake) self->send(st.intake, group_done_atom_v, admission_group_of(id));
 }
 
 void submit(self_ptr self, generation_request req) {
@@ -255,6 +261,10 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
   const uint64_t id = st.next_response++;
   std::vector<std::pair<std::string, generation_request>> ready;
   for (uint32_t i = 0; i < reqs.size(); ++i) {
+    if (reqs.size() > 1) {  // one client request: one admission (auth.md), whatever its choices or inputs
+      reqs[i].admission_group = admission_group_of(id);
+      reqs[i].group_size = static_cast<uint32_t>(reqs.size());
+    }
     const std::string cid = std::to_string(id) + "/" + std::to_string(i);
     auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.endpoint, reqs[i].key_id, rs.peer});
     if (!key) continue;  // cannot happen: ids are unique per response

@@ -7,6 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/intake/admission_groups.hpp"
 #include "actors/session/session_actor.hpp"
 #include "model/tokenizer.hpp"
 
@@ -21,6 +22,7 @@ struct intake_state {
   std::unique_ptr<request_validator> validator;
   std::unique_ptr<admission_limits> admission;
   std::shared_ptr<auth::access_policy> access;
+  std::unique_ptr<admission_groups> groups;  // with access control
   uint64_t next_rid = 1;
   bool draining = false;
   static inline const char* name = "cortex.intake";
@@ -42,6 +44,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
   st.validator = std::make_unique<request_validator>(cfg.limits, st.mdl->tokenizer(), seed);
   st.chat = cfg.chat;
   st.access = cfg.access;
+  if (st.access) st.groups = std::make_unique<admission_groups>(st.access);
   st.validator->set_chat(st.chat.get());
   st.admission = std::make_unique<admission_limits>(cfg.max_waiting, cfg.max_queued_tokens);
   return {
@@ -67,11 +70,8 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         }
         const auto n_tokens_prompt = static_cast<uint32_t>(v.request.tokens_prompt.size());
         std::shared_ptr<auth::admission_ticket> ticket;
-        if (st.access) {
-          // An embedding generates nothing: only its prompt is charged (auth.md "tokens_per_minute").
-          const uint32_t charged_max = req.kind == request_kind::embed ? 0 : v.request.max_tokens;
-          auto a = st.access->admit({req.key_id, n_tokens_prompt, charged_max,
-                                     req.params.max_tokens_given ? req.params.max_tokens : 0, req.priority});
+        if (st.groups) {
+          auto a = st.groups->admit(req, n_tokens_prompt, v.request.max_tokens);
           if (a.error.code != errc::none) {
             reject(self, sink, req.client_id, std::move(a.error));
             return;
@@ -79,7 +79,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
           ticket = std::move(a.ticket);
         }
         if (auto err = st.admission->try_admit(n_tokens_prompt); err.code != errc::none) {
-          if (ticket) ticket->revert();
+          if (st.groups) st.groups->undo(req, ticket, err);
           reject(self, sink, req.client_id, std::move(err));
           return;
         }
@@ -108,6 +108,9 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
       },
       [self](cancel_atom, uint64_t rid, finish_reason reason) { self->send(self->state.sched, cancel_atom_v, rid, reason); },
       [self](dequeued_atom, uint64_t, uint32_t n_tokens_prompt) { self->state.admission->release(n_tokens_prompt); },
+      [self](group_done_atom, const std::string& group) {
+        if (auto& g = self->state.groups) g->close(group);
+      },
       [self](drain_atom) { self->state.draining = true; },
       [self](shutdown_atom) {
         self->state.draining = true;

@@ -14,14 +14,16 @@ import time
 from tests.e2e import auth_support as A
 from tests.e2e import support
 
-SECRETS = {name: A.new_secret() for name in ("alice", "bob", "erin", "dave")}
+SECRETS = {name: A.new_secret() for name in ("alice", "bob", "erin", "dave", "gus")}
 TIERS = {
     "free": {"requests_per_minute": 20, "max_tokens": 16, "max_concurrent": 4},
     "pro": {},
     "tiny": {"tokens_per_minute": 40},
+    "group": {"requests_per_minute": 3, "max_concurrent": 1},
 }
 KEYS = [A.key_entry("alice", "free", SECRETS["alice"]), A.key_entry("bob", "pro", SECRETS["bob"]),
-        A.key_entry("erin", "free", SECRETS["erin"]), A.key_entry("dave", "tiny", SECRETS["dave"])]
+        A.key_entry("erin", "free", SECRETS["erin"]), A.key_entry("dave", "tiny", SECRETS["dave"]),
+        A.key_entry("gus", "group", SECRETS["gus"])]
 CHAT = {"messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 4, "temperature": 0}
 
 
@@ -119,6 +121,23 @@ class AuthHttpTest(A.AuthServerTestCase):
         time.sleep(retry_after)
         status, _, body = self.call("/v1/chat/completions", CHAT, key=SECRETS["alice"])
         self.assertEqual(status, 200, body)
+
+    def test_choices_and_embedding_inputs_are_one_request(self):
+        # n = 2 choices and 3 embedding inputs: one request each for requests_per_minute (3) and
+        # max_concurrent (1), whatever the engine sequences they become.
+        status, _, body = self.call("/v1/chat/completions", dict(CHAT, n=2), key=SECRETS["gus"])
+        self.assertEqual(status, 200, body)
+        self.assertEqual(len(json.loads(body)["choices"]), 2)
+        status, _, body = self.call("/v1/embeddings", {"input": ["a cat", "a dog", "a big red ball"]}, key=SECRETS["gus"])
+        self.assertEqual(status, 200, body)
+        self.assertEqual(len(json.loads(body)["data"]), 3)
+        status, _, body = self.call("/v1/chat/completions", dict(CHAT, n=3, stream=True), key=SECRETS["gus"])
+        self.assertEqual(status, 200, body)
+        self.assertNotIn(b'"error"', body)
+        status, _, body = self.call("/v1/chat/completions", dict(CHAT, n=2), key=SECRETS["gus"])
+        self.assertEqual(status, 429, body)  # the fourth request of the minute
+        stats = self.key_stats("gus")
+        self.assertEqual((stats["admitted"], stats["running"], stats["rejected_limited"]), (3, 0, 1))
 
     def test_metrics_count_by_key_id_never_the_secret(self):
         self.call("/v1/chat/completions", CHAT, key=SECRETS["bob"])
