@@ -54,7 +54,7 @@ class wire_port final : public gateway_port<wire_route> {
     post(r.conn, r.extra.delimiter, wire::encode_finished(f, r.seq++, r.extra.want));
   }
   void send_rejected(route& r, const error_report& e) override {
-    post(r.conn, r.extra.delimiter, wire::encode_error(r.client_id, 0, e));
+    post(r.conn, r.extra.delimiter, wire::encode_error(r.client_id, 0, e, true));
   }
   // Every request's end, delivered or not (its peer may be gone).
   void ended(route& r, const request_finished& f) override {
@@ -82,15 +82,19 @@ struct gateway_state {
 
 using self_ptr = zmq_gateway_actor::stateful_pointer<gateway_state>;
 
-void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err) {
-  self->state.port.post(in.peer, in.delimiter, wire::encode_error(id, 0, err));
+// `terminal`: the error ends the request `id` (a rejected submit); false
+// when it rejects a message naming a live request (which goes on) or one
+// that is no request.
+void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err, bool terminal) {
+  self->state.port.post(in.peer, in.delimiter, wire::encode_error(id, 0, err, terminal));
 }
 
 // A submit the gateway itself refuses (not ready, draining, duplicate id, no key).
 void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err,
                    const std::string& key_id = {}) {
   if (auto& m = self->state.port.metrics) m->count_rejection(errc_name(err.code), key_id);
-  reply_error(self, in, id, err);
+  // A duplicate id names the live request, which goes on: not its terminal.
+  reply_error(self, in, id, err, err.code != errc::duplicate_id);
 }
 
 // The key a submit belongs to: its connection's CURVE key, else its `auth`
@@ -168,13 +172,19 @@ void handle_stats(self_ptr self, const gateway_inbound& in, const std::string& i
               self->state.port.post(peer, delim, wire::encode_stats(id, 0, make_server_stats(self, std::move(e))));
             },
             [self, peer, delim, id](caf::error&) {
-              self->state.port.post(peer, delim, wire::encode_error(id, 0, {errc::internal, "the engine did not answer stats", 0}));
+              self->state.port.post(peer, delim, wire::encode_error(id, 0, {errc::internal, "the engine did not answer stats", 0}, false));
             });
 }
 
 void handle_inbound(self_ptr self, gateway_inbound& in) {
   auto& st = self->state;
   auto d = wire::decode_client_message(reinterpret_cast<const uint8_t*>(in.payload.data()), in.payload.size(), st.limits);
+  if (in.extra_frames && d.ok()) {  // protocol.md: decoded only to address the error; nothing in it is processed
+    d.error = {errc::malformed,
+               "a message is one frame (a msgpack map), optionally after one empty delimiter frame; this one had more "
+               "frames, so nothing in it was processed",
+               0};
+  }
   if (!d.ok()) {
     st.malformed++;
     if (auto& m = st.port.metrics) {
@@ -182,7 +192,10 @@ void handle_inbound(self_ptr self, gateway_inbound& in) {
       m->count_rejection(errc_name(d.error.code));
     }
     spdlog::debug("gateway: rejected message ({} {}): {}", errc_code(d.error.code), errc_name(d.error.code), d.error.message);
-    reply_error(self, in, d.id, d.error);
+    // A rejected submit ends its request, unless its id names a live one (which goes on).
+    const bool terminal =
+        d.type == wire::client_message_type::submit && (d.id.empty() || st.core->find(in.peer, d.id) == nullptr);
+    reply_error(self, in, d.id, d.error, terminal);
     return;
   }
   using wire::client_message_type;

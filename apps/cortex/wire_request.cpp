@@ -129,6 +129,8 @@ bool read_request(wire_connection& c, const std::string& id, int timeout_ms,
     const std::string t = m.value("t", "");
     // An id-less error is the server refusing the frame itself (malformed).
     if (!m.contains("id") && t != "error") continue;
+    // An error with terminal: false rejects another message naming the id; the request goes on.
+    if (t == "error" && m.contains("id") && m.value("terminal", true) == false) continue;
     on_message(m);
     if (t == "finished" || t == "error") {
       terminal = std::move(m);

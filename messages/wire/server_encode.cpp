@@ -15,15 +15,15 @@ namespace {
 // so each encoder counts its keys: n_body + the envelope's.
 class message_writer {
  public:
-  message_writer(const char* type, const std::string& id, uint64_t seq, uint32_t n_body) : sink_{out_}, pk_(sink_) {
+  // `with_seq` false: the id without a seq (an error that is not the request's terminal message).
+  message_writer(const char* type, const std::string& id, uint64_t seq, uint32_t n_body, bool with_seq = true)
+      : sink_{out_}, pk_(sink_) {
     const bool has_id = !id.empty();
-    pk_.pack_map(n_body + (has_id ? 4 : 2));
+    pk_.pack_map(n_body + 2 + (has_id ? 1 : 0) + (has_id && with_seq ? 1 : 0));
     key("v").pack(protocol_version);
     key("t").pack(std::string_view(type));
-    if (has_id) {
-      key("id").pack(id);
-      key("seq").pack(seq);
-    }
+    if (has_id) key("id").pack(id);
+    if (has_id && with_seq) key("seq").pack(seq);
   }
   msgpack::packer<byte_sink>& key(std::string_view k) {
     pk_.pack(k);
@@ -165,10 +165,11 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
   return w.take();
 }
 
-wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e) {
+wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e, bool terminal) {
   const bool retryable = errc_retryable(e.code);
   const bool version = e.code == errc::unsupported_version;
-  message_writer w("error", id, seq, 4 + retryable + version);
+  message_writer w("error", id, seq, 5 + retryable + version, terminal);
+  w.key("terminal").pack(terminal);
   w.key("code").pack(errc_code(e.code));
   w.key("name").pack(std::string_view(errc_name(e.code)));
   w.key("message").pack(e.message);

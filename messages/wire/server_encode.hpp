@@ -71,8 +71,11 @@ wire_bytes encode_chunk(const request_chunk& c, uint64_t seq, const output_field
 wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output_fields& want);
 // `id` "" when the message that failed had no readable id (then no seq).
 // code/name from e.code; retryable and retry_after_ms from errc_retryable;
-// `supported: [1]` for unsupported_version.
-wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e);
+// `supported: [1]` for unsupported_version. `terminal` (protocol.md): true
+// when this error is the request's terminal message (its submit was
+// rejected: seq 0); false when it only rejects another message naming a
+// live request's id, or a message that is no request (then no seq).
+wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e, bool terminal);
 // `nonce`: the ping's nonce as msgpack bytes (decode_result::nonce), copied
 // verbatim; empty: no nonce key.
 wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<uint8_t>& nonce, uint64_t server_time_ms);

@@ -63,6 +63,19 @@ class ProtocolRulesTest(support.ServerTestCase):
         self.assertIs(m.get("retryable"), False, m)
         if id is not None:
             self.assertEqual(m.get("id"), id, "the error names the request")
+        # protocol.md: a rejected submit's error is its terminal message (seq 0); any other
+        # rejected message's error is not terminal and has no seq. A message of another
+        # version is not processed at all, so it is no v1 submit.
+        try:
+            sent = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        except Exception:
+            sent = None
+        is_submit = isinstance(sent, dict) and sent.get("t") == "submit" and sent.get("v") == 1
+        self.assertIs(m.get("terminal"), is_submit, m)
+        if is_submit and "id" in m:
+            self.assertEqual(m.get("seq"), 0, m)
+        elif not is_submit:
+            self.assertNotIn("seq", m)
         self.expect_next_request_ok(rejected_id=id)
         return m
 
@@ -311,6 +324,8 @@ class ProtocolRulesTest(support.ServerTestCase):
         err = [m for m in self.c.pending(clear=True) if m.get("t") == "error"]
         self.assertEqual(len(err), 1, "exactly one error for the duplicate")
         self.assertEqual((err[0]["code"], err[0]["name"], err[0]["id"]), (409, "duplicate_id", "dup"))
+        self.assertIs(err[0]["terminal"], False)  # it rejects the second submit, not the running request
+        self.assertNotIn("seq", err[0])
         self.assertEqual([e["seq"] for e in s.events], list(range(len(s.events))))
         self.assertEqual(fin["reason"], "length")
         self.assertEqual(fin["usage"]["completion_tokens"], 1000)
@@ -319,6 +334,41 @@ class ProtocolRulesTest(support.ServerTestCase):
         self.c.send(submit(id="dup"))
         self.assertEqual(list(self.c.track("dup"))[-1]["t"], "finished")
         self.expect_next_request_ok()
+
+    def test_errors_naming_a_live_request_are_not_terminal(self):
+        golden = support.golden_cases()[0]
+        s = self.c.track("live")
+        self.c.send(submit(id="live", prompt=golden["prompt"],
+                           params={"max_tokens": 600, "ignore_eos": True, "temperature": 0.0}))
+        self.assertEqual(next(s)["t"], "accepted")
+        for bad in ({"v": 1, "t": "cancel", "id": "live", "ids": "not-a-list"},  # malformed cancel
+                    {"v": 1, "t": "frobnicate", "id": "live"},                  # unknown type
+                    {"v": 2, "t": "cancel", "id": "live"}):                     # wrong version
+            self.c.send(msgpack.packb(bad, use_bin_type=True))
+        text, fin = s.result()
+        errs = [m for m in self.c.pending(clear=True) if m.get("t") == "error"]
+        self.assertEqual(len(errs), 3, errs)
+        for e in errs:
+            self.assertEqual((e["id"], e["terminal"]), ("live", False), e)
+            self.assertNotIn("seq", e)
+        self.assertEqual((fin["reason"], fin["usage"]["completion_tokens"]), ("length", 600))
+        self.assertEqual([e["seq"] for e in s.events], list(range(len(s.events))))
+
+    def test_multi_frame_message_is_400_and_not_processed(self):
+        import zmq
+        d = zmq.Context.instance().socket(zmq.DEALER)
+        d.setsockopt(zmq.LINGER, 0)
+        try:
+            d.connect(self.server.endpoint)
+            ok = msgpack.packb(submit(id="mf", prompt=PROMPT, params={"max_tokens": 2}), use_bin_type=True)
+            d.send_multipart([ok, ok])  # two frames: neither is processed
+            self.assertTrue(d.poll(10000), "no reply to a multi-frame message")
+            m = msgpack.unpackb(d.recv_multipart()[-1], raw=False)
+            self.assertEqual((m["t"], m["code"], m["name"]), ("error", 400, "malformed"), m)
+            self.assertEqual((m.get("id"), m["terminal"]), ("mf", True))
+            self.assertFalse(d.poll(500), "nothing may follow: the submit in it was not processed")
+        finally:
+            d.close(0)
 
     def test_same_id_on_two_connections(self):
         a, b = self.client(), self.client()

@@ -179,8 +179,10 @@ TEST(wire_codec, finished_without_stop_or_outputs) {
 
 TEST(wire_codec, error_with_and_without_id) {
   error_report e{errc::invalid_param, "params.top_p must be in (0, 1], got 1.5", 0};
-  server_message m = read(encode_error("r9", 0, e));
-  EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "id", "seq", "code", "name", "message", "retryable"}));
+  server_message m = read(encode_error("r9", 0, e, true));
+  EXPECT_EQ(keys_of(m),
+            (std::vector<std::string>{"v", "t", "id", "seq", "terminal", "code", "name", "message", "retryable"}));
+  EXPECT_TRUE(m.get_bool("terminal", false));
   EXPECT_EQ(m.type(), "error");
   EXPECT_EQ(m.id(), "r9");
   EXPECT_EQ(m.get_uint("code"), 400u);
@@ -188,13 +190,22 @@ TEST(wire_codec, error_with_and_without_id) {
   EXPECT_EQ(m.get_string("message"), e.message);
   EXPECT_FALSE(m.get_bool("retryable", true));
 
-  m = read(encode_error("", 0, {errc::malformed, "not a map", 0}));
-  EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "code", "name", "message", "retryable"}));
+  m = read(encode_error("", 0, {errc::malformed, "not a map", 0}, false));
+  EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "terminal", "code", "name", "message", "retryable"}));
+}
+
+// protocol.md: an error that only rejects another message naming a live
+// request's id has terminal: false and no seq.
+TEST(wire_codec, non_terminal_error_has_no_seq) {
+  const server_message m = read(encode_error("r9", 3, {errc::duplicate_id, "id 'r9' is still active", 0}, false));
+  EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "id", "terminal", "code", "name", "message", "retryable"}));
+  EXPECT_FALSE(m.get_bool("terminal", true));
+  EXPECT_EQ(m.id(), "r9");
 }
 
 TEST(wire_codec, retryable_errors_carry_retry_after) {
   for (errc c : {errc::overloaded, errc::not_ready, errc::draining}) {
-    const server_message m = read(encode_error("q", 0, {c, "later", 750}));
+    const server_message m = read(encode_error("q", 0, {c, "later", 750}, true));
     EXPECT_TRUE(m.get_bool("retryable"));
     EXPECT_EQ(m.get_uint("retry_after_ms"), 750u);
     EXPECT_EQ(m.get_uint("code"), c == errc::overloaded ? 429u : 503u);
@@ -202,7 +213,7 @@ TEST(wire_codec, retryable_errors_carry_retry_after) {
 }
 
 TEST(wire_codec, unsupported_version_lists_supported) {
-  const server_message m = read(encode_error("", 0, {errc::unsupported_version, "send v = 1", 0}));
+  const server_message m = read(encode_error("", 0, {errc::unsupported_version, "send v = 1", 0}, false));
   EXPECT_EQ(m.get_uint("code"), 505u);
   EXPECT_EQ(m.get_string("name"), "unsupported_version");
   EXPECT_EQ(m.get("supported")->as<std::vector<uint64_t>>(), std::vector<uint64_t>{1});

@@ -227,8 +227,10 @@ class Router:
     def route(self, m: Message) -> bool:
         """Files m under its tracked request; False if nobody tracks it.
 
-        A 409 for an id whose request was accepted is the rejection of a
-        second submit reusing the id, not that request's end: left to recv().
+        An error with ``terminal: false`` (protocol.md) rejects another
+        message naming the id (a duplicate submit, a malformed cancel), not
+        that request's end: left to recv(). So is a 409 for an id whose
+        request was accepted (servers before the ``terminal`` flag).
         """
         id = m.get("id")
         q = self.by_id.get(id) if isinstance(id, str) else None
@@ -237,7 +239,7 @@ class Router:
         t = m.get("t")
         if t == "accepted":
             self._accepted.add(id)
-        elif t == "error" and m.get("code") == 409 and id in self._accepted:
+        elif t == "error" and (m.get("terminal") is False or (m.get("code") == 409 and id in self._accepted)):
             return False
         q.append(m)
         return True
