@@ -247,7 +247,8 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
 zmq_gateway_actor spawn_gateway(caf::actor_system& sys, zmq_server& server, const gateway_config& cfg) {
   auto gw = sys.spawn(gateway_fn, &server, cfg);
   server.start({[gw](inbound_frame&& f) {
-                  caf::anon_send(gw, gateway_inbound{std::move(f.peer), std::move(f.payload), f.delimiter, f.extra_frames});
+                  caf::anon_send(gw, gateway_inbound{std::move(f.peer), std::move(f.payload), f.delimiter, f.extra_frames,
+                                                     std::move(f.user_id)});
                 },
                 [gw](const std::string& peer) { caf::anon_send(gw, peer_gone_atom_v, peer); },
                 [gw](const std::string& peer, bool blocked) { caf::anon_send(gw, blocked_atom_v, peer, blocked); }});

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "actors/auth/secrets.hpp"
+
 namespace cortex {
 
 namespace {
@@ -20,11 +22,6 @@ void set_int(void* s, int opt, int v) { zmq_setsockopt(s, opt, &v, sizeof v); }
 // CURVE server fails handshakes closed when no ZAP handler answers. Builds
 // without the draft API reject it; the handler is bound first either way.
 constexpr int k_zap_enforce_domain = 93;
-
-bool is_z85_key(const std::string& key) {
-  uint8_t raw[32];
-  return key.size() == 40 && zmq_z85_decode(raw, key.c_str()) != nullptr;
-}
 
 }  // namespace
 
@@ -71,7 +68,7 @@ expected<std::unique_ptr<zmq_server>> zmq_server::bind(const zmq_server_options&
 status zmq_server::enable_curve() {
   const std::string& key = opts_.curve_secret_key;
   if (!zmq_has("curve")) return fail(errc::unsupported, "this libzmq was built without CURVE support");
-  if (!is_z85_key(key)) {
+  if (!auth::is_z85_key(key)) {
     return fail(errc::invalid_param, "the CURVE secret key must be 40 Z85 characters (" + std::to_string(key.size()) +
                                          " given, or not Z85); write a key pair with 'cortex keys curve --out NAME'");
   }

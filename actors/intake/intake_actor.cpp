@@ -68,7 +68,9 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         const auto n_tokens_prompt = static_cast<uint32_t>(v.request.tokens_prompt.size());
         std::shared_ptr<auth::admission_ticket> ticket;
         if (st.access) {
-          auto a = st.access->admit({req.key_id, n_tokens_prompt, v.request.max_tokens,
+          // An embedding generates nothing: only its prompt is charged (auth.md "tokens_per_minute").
+          const uint32_t charged_max = req.kind == request_kind::embed ? 0 : v.request.max_tokens;
+          auto a = st.access->admit({req.key_id, n_tokens_prompt, charged_max,
                                      req.params.max_tokens_given ? req.params.max_tokens : 0, req.priority});
           if (a.error.code != errc::none) {
             reject(self, sink, req.client_id, std::move(a.error));

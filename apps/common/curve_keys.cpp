@@ -3,14 +3,11 @@
 #include <zmq.h>
 
 #include <fstream>
+
+#include "actors/auth/secrets.hpp"
 #include <sstream>
 
 namespace cortex::cli {
-
-bool is_z85_key(const std::string& key) {
-  uint8_t raw[32];
-  return key.size() == 40 && zmq_z85_decode(raw, key.c_str()) != nullptr;
-}
 
 bool read_curve_key_file(const std::string& path, std::string& key, std::string& error) {
   std::ifstream in(path, std::ios::binary);
@@ -23,7 +20,7 @@ bool read_curve_key_file(const std::string& path, std::string& key, std::string&
   key = text.str();
   if (!key.empty() && key.back() == '\n') key.pop_back();
   if (!key.empty() && key.back() == '\r') key.pop_back();
-  if (!is_z85_key(key)) {
+  if (!auth::is_z85_key(key)) {
     key.clear();  // never echo what may be a secret
     error = "'" + path + "' does not hold a CURVE key (40 Z85 characters and a newline, as 'cortex keys curve' writes)";
     return false;

@@ -12,9 +12,6 @@
 
 namespace cortex::cli {
 
-// Whether `key` is a CURVE key in Z85: 40 characters of the Z85 alphabet.
-bool is_z85_key(const std::string& key);
-
 // Reads one key file: 40 Z85 characters, a trailing newline (LF or CRLF)
 // allowed, nothing else. False with `error` naming the file and what is
 // wrong (missing, unreadable, not a key).

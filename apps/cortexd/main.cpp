@@ -3,6 +3,7 @@
 // until SIGTERM/SIGINT (SIGHUP reloads the --auth keys file), then drains: new submits get 503, in-flight requests
 // get --grace-ms to finish, the rest end with `shutdown`; exit code 0.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -16,6 +17,8 @@
 #include <thread>
 
 #include "actors/auth/access_policy.hpp"
+#include "actors/auth/credentials.hpp"
+#include "apps/common/curve_keys.hpp"
 #include "actors/gateway/gateway_actor.hpp"
 #include "actors/gateway_core/metrics_registry.hpp"
 #include "actors/http_gateway/http_gateway_actor.hpp"
@@ -69,6 +72,33 @@ void reload_keys(const std::string& path, cortex::auth::access_policy* policy) {
   const size_t n_keys = cfg->keys.size(), n_tiers = cfg->tiers.size();
   policy->reload(std::move(*cfg));
   spdlog::info("SIGHUP: reloaded {}: {} keys, {} tiers", path, n_keys, n_tiers);
+}
+
+// --curve-secret-key: the ROUTER becomes a CURVE server whose ZAP handler
+// admits the curve_public keys of the keys file (auth.md), binding each
+// connection to its key id; refused handshakes are counted and logged.
+cortex::status setup_curve(cortex::daemon_options& opts, const std::shared_ptr<cortex::auth::access_policy>& access,
+                           const std::shared_ptr<cortex::http::metrics_registry>& metrics) {
+  std::string key, error;
+  if (!cortex::cli::read_curve_key_file(opts.curve_secret_key_path, key, error))
+    return cortex::fail(cortex::errc::invalid_param, "--curve-secret-key: " + error);
+  struct stat st {};
+  if (::stat(opts.curve_secret_key_path.c_str(), &st) == 0 && (st.st_mode & 077))
+    spdlog::warn("{} (the server's CURVE secret key) is readable by other users; chmod 600 it",
+                 opts.curve_secret_key_path);
+  opts.zmq.curve_secret_key = key;
+  auto refusals = std::make_shared<cortex::auth::refusal_log>("zmq");
+  opts.zmq.curve_authenticate = [access, metrics, refusals](const std::string& client_public, const std::string& peer) {
+    auto id = access->authenticate_curve(client_public);
+    if (!id) {
+      metrics->count_rejection(cortex::errc_name(cortex::errc::unauthenticated), "unknown");
+      refusals->refused({}, peer,
+                        {cortex::errc::unauthenticated, "CURVE handshake refused: client key " + client_public +
+                                                            " is not a curve_public of the keys file", 0});
+    }
+    return id;
+  };
+  return cortex::status::ok();
 }
 
 // Waits for a signal for up to `ms`; returns the signal or 0.
@@ -127,6 +157,13 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
+  auto metrics = std::make_shared<cortex::http::metrics_registry>();
+  if (!opts.curve_secret_key_path.empty()) {
+    if (cortex::status s = setup_curve(opts, access, metrics); !s) {
+      spdlog::critical("{}", s.message);
+      return 2;
+    }
+  }
   auto server = cortex::zmq_server::bind(opts.zmq);
   if (!server) {
     spdlog::critical("{}", server.error().message);
@@ -144,7 +181,6 @@ int main(int argc, char** argv) {
   }
   daemon_caf_config cfg;
   caf::actor_system sys{cfg};
-  auto metrics = std::make_shared<cortex::http::metrics_registry>();
   cortex::gateway_config zcfg;
   zcfg.metrics = metrics;
   zcfg.access = access;

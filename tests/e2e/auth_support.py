@@ -11,6 +11,8 @@ import secrets
 import tempfile
 import urllib.parse
 
+from tests.e2e import support
+
 
 def new_secret():
     """A secret of auth.md's shape: cs- + 43 base64url characters."""
@@ -40,6 +42,27 @@ class KeysFile:
 
     def close(self):
         self.dir.cleanup()
+
+
+class AuthServerTestCase(support.ServerTestCase):
+    """One cortexd per test class, started with --auth on a keys file of the
+    class's TIERS and KEYS (cls.keys, rewritable for SIGHUP) and SERVER_ARGS."""
+
+    TIERS = {}
+    KEYS = []
+
+    @classmethod
+    def setUpClass(cls):
+        cls.keys = KeysFile(cls.TIERS, cls.KEYS)
+        cls.SERVER_ARGS = ("--auth", cls.keys.path) + tuple(cls.SERVER_ARGS)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.keys.close()
 
 
 def http_call(base, method, path, body=None, key=None, headers=None, timeout_s=30):

@@ -159,12 +159,14 @@ class Cortexd:
                 self._log.close()
                 self._log = None
 
-    def log(self):
+    def log(self, tail_chars=20000):
+        """The server's output so far: its last tail_chars characters (None: all)."""
         if self._log is None:
             return ""
         self._log.flush()
         self._log.seek(0)
-        return self._log.read().decode("utf-8", "replace")[-20000:]
+        text = self._log.read().decode("utf-8", "replace")
+        return text[-tail_chars:] if tail_chars else text
 
 
 class ServerTestCase(unittest.TestCase):

@@ -7,6 +7,7 @@ without access control."""
 
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -24,19 +25,8 @@ KEYS = [A.key_entry("alice", "free", SECRETS["alice"]), A.key_entry("bob", "pro"
 CHAT = {"messages": [{"role": "user", "content": "Tell me a story."}], "max_tokens": 4, "temperature": 0}
 
 
-class AuthHttpTest(support.ServerTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.keys = A.KeysFile(TIERS, KEYS)
-        cls.SERVER_ARGS = ("--auth", cls.keys.path)
-        super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.keys.close()
+class AuthHttpTest(A.AuthServerTestCase):
+    TIERS, KEYS = TIERS, KEYS
 
     def call(self, path, body=None, key=None, method="POST", headers=None):
         return A.http_call(self.server.http, method, path, body, key=key, headers=headers)
@@ -58,6 +48,22 @@ class AuthHttpTest(support.ServerTestCase):
         self.assertEqual(status, 401)
         status, _, body = self.call("/v1/models", method="GET", key=SECRETS["bob"])
         self.assertEqual(status, 200, body)
+
+    def test_curl_with_and_without_the_key(self):
+        curl = shutil.which("curl")
+        self.assertIsNotNone(curl, "curl is not installed (scripts/setup installs it)")
+        body = json.dumps(CHAT)
+
+        def run(*args):
+            r = subprocess.run([curl, "-sS", "--max-time", "30", "-o", "/dev/null", "-w", "%{http_code}",
+                                "-H", "Content-Type: application/json", "--data-binary", body] + list(args) +
+                               [self.server.http + "/v1/chat/completions"], capture_output=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            return r.stdout.decode()
+
+        self.assertEqual(run(), "401")
+        self.assertEqual(run("-H", "Authorization: Bearer " + SECRETS["bob"][::-1]), "401")
+        self.assertEqual(run("-H", "Authorization: Bearer " + SECRETS["bob"]), "200")
 
     def test_401_is_answered_before_the_body_is_read(self):
         # A 4 MiB body without a key: refused on the head, the connection closed.

@@ -42,8 +42,8 @@ def metrics_text(http):
 
 
 def rejections_unauthenticated(http):
-    """cortex_rejections_total{code="unauthenticated"} without a key label (0 when absent)."""
-    return A.metric_value(metrics_text(http), "cortex_rejections_total", code="unauthenticated") or 0.0
+    """cortex_rejections_total{code="unauthenticated", key="unknown"}: refusals whose credential named no key (0 when absent)."""
+    return A.metric_value(metrics_text(http), "cortex_rejections_total", code="unauthenticated", key="unknown") or 0.0
 
 
 class CurveFixture:
