@@ -119,6 +119,8 @@ void zmq_server::stop() {
   const uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
   if (io_.joinable()) io_.join();
+  // Handshakes after this wait unanswered (and fail): nothing is served any more.
+  if (zap_) zap_->stop();
 }
 
 bool zmq_server::send_now(const std::string& peer, const std::string& payload, bool delimiter, int& err) {

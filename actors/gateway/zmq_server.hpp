@@ -84,7 +84,8 @@ class zmq_server {
   // Thread-safe. Queues one frame for `peer`.
   void post(const std::string& peer, std::string payload, bool delimiter);
 
-  // Sends what is queued (bounded by linger_ms), then closes. Idempotent.
+  // Sends what is queued (bounded by linger_ms), then closes; stops the
+  // ZAP thread (new CURVE handshakes are then left unanswered). Idempotent.
   void stop();
 
   uint64_t n_frames_in() const { return n_in_.load(); }

@@ -3,9 +3,9 @@
 #include <zmq.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "actors/auth/secrets.hpp"
-#include <sstream>
 
 namespace cortex::cli {
 

@@ -34,6 +34,7 @@ wire_connection::wire_connection(const std::string& endpoint, const curve_client
   zmq_setsockopt(sock_, ZMQ_LINGER, &linger, sizeof linger);
   if (!routing_id.empty()) zmq_setsockopt(sock_, ZMQ_ROUTING_ID, routing_id.data(), routing_id.size());
   if (curve.enabled()) {
+    curve_ = true;
     if (!apply_curve_client(sock_, curve, error_)) return;
     // A refused handshake is only visible as a monitor event; without it the
     // client would wait out its timeout and blame the network.

@@ -47,12 +47,13 @@ class wire_connection {
   void on_interrupt(std::function<void()> f) { on_interrupt_ = std::move(f); }
   // Why the server refused the CURVE handshake ("" while it has not).
   const std::string& refused() const { return refused_; }
+  bool curve() const { return curve_; }
 
  private:
   void* ctx_ = nullptr;
   void* sock_ = nullptr;
   void* monitor_ = nullptr;  // CURVE only: handshake failures
-  bool ok_ = false;
+  bool ok_ = false, curve_ = false;
   std::string endpoint_, error_, refused_;
   std::function<void()> on_interrupt_;
 };

@@ -118,7 +118,9 @@ void print_no_reply(args& a, const wire_connection& c, long long ms) {
     std::fprintf(stderr, "cortex: %s: %s\n", a.get("endpoint").c_str(), c.refused().c_str());
     return;
   }
-  std::fprintf(stderr, "cortex: no message from %s within %lld ms (is cortexd running there?)\n", a.get("endpoint").c_str(), ms);
+  // A client holding the wrong server key sees no refusal: the server just drops its handshake.
+  std::fprintf(stderr, "cortex: no message from %s within %lld ms (is cortexd running there?%s)\n", a.get("endpoint").c_str(), ms,
+               c.curve() ? " With CURVE: is --curve-server-key its public key?" : "");
 }
 
 bool read_request(wire_connection& c, const std::string& id, int timeout_ms,

@@ -8,6 +8,7 @@ prompt and the generated text never appear in the captured bytes; the
 control run (plaintext with the `auth` field, same relay) shows that they
 do without CURVE, so the check can fail."""
 
+import json
 import os
 import stat
 import subprocess
@@ -120,6 +121,22 @@ class CurveServerTest(unittest.TestCase):
 
     def test_plaintext_client_gets_no_reply_even_with_a_valid_secret(self):
         self.assert_no_reply(self.refused_client(auth=SECRET))
+
+    def test_load_bench_over_curve(self):
+        exe = os.path.join(support.BIN_DIR, "cortex_load")
+        if not os.path.exists(exe):
+            self.skipTest("cortex_load not built (bench/ disabled)")
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "load.json")
+            p = subprocess.run([exe, "--endpoint", self.server.endpoint, "--curve-server-key", self.fx.path("server.pub"),
+                                "--curve-key", self.fx.path("alice"), "--streams", "2", "--requests", "4",
+                                "--prompt-tokens", "16", "--output-tokens", "8", "--quiet", "--json", out],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(out) as f:
+                doc = json.load(f)
+        self.assertEqual((doc["mode"], doc["target"]["curve"]), ("wire-curve", True))
+        self.assertEqual((doc["results"]["requests_ok"], doc["results"]["completion_tokens"]), (4, 32), doc["results"])
 
     def test_cli_submit_over_curve(self):
         case = next(c for c in support.golden_cases() if c["prompt"] is not None)
