@@ -13,6 +13,7 @@ struct gateway_inbound {
   bool delimiter = false;
   bool extra_frames = false;
   std::string user_id;  // with CURVE: the key id the ZAP handler bound the connection to
+  std::string peer_address;  // the client's address, for logs ("" when unknown)
 };
 
 // An HTTP request as the HTTP gateway's I/O thread read it (complete head

@@ -25,6 +25,7 @@ struct wire_route {
   wire::output_fields want;
   std::vector<std::string> ignored;  // unknown submit keys, listed in `accepted`
   std::string key_id;                // the API key (metrics label; "" with access control off)
+  std::string peer_address;          // the client's address, for the refusal log
 };
 
 using route = gateway_route<wire_route>;
@@ -61,7 +62,7 @@ class wire_port final : public gateway_port<wire_route> {
     if (metrics) metrics->record_finished("wire", f, true, r.extra.key_id);
   }
   void ended_rejected(route& r, const error_report& e) override {
-    if (refusals && auth::is_access_refusal(e.code)) refusals->refused(r.extra.key_id, "zmq peer", e);
+    if (refusals && auth::is_access_refusal(e.code)) refusals->refused(r.extra.key_id, r.extra.peer_address, e);
     if (!metrics) return;
     metrics->count_rejection(errc_name(e.code), r.extra.key_id);
     metrics->count_request("wire", "rejected", r.extra.key_id);
@@ -142,13 +143,13 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
     error_report err;
     key_id = submit_key(self, in, d, err);
     if (key_id.empty()) {
-      st.port.refusals->refused({}, "zmq peer", err);
+      st.port.refusals->refused({}, in.peer_address, err);
       refuse_submit(self, in, d.id, err, "unknown");
       return;
     }
   }
   d.request.key_id = key_id;
-  wire_route extra{in.delimiter, wire::output_fields_of(d.request), std::move(d.ignored), key_id};
+  wire_route extra{in.delimiter, wire::output_fields_of(d.request), std::move(d.ignored), key_id, in.peer_address};
   auto key = st.core->open(in.peer, d.id, std::move(extra));
   if (!key) {
     refuse_submit(self, in, d.id,
@@ -261,7 +262,7 @@ zmq_gateway_actor spawn_gateway(caf::actor_system& sys, zmq_server& server, cons
   auto gw = sys.spawn(gateway_fn, &server, cfg);
   server.start({[gw](inbound_frame&& f) {
                   caf::anon_send(gw, gateway_inbound{std::move(f.peer), std::move(f.payload), f.delimiter, f.extra_frames,
-                                                     std::move(f.user_id)});
+                                                     std::move(f.user_id), std::move(f.peer_address)});
                 },
                 [gw](const std::string& peer) { caf::anon_send(gw, peer_gone_atom_v, peer); },
                 [gw](const std::string& peer, bool blocked) { caf::anon_send(gw, blocked_atom_v, peer, blocked); }});

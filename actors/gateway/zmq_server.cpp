@@ -200,6 +200,7 @@ void zmq_server::receive_all() {
   for (;;) {
     std::vector<std::string> frames;
     std::string user_id;  // of the last frame: the payload's
+    std::string address;  // the first frame's Peer-Address (read for a peer's first message only)
     int fd = -1;
     bool more = true;
     while (more) {
@@ -213,6 +214,10 @@ void zmq_server::receive_all() {
       if (fd < 0) fd = zmq_msg_get(&msg, ZMQ_SRCFD);
       const char* user = zap_ ? zmq_msg_gets(&msg, "User-Id") : nullptr;
       user_id = user ? user : "";
+      if (frames.empty()) {
+        const char* a = zmq_msg_gets(&msg, "Peer-Address");
+        address = a ? a : "";
+      }
       frames.emplace_back(static_cast<const char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
       more = zmq_msg_more(&msg);
       zmq_msg_close(&msg);
@@ -228,6 +233,8 @@ void zmq_server::receive_all() {
     }
     auto& ps = peers_[in.peer];
     n_peers_ = peers_.size();
+    if (ps.address.empty()) ps.address = std::move(address);
+    in.peer_address = ps.address;
     if (fd >= 0 && ps.fd != fd) {
       ps.fd = fd;
       peers_by_fd_[fd].push_back(in.peer);

@@ -59,6 +59,7 @@ struct inbound_frame {
   bool delimiter = false; // a REQ-style empty frame preceded the payload (mirror it back)
   bool extra_frames = false;  // more frames than [id, (""), payload]
   std::string user_id;    // CURVE: the key id the ZAP handler bound the connection to; empty without CURVE
+  std::string peer_address;  // the client's address (TCP: its IP), for logs; may be empty
 };
 
 class zmq_server {
@@ -116,6 +117,7 @@ class zmq_server {
     std::deque<outgoing> queue;  // frames that met the high-water mark
     bool blocked = false;
     int fd = -1;
+    std::string address;  // Peer-Address ("" for ipc peers)
   };
 
   zmq_server_options opts_;
