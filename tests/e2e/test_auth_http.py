@@ -157,6 +157,22 @@ class AuthHttpTest(A.AuthServerTestCase):
         return stats["keys"].get(key, {"admitted": 0, "rejected_forbidden": 0})
 
 
+class AuthMetricsTest(A.AuthServerTestCase):
+    """--auth-metrics: /metrics needs a key too; /health/* stay open."""
+    TIERS, KEYS = TIERS, KEYS
+    SERVER_ARGS = ("--auth-metrics",)
+
+    def test_metrics_need_a_key(self):
+        status, h, _ = A.http_call(self.server.http, "GET", "/metrics")
+        self.assertEqual(status, 401)
+        self.assertEqual(h.get("www-authenticate"), "Bearer")
+        status, _, body = A.http_call(self.server.http, "GET", "/metrics", key=SECRETS["bob"])
+        self.assertEqual(status, 200)
+        self.assertIn(b"cortex_requests_total", body)
+        status, _, _ = A.http_call(self.server.http, "GET", "/health/ready")
+        self.assertEqual(status, 200)
+
+
 class ExposureTest(support.unittest.TestCase):
     def run_cortexd(self, *args):
         exe = os.path.join(support.BIN_DIR, "cortexd")
