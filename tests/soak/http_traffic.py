@@ -7,6 +7,7 @@ import json
 import random
 import socket
 import threading
+import time
 
 from tests.e2e import http_support
 from tests.soak.ledger import play
@@ -20,6 +21,7 @@ class HttpWorker(threading.Thread):
         self.host, self.port = http_support._host_port(base)
         self.rng = random.Random(seed)
         self.conn = None
+        self.last_response = time.monotonic()
 
     def run(self):
         play(self.ledger, self.name, self.rng, self.stop_event,
@@ -46,13 +48,13 @@ class HttpWorker(threading.Thread):
         body = self._body(key, stream)
         if deadline:
             body["deadline_ms"] = self.rng.randint(1, 400)
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=180)
-        self.conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
-        r = self.conn.getresponse()
         where = "%s %r stream=%s" % (self.name, key, stream)
+        r = self._post(json.dumps(body), where)
+        if r is None:
+            return
         if r.status == 429 or r.status == 503:
             r.read()
+            self.last_response = time.monotonic()
             self.ledger.outcome("http_%d" % r.status)
             return
         if r.status != 200:
@@ -66,11 +68,37 @@ class HttpWorker(threading.Thread):
             text, reason = self._read_sse(r, where)
             if reason is None:
                 return
+        self.last_response = time.monotonic()
         self.ledger.outcome("http_" + str(reason))
         if reason in ("length", "stop"):
             self.ledger.check_greedy(key, text, where)
         elif reason != "deadline" or not deadline:
             self.ledger.violation("%s: finish_reason %r" % (where, reason))
+
+    def _post(self, payload, where):
+        """The response to a POST /v1/completions on the kept-alive
+        connection. The server closes a connection that sends no request
+        head within 10 s (http.md); a reused connection found closed that
+        long after its last response is reopened and the request sent again
+        (what keep-alive clients do); found closed sooner, it is a
+        violation."""
+        for attempt in (0, 1):
+            fresh = self.conn is None
+            if fresh:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=180)
+            try:
+                self.conn.request("POST", "/v1/completions", payload, {"Content-Type": "application/json"})
+                r = self.conn.getresponse()
+                return r
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected) as e:
+                idle = time.monotonic() - self.last_response
+                self._drop()
+                if fresh or attempt or idle < 9.5:
+                    self.ledger.violation("%s: connection closed by the server %.1f s after the last response: %r"
+                                          % (where, idle, e))
+                    return None
+                self.ledger.outcome("http_idle_reconnect")
+        return None
 
     def _read_sse(self, r, where):
         """Text and finish_reason of an SSE completion: exactly one event

@@ -22,7 +22,7 @@ refused with 429. Invariants:
 The last line printed is the figure line."""
 
 import argparse
-import os
+import signal
 import sys
 import threading
 import time
@@ -149,6 +149,8 @@ def main(argv=None):
     ap.add_argument("--http", type=int, default=3, help="HTTP traffic threads")
     ap.add_argument("--seed", type=int, default=11)
     a = ap.parse_args(argv)
+    # A soak killed with SIGTERM (CTest's timeout) still stops its cortexd.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return run(a.seconds, a.wire, a.http, a.seed)
 
 
