@@ -4,6 +4,7 @@ with a clear error (or client_gone for a failed send), keeps every other
 request intact, and keeps serving: a request after the fault succeeds and
 the engine returns to idle."""
 
+import json
 import time
 import unittest
 import urllib.request
@@ -11,7 +12,7 @@ import urllib.request
 import msgpack
 import zmq
 
-from tests.e2e import support
+from tests.e2e import http_support, support
 
 PROMPT = "Once upon a time"
 
@@ -157,6 +158,25 @@ class ExecutorStepFailure(FaultCase):
         self.assert_internal_error(fins["long"], "executor failed the step")
         st = self.assert_serves_and_idles(c)
         self.assertEqual(st["requests_finished"]["error"], 1, st)
+
+
+class ExecutorStepFailureHttp(FaultCase):
+    # Over HTTP the failed request is a 500 naming the failure (a final
+    # error event when streaming, http.md); the next request is served.
+    FAULTS = "executor_fail=2"
+
+    def test_the_failed_step_is_a_500_and_the_next_request_succeeds(self):
+        body = {"prompt": PROMPT, "max_tokens": 12, "temperature": 0, "ignore_eos": True}
+        status, _, raw = http_support.request(self.server.http, "POST", "/v1/completions",
+                                              json.dumps(body).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(status, 500, raw)
+        err = json.loads(raw)["error"]
+        self.assertEqual((err["type"], err["code"]), ("server_error", "internal"), err)
+        self.assertIn("executor failed the step", err["message"])
+        status, _, raw = http_support.request(self.server.http, "POST", "/v1/completions",
+                                              json.dumps(body).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(status, 200, raw)
+        self.assertEqual(json.loads(raw)["choices"][0]["finish_reason"], "length")
 
 
 class ExecutorStall(FaultCase):
