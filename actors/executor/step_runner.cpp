@@ -1,8 +1,8 @@
 #include "actors/executor/step_runner.hpp"
 
 #include <chrono>
-#include <thread>
 #include <exception>
+#include <thread>
 
 #include "model/embedding.hpp"
 

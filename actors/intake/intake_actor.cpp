@@ -58,7 +58,10 @@ void guard_session(const session_actor& session, const session_links& links, req
     f.client_id = client_id;
     f.reason = finish_reason::error;
     f.prompt_tokens = n_tokens_prompt;
-    f.error = {errc::internal, "the request's session failed (" + caf::to_string(reason) + "); this is a server bug: retry the request and report it", 0};
+    f.error = {errc::internal,
+               "the request's session failed (" + caf::to_string(reason) +
+                   "); this is a server bug: retry the request and report it",
+               0};
     caf::anon_send(sink, std::move(f));
     caf::anon_send(sched, finish_atom_v, rid, finish_reason::error);
     if (!dequeued->exchange(true)) caf::anon_send(intake, dequeued_atom_v, rid, n_tokens_prompt);
