@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <thread>
 
 #include "model/embedding.hpp"
 
@@ -78,8 +79,11 @@ engine_step_result step_runner::run(const engine_step& step) {
   res.step_id = step.step_id;
   for (request_id rid : step.closed) close(rid);
   const auto t0 = std::chrono::steady_clock::now();
-  if (fail_next_ > 0) {
-    --fail_next_;
+  if (step.step_id == cfg_.fault_stall_step && cfg_.fault_stall_step != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.fault_stall_ms));  // injected stall
+  }
+  if (fail_next_ > 0 || (step.step_id == cfg_.fault_fail_step && cfg_.fault_fail_step != 0)) {
+    if (fail_next_ > 0) --fail_next_;
     res.error = fail(errc::internal, "injected executor failure");
     return res;
   }

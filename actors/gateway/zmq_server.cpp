@@ -124,6 +124,10 @@ void zmq_server::stop() {
 }
 
 bool zmq_server::send_now(const std::string& peer, const std::string& payload, bool delimiter, int& err) {
+  if (opts_.fault_send_fail_at != 0 && ++n_send_attempts_ == opts_.fault_send_fail_at) {
+    err = opts_.fault_send_errno;  // injected fault
+    return false;
+  }
   if (zmq_send(router_, peer.data(), peer.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
     err = zmq_errno();
     return false;

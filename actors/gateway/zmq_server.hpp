@@ -43,6 +43,11 @@ struct zmq_server_options {
   int linger_ms = 1000;                 // flush time at stop()
   int sndbuf_bytes = 0;                 // kernel send buffer per connection (ZMQ_SNDBUF); 0 = OS default
   size_t max_peer_backlog = 4096;       // frames queued here for a blocked peer before it is dropped
+  // Injected fault (actors/runtime/fault_plan.hpp): the send with this
+  // 1-based number fails with fault_send_errno (EAGAIN or EHOSTUNREACH)
+  // before reaching ZeroMQ. 0: off.
+  uint64_t fault_send_fail_at = 0;
+  int fault_send_errno = 0;
   // The server's CURVE secret key: 40 Z85 characters (`cortex keys curve`
   // writes one). Empty: plaintext, no client authentication.
   std::string curve_secret_key;
@@ -127,6 +132,7 @@ class zmq_server {
   std::unique_ptr<zap_handler> zap_;  // with CURVE; closed after router_, before the context
   void* router_ = nullptr;
   void* monitor_ = nullptr;
+  uint64_t n_send_attempts_ = 0;  // counted only while a send fault is armed
   int wake_fd_ = -1;
   std::thread io_;
   std::atomic<bool> stopping_{false};

@@ -3,6 +3,8 @@
 #include <chrono>
 
 #include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -24,6 +26,7 @@ struct intake_state {
   std::shared_ptr<auth::access_policy> access;
   std::unique_ptr<admission_groups> groups;  // with access control
   uint64_t next_rid = 1;
+  uint64_t fault_session_crash_rid = 0;  // injected fault; 0: off (rids start at 1)
   bool draining = false;
   static inline const char* name = "cortex.intake";
 };
@@ -35,6 +38,36 @@ void reject(self_ptr self, const request_sink_actor& sink, const std::string& cl
   self->send(sink, request_rejected{client_id, std::move(err)});
 }
 
+// A session that dies without ending its request (an exception in a
+// handler, a kill) would leave its client waiting forever and its sequence
+// holding KV blocks. This guard, run when the session terminates, ends such
+// a request in the session's place: the sink gets its terminal event (error
+// internal), the scheduler frees the sequence, the admission slot is
+// released if the session had not. A normal exit (the session sent its
+// terminal) does nothing. Thread: runs on the dying actor's thread, so it
+// only sends (anon_send is thread-safe).
+void guard_session(const session_actor& session, const session_links& links, request_id rid, const std::string& client_id,
+                   uint32_t n_tokens_prompt) {
+  auto* a = caf::actor_cast<caf::abstract_actor*>(session);
+  a->attach_functor([sink = links.sink, sched = links.scheduler, intake = links.intake, dequeued = links.dequeued, rid,
+                     client_id, n_tokens_prompt](const caf::error& reason) {
+    if (!reason || reason == caf::exit_reason::normal) return;
+    spdlog::error("[rid {}] session died ({}): the request ends with an error", rid, caf::to_string(reason));
+    request_finished f;
+    f.rid = rid;
+    f.client_id = client_id;
+    f.reason = finish_reason::error;
+    f.prompt_tokens = n_tokens_prompt;
+    f.error = {errc::internal,
+               "the request's session failed (" + caf::to_string(reason) +
+                   "); this is a server bug: retry the request and report it",
+               0};
+    caf::anon_send(sink, std::move(f));
+    caf::anon_send(sched, finish_atom_v, rid, finish_reason::error);
+    if (!dequeued->exchange(true)) caf::anon_send(intake, dequeued_atom_v, rid, n_tokens_prompt);
+  });
+}
+
 intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model> m, scheduler_actor sched,
                                       intake_config cfg) {
   auto& st = self->state;
@@ -44,6 +77,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
   st.validator = std::make_unique<request_validator>(cfg.limits, st.mdl->tokenizer(), seed);
   st.chat = cfg.chat;
   st.access = cfg.access;
+  st.fault_session_crash_rid = cfg.fault_session_crash_rid;
   if (st.access) st.groups = std::make_unique<admission_groups>(st.access);
   st.validator->set_chat(st.chat.get());
   st.admission = std::make_unique<admission_limits>(cfg.max_waiting, cfg.max_queued_tokens);
@@ -102,8 +136,11 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         scfg.rid = rid;
         scfg.request = std::move(req);
         scfg.n_tokens_prompt = n_tokens_prompt;
-        auto session = spawn_session(self, st.mdl->tokenizer(), std::move(scfg), st.admission->n_waiting() - 1,
-                                     session_links{std::move(sink), st.sched, caf::actor_cast<intake_actor>(self), std::move(ticket)});
+        scfg.fault_crash = rid == st.fault_session_crash_rid;
+        const std::string client_id = scfg.request.client_id;
+        session_links links{std::move(sink), st.sched, caf::actor_cast<intake_actor>(self), std::move(ticket)};
+        auto session = spawn_session(self, st.mdl->tokenizer(), std::move(scfg), st.admission->n_waiting() - 1, links);
+        guard_session(session, links, rid, client_id, n_tokens_prompt);
         self->send(st.sched, admit_atom_v, std::move(adm), std::move(session));
       },
       [self](cancel_atom, uint64_t rid, finish_reason reason) { self->send(self->state.sched, cancel_atom_v, rid, reason); },

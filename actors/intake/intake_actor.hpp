@@ -22,6 +22,7 @@ struct intake_config {
   uint64_t seed = 0;             // for seeds of requests without one (0: from the clock)
   std::shared_ptr<const chat_setup> chat;  // renders `messages`; null: such requests are 501
   std::shared_ptr<auth::access_policy> access;  // null: access control off (see runtime_config)
+  uint64_t fault_session_crash_rid = 0;  // injected fault (fault_plan.hpp): this request's session throws; 0: off
 };
 
 intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const model> m, scheduler_actor sched,

@@ -29,6 +29,7 @@ struct kv_cache_config {
   int32_t n_blocks = 0;             // blocks in the pool (> 0)
   int32_t block_size = 16;          // tokens per block (> 0)
   bool enable_prefix_caching = true;
+  int32_t fault_pinned_blocks = 0;  // injected fault (fault_plan.hpp): blocks taken at start, never freed
 };
 
 // One sequence's demand in a step: its table must cover positions

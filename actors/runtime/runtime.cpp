@@ -53,6 +53,9 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ec.n_threads = threads;
   ec.n_kv_blocks = rt->kv_blocks_;
   ec.block_size = c.block_size;
+  ec.fault_fail_step = c.faults.executor_fail_step;
+  ec.fault_stall_step = c.faults.executor_stall_step;
+  ec.fault_stall_ms = c.faults.executor_stall_ms;
   rt->executor_ = spawn_executor(sys, rt->model_, ec);
   scheduler_config sc;
   sc.max_batch_tokens = c.max_batch_tokens;
@@ -64,6 +67,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   kc.n_blocks = rt->kv_blocks_;
   kc.block_size = c.block_size;
   kc.enable_prefix_caching = c.prefix_cache;
+  kc.fault_pinned_blocks = c.faults.kv_pinned_blocks;
   rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc, c.on_step);
   intake_config ic;
   ic.limits.n_ctx = rt->n_ctx_;
@@ -72,6 +76,8 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ic.max_queued_tokens = static_cast<uint64_t>(c.max_queued_tokens);
   ic.chat = std::make_shared<const chat_setup>(std::move(*chat));
   ic.access = c.access;
+  ic.fault_session_crash_rid = c.faults.session_crash_rid;
+  if (c.faults.any()) spdlog::warn("fault injection is on (tests only): see actors/runtime/fault_plan.hpp");
   rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic);
   spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({:.0f} MiB), context {} per request",
                rt->model_->name(), rt->model_->quant_name(), threads, rt->kv_blocks_, c.block_size,

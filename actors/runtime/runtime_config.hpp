@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/runtime/fault_plan.hpp"
 #include "model/expected.hpp"
 
 namespace cortex {
@@ -40,6 +41,7 @@ struct runtime_config {
   double aging_per_step = 0.01;  // priority a waiting request gains per step
   int n_ctx = 0;                // context per request; 0 = the model's training context
   std::string log_level = "info";
+  fault_plan faults;            // tests only (fault_plan.hpp); all off by default
 
   // Checks ranges; the message names the option and what to fix.
   status validate() const;

@@ -1,6 +1,7 @@
 #include "actors/session/session_actor.hpp"
 
 #include <chrono>
+#include <stdexcept>
 
 #include <caf/actor_clock.hpp>
 #include <caf/actor_system.hpp>
@@ -25,7 +26,7 @@ struct session_state {
   std::unique_ptr<session_core> core;
   session_links links;
   uint32_t n_tokens_prompt = 0;
-  bool dequeued = false;  // the admission slot was released
+  bool fault_crash = false;  // injected fault: throw on the first update
   static inline const char* name = "cortex.session";
 };
 
@@ -33,8 +34,7 @@ using self_ptr = session_actor::stateful_pointer<session_state>;
 
 void release_admission(self_ptr self) {
   auto& st = self->state;
-  if (st.dequeued) return;
-  st.dequeued = true;
+  if (st.links.dequeued->exchange(true)) return;
   self->send(st.links.intake, dequeued_atom_v, st.core->rid(), st.n_tokens_prompt);
 }
 
@@ -60,6 +60,7 @@ session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, ses
   auto& st = self->state;
   st.links = std::move(links);
   st.n_tokens_prompt = cfg.n_tokens_prompt;
+  st.fault_crash = cfg.fault_crash;
   request_accepted acc;
   acc.rid = cfg.rid;
   acc.client_id = cfg.request.client_id;
@@ -75,6 +76,7 @@ session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, ses
   }
   return {
       [self](session_update& u) {
+        if (self->state.fault_crash) throw std::runtime_error("injected fault: session crash");
         auto ev = self->state.core->on_update(u);
         if (u.started) release_admission(self);
         // A stop the session decided (stop string; EOS and length the

@@ -3,6 +3,9 @@
 // All of a request's events come from this one actor, so they arrive in order.
 #pragma once
 
+#include <atomic>
+#include <memory>
+
 #include <caf/fwd.hpp>
 
 #include "actors/auth/access_policy.hpp"
@@ -19,6 +22,10 @@ struct session_links {
   // the completion tokens at the terminal event; released at the latest
   // when the session is destroyed. Null: access control off.
   std::shared_ptr<auth::admission_ticket> ticket;
+  // Set once the request has left the waiting queue (its admission slot
+  // released), by whoever releases it first: the session, or intake's
+  // guard when the session dies before (intake_actor.cpp). Never null.
+  std::shared_ptr<std::atomic<bool>> dequeued = std::make_shared<std::atomic<bool>>(false);
 };
 
 // Spawned by intake. `tok` must outlive the actor (the runtime's model).

@@ -62,6 +62,7 @@ struct session_config {
   // the context; stop strings valid UTF-8.
   generation_request request;
   uint32_t n_tokens_prompt = 0;  // length of the tokenized prompt (BOS included)
+  bool fault_crash = false;      // injected fault (fault_plan.hpp): the session actor throws on its first update
 };
 
 // What one call produced, for the actor to send in this order.

@@ -141,6 +141,7 @@ int cmd_submit(int argc, char** argv) {
     std::fprintf(stderr, "[cortex] %s: %d prompt tokens (%d cached), %d generated; ttft %.1f ms, %.1f tok/s\n",
                  m.value("reason", "").c_str(), u.value("prompt_tokens", 0), u.value("cached_tokens", 0),
                  u.value("completion_tokens", 0), tm.value("ttft_ms", 0.0), tm.value("tokens_per_s", 0.0));
+    if (m.contains("error")) print_error_reply(m["error"]);  // reason error: what failed
   }
   return m.value("reason", "") == "error" ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 // protocol v1 (../shared/docs/protocol.md), loads the model, and serves
 // until SIGTERM/SIGINT (SIGHUP reloads the --auth keys file), then drains: new submits get 503, in-flight requests
 // get --grace-ms to finish, the rest end with `shutdown`; exit code 0.
+#include <cstdlib>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -132,6 +133,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   setup_logging(opts);
+  // Fault injection for tests (actors/runtime/fault_plan.hpp); unset: off.
+  if (const char* faults = std::getenv("CORTEX_FAULTS"); faults && *faults) {
+    auto plan = cortex::parse_fault_plan(faults);
+    if (!plan) {
+      spdlog::critical("{}", plan.error().message);
+      return 2;
+    }
+    opts.runtime.faults = *plan;
+    opts.zmq.fault_send_fail_at = plan->send_fail_at;
+    opts.zmq.fault_send_errno = plan->send_fail_errno;
+  }
   if (cortex::status s = cortex::check_exposure(opts); !s) {
     spdlog::critical("{}", s.message);
     return 2;

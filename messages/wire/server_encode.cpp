@@ -141,11 +141,20 @@ wire_bytes encode_chunk(const request_chunk& c, uint64_t seq, const output_field
 
 wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output_fields& want) {
   const bool has_stop = f.reason == finish_reason::stop;
-  message_writer w("finished", f.client_id, seq, 5 + has_stop + n_outputs(want));
+  // A request that ended with an error says which and why (code, name,
+  // message as in an `error` message), or its client could not tell.
+  const bool has_error = f.reason == finish_reason::error;
+  message_writer w("finished", f.client_id, seq, 5 + has_stop + has_error + n_outputs(want));
   w.key("reason").pack(std::string_view(finish_reason_name(f.reason)));
   if (has_stop) {
     w.key("stop");
     pack_stop(w, f);
+  }
+  if (has_error) {
+    w.key("error").pack_map(3);
+    w.key("code").pack(errc_code(f.error.code));
+    w.key("name").pack(std::string_view(errc_name(f.error.code)));
+    w.key("message").pack(f.error.message.empty() ? std::string("the request failed (no detail)") : f.error.message);
   }
   pack_outputs(w, want, f.text, f.token_ids, f.logprobs);
   w.key("usage").pack_map(3);

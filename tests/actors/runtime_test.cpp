@@ -340,6 +340,40 @@ TEST(runtime, executor_failure_fails_only_that_step) {
   EXPECT_TRUE(fx.wait_idle());
 }
 
+// Regression (issue 11): a session that dies (here: throws, by the test-only
+// fault) used to leave its request without a terminal event and its sequence
+// and admission slot held. Intake's guard ends it with error internal; the
+// requests beside it and after it are untouched.
+TEST(runtime, a_session_that_dies_ends_only_its_request) {
+  auto cfg = stories_config();
+  cfg.faults.session_crash_rid = 2;
+  cfg.max_waiting = 2;  // a leaked admission slot would refuse "after" below
+  runtime_fixture fx(cfg);
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  fx.submit(greedy_request("first", "Once upon a time", 20));
+  ASSERT_TRUE(fx.log().wait_done({"first"}));
+  fx.submit(greedy_request("victim", "Once upon a time", 20));
+  ASSERT_TRUE(fx.log().wait_done({"victim"}));
+  auto v = fx.log().get("victim");
+  ASSERT_TRUE(v.accepted);
+  ASSERT_TRUE(v.finished);
+  EXPECT_EQ(v.finished->reason, finish_reason::error);
+  EXPECT_EQ(v.finished->error.code, errc::internal);
+  EXPECT_NE(v.finished->error.message.find("session failed"), std::string::npos) << v.finished->error.message;
+  fx.submit(greedy_request("after", "Once upon a time", 20));
+  fx.submit(greedy_request("after2", "Once upon a time", 20));
+  ASSERT_TRUE(fx.log().wait_done({"after", "after2"}));
+  for (const char* id : {"after", "after2"}) {
+    auto ok = fx.log().get(id);
+    ASSERT_TRUE(ok.finished) << id;
+    EXPECT_EQ(ok.finished->reason, finish_reason::length) << id;
+  }
+  EXPECT_EQ(fx.log().get("after").text(), fx.log().get("first").text());
+  EXPECT_FALSE(fx.log().get("first").text().empty());
+  EXPECT_EQ(fx.log().get("victim").n_terminal, 1);
+  EXPECT_TRUE(fx.wait_idle());
+}
+
 TEST(runtime, invalid_requests_are_rejected_with_their_code) {
   runtime_fixture fx(stories_config());
   ASSERT_TRUE(fx.ok()) << fx.error();

@@ -68,8 +68,10 @@ class Cortexd:
     and returns the exit code. stderr goes to a temporary file shown by log().
     """
 
-    def __init__(self, *args, ready_timeout_s=60.0, client_kwargs=None):
+    def __init__(self, *args, ready_timeout_s=60.0, client_kwargs=None, env=None):
         self.args = list(args)
+        # Extra environment variables of the server (e.g. CORTEX_FAULTS).
+        self.env = dict(os.environ, **env) if env else None
         # Credentials of every Client made here (readiness probe included),
         # e.g. CURVE keys for a server with --curve-secret-key.
         self.client_kwargs = dict(client_kwargs or {})
@@ -98,7 +100,7 @@ class Cortexd:
             self._log = tempfile.TemporaryFile(mode="w+b")
             self.proc = subprocess.Popen(
                 [exe, "--model", MODEL_PATH, "--endpoint", self.endpoint] + http_args + self.args,
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
+                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=self.env)
             if self._wait_ready():
                 return self
             if self.proc.poll() is None:

@@ -168,13 +168,28 @@ TEST(wire_codec, finished_stop_value_is_a_token_id_for_eos_and_token) {
 TEST(wire_codec, finished_without_stop_or_outputs) {
   request_finished f = make_finished();
   for (finish_reason r : {finish_reason::length, finish_reason::cancelled, finish_reason::deadline,
-                          finish_reason::shutdown, finish_reason::client_gone, finish_reason::error}) {
+                          finish_reason::shutdown, finish_reason::client_gone}) {
     f.reason = r;
     const server_message m = read(encode_finished(f, 1, output_fields{false, false, false}));
     EXPECT_EQ(m.get_string("reason"), finish_reason_name(r));
     EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "id", "seq", "reason", "usage", "timings",
                                                     "preemptions", "tags"}));
   }
+}
+
+// Regression (issue 11 fault injection): a request that ended with an error
+// said only `reason: error`; its client could not tell what failed.
+TEST(wire_codec, finished_with_error_says_which_and_why) {
+  request_finished f = make_finished();
+  f.reason = finish_reason::error;
+  f.error = {errc::internal, "the executor failed the step", 0};
+  const server_message m = read(encode_finished(f, 3, output_fields{false, false, false}));
+  EXPECT_EQ(m.get_string("reason"), "error");
+  EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "id", "seq", "reason", "error", "usage", "timings",
+                                                  "preemptions", "tags"}));
+  EXPECT_EQ(object_uint(*m.get("error"), "code"), 500u);
+  EXPECT_EQ(object_string(*m.get("error"), "name"), "internal");
+  EXPECT_EQ(object_string(*m.get("error"), "message"), "the executor failed the step");
 }
 
 TEST(wire_codec, error_with_and_without_id) {
