@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace cortex::gguf {
 
@@ -126,6 +127,21 @@ std::string read_value(cursor& c, value_type t, value& v, uint64_t depth) {
   return read_scalar(c, t, v) ? "" : "truncated value";
 }
 
+// Whether element `e` (read as type t) has a value an integral Out holds.
+// Converting a float outside Out's range (or NaN) would be undefined
+// behaviour, and an integer outside it would silently wrap.
+template <class Out>
+bool fits(const value& e, value_type t) {
+  if constexpr (std::is_floating_point_v<Out>) {
+    return true;
+  } else {
+    constexpr Out lo = std::numeric_limits<Out>::min(), hi = std::numeric_limits<Out>::max();
+    if (t == value_type::f32 || t == value_type::f64) return e.f >= static_cast<double>(lo) && e.f <= static_cast<double>(hi);
+    if (t == value_type::u64) return e.u <= static_cast<uint64_t>(hi);
+    return e.i >= static_cast<int64_t>(lo) && e.i <= static_cast<int64_t>(hi);
+  }
+}
+
 template <class Out>
 bool convert_array(const value& v, std::vector<Out>& out) {
   if (v.type != value_type::array) return false;
@@ -136,6 +152,7 @@ bool convert_array(const value& v, std::vector<Out>& out) {
   for (auto& o : out) {
     value e;
     read_scalar(c, v.elem_type, e);
+    if (!fits<Out>(e, v.elem_type)) return false;
     const bool is_float = v.elem_type == value_type::f32 || v.elem_type == value_type::f64;
     o = is_float ? static_cast<Out>(e.f) : static_cast<Out>(e.i);
   }

@@ -79,7 +79,8 @@ class file {
   std::optional<double> get_float(std::string_view key) const;
   std::optional<bool> get_bool(std::string_view key) const;
   std::optional<std::string_view> get_string(std::string_view key) const;
-  // Numeric arrays converted element-wise; nullopt if absent or not numeric.
+  // Numeric arrays converted element-wise; nullopt if absent, not numeric,
+  // or (i32) an element outside int32's range (a float: also NaN).
   std::optional<std::vector<float>> get_f32_array(std::string_view key) const;
   std::optional<std::vector<int32_t>> get_i32_array(std::string_view key) const;
   const std::vector<std::string_view>* get_string_array(std::string_view key) const;

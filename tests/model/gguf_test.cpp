@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "kernels/fp16.hpp"
@@ -117,6 +118,25 @@ TEST(gguf_reader, named_errors) {
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("cannot open"), std::string::npos);
   EXPECT_EQ(missing.error().code, errc::invalid_param);
+}
+
+// An integer array read from floats that int32 cannot hold (found by
+// tests/fuzz/fuzz_gguf: casting them was undefined behaviour) is no integer
+// array; floats that fit convert by truncation, and the float read is as stored.
+TEST(gguf_reader, i32_array_rejects_floats_out_of_range) {
+  writer w;
+  w.set_f32_array("big", {1.0f, 3.0e9f});
+  w.set_f32_array("negative", {-1.0e38f});
+  w.set_f32_array("nan", {std::numeric_limits<float>::quiet_NaN()});
+  w.set_f32_array("fits", {-2147483648.0f, 2.75f, -2.75f});
+  auto image = w.build();
+  auto f = file::parse(image.data(), image.size(), "floats");
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_FALSE((*f)->get_i32_array("big"));
+  EXPECT_FALSE((*f)->get_i32_array("negative"));
+  EXPECT_FALSE((*f)->get_i32_array("nan"));
+  EXPECT_EQ((*f)->get_i32_array("fits"), (std::vector<int32_t>{INT32_MIN, 2, -2}));
+  EXPECT_EQ((*f)->get_f32_array("big"), (std::vector<float>{1.0f, 3.0e9f}));
 }
 
 // Every prefix of a valid file either parses (then every tensor is inside
