@@ -340,6 +340,9 @@ TEST(chat_template, floats_beyond_int64_stay_floats) {
   EXPECT_EQ(ok("{{ -1e400 - 1 }}"), "-inf");
   EXPECT_EQ(ok("{{ 2.5 * 2 }}"), "5.0");
   fails("{{ range(1e30)|length }}");  // Python: TypeError; here: over range()'s cap
+  EXPECT_EQ(ok("{{ 2.9|int }}{{ '-3.5'|int }}"), "2-3");
+  fails("{{ 1e30|int }}");  // README: 64-bit integers, an overflow is an error
+  fails("{{ '1e30'|int }}");
 }
 
 }  // namespace
