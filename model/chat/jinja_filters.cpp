@@ -165,14 +165,20 @@ value f_last(const value& v, const call_args&) {
   const auto items = iterate(v);
   return items.empty() ? value::undefined("last: the sequence is empty") : items.back();
 }
+// README "Deviations": integers are 64-bit, an overflow is a render error.
+int64_t float_to_int64(double d) {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) throw template_error("int: the number does not fit in 64 bits");
+  return static_cast<int64_t>(d);
+}
 value f_int(const value& v, const call_args& a) {
+  if (v.type() == value::kind::floating) return value::integer(float_to_int64(v.as_double()));
   if (v.is_number()) return value::integer(v.as_int());
   const std::string s = python_strip(to_str(v), nullptr, true, true);
   char* end = nullptr;
   const long long i = std::strtoll(s.c_str(), &end, 10);
   if (!s.empty() && *end == '\0') return value::integer(i);
   const double d = std::strtod(s.c_str(), &end);
-  if (!s.empty() && *end == '\0' && std::isfinite(d)) return value::integer(static_cast<int64_t>(d));
+  if (!s.empty() && *end == '\0' && std::isfinite(d)) return value::integer(float_to_int64(d));
   const value def = a.get(0, "default");
   return def.is_undefined() ? value::integer(0) : def;
 }

@@ -64,7 +64,15 @@ class value {
   bool is_mapping() const { return kind_ == kind::dict || kind_ == kind::ns; }
 
   bool as_bool() const { return b_; }
-  int64_t as_int() const { return kind_ == kind::floating ? static_cast<int64_t>(f_) : i_; }
+  // Floats truncate toward zero; those int64 cannot hold saturate and NaN
+  // gives 0 (casting them is undefined behaviour).
+  int64_t as_int() const { return kind_ == kind::floating ? float_to_int(f_) : i_; }
+  static int64_t float_to_int(double f) {
+    if (f != f) return 0;
+    if (f >= 9223372036854775808.0) return INT64_MAX;  // 2^63
+    if (f < -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(f);
+  }
   double as_double() const { return kind_ == kind::floating ? f_ : static_cast<double>(i_); }
   const std::string& str_ref() const { return s_; }  // string text, or the undefined's name
   const value_list& items() const { return *list_; }

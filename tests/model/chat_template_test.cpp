@@ -330,5 +330,20 @@ TEST(chat_template, chatml_default) {
   EXPECT_EQ(*r, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
 }
 
+
+// Arithmetic on floats int64 cannot hold (found by tests/fuzz/fuzz_chat_template:
+// converting them to int64 was undefined behaviour). Expected values are
+// Python's: 1e400 is inf, str(inf) is 'inf', str(1e20 + 1) is '1e+20'.
+TEST(chat_template, floats_beyond_int64_stay_floats) {
+  EXPECT_EQ(ok("{{ 1e400 * 4 }}"), "inf");
+  EXPECT_EQ(ok("{{ 1e20 + 1 }}"), "1e+20");
+  EXPECT_EQ(ok("{{ -1e400 - 1 }}"), "-inf");
+  EXPECT_EQ(ok("{{ 2.5 * 2 }}"), "5.0");
+  fails("{{ range(1e30)|length }}");  // Python: TypeError; here: over range()'s cap
+  EXPECT_EQ(ok("{{ 2.9|int }}{{ '-3.5'|int }}"), "2-3");
+  fails("{{ 1e30|int }}");  // README: 64-bit integers, an overflow is an error
+  fails("{{ '1e30'|int }}");
+}
+
 }  // namespace
 }  // namespace cortex
