@@ -110,6 +110,9 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   void close() {
     if (closed_) return;
     closed_ = true;
+    // Queued writes hold `self`: dropping them breaks the cycle that kept a
+    // connection closed mid-response alive forever (LeakSanitizer).
+    queue_.clear();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.socket().close(ec);
