@@ -62,9 +62,10 @@ void guard_session(const session_actor& session, const session_links& links, req
                "the request's session failed (" + caf::to_string(reason) +
                    "); this is a server bug: retry the request and report it",
                0};
-    caf::anon_send(sink, std::move(f));
-    caf::anon_send(sched, finish_atom_v, rid, finish_reason::error);
+    // The slot first: a client that submits again on seeing the terminal must find it free.
     if (!dequeued->exchange(true)) caf::anon_send(intake, dequeued_atom_v, rid, n_tokens_prompt);
+    caf::anon_send(sched, finish_atom_v, rid, finish_reason::error);
+    caf::anon_send(sink, std::move(f));
   });
 }
 

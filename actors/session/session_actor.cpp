@@ -47,10 +47,11 @@ void emit(self_ptr self, session_events& ev, bool tell_scheduler) {
                st.core->rid(), finish_reason_name(reason), ev.finished->prompt_tokens, ev.finished->cached_tokens,
                ev.finished->completion_tokens, ev.finished->timings.total_ms, ev.finished->timings.tokens_per_s,
                ev.finished->preemptions);
-  const uint32_t completion_tokens = ev.finished->completion_tokens;
-  self->send(st.links.sink, std::move(*ev.finished));
-  if (st.links.ticket) st.links.ticket->finish(completion_tokens);
+  // The key's slot and the admission slot are released before the terminal
+  // is sent: a client that submits again on seeing it must find them free.
+  if (st.links.ticket) st.links.ticket->finish(ev.finished->completion_tokens);
   release_admission(self);
+  self->send(st.links.sink, std::move(*ev.finished));
   if (tell_scheduler) self->send(st.links.scheduler, finish_atom_v, st.core->rid(), reason);
   self->quit();
 }
