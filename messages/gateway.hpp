@@ -23,7 +23,6 @@ struct http_inbound {
   std::string method;          // "GET", "POST"...
   std::string target;          // path and query as sent
   std::string content_type;
-  std::string authorization;   // the Authorization header, as sent
   std::string body;
   std::string peer;            // the client's address ("ip:port"), for logs
   std::string key_id;          // the API key the head check bound it to ("" with access control off)

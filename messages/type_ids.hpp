@@ -126,7 +126,7 @@ typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, http_inbound& x) {
-  return f(caf::meta::type_name("http_inbound"), x.conn, x.method, x.target, x.content_type, x.authorization, x.body);
+  return f(caf::meta::type_name("http_inbound"), x.conn, x.method, x.target, x.content_type, x.body, x.peer, x.key_id);
 }
 
 template <class Inspector>

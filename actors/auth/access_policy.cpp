@@ -89,16 +89,12 @@ void access_policy::apply(keys_config cfg) {
     adopt(st.requests, lim.requests_per_minute);
     adopt(st.tokens, lim.tokens_per_minute);
     st.revoked = false;
-    st.use.id = k.id;
-    st.use.tier = k.tier;
-    st.use.revoked = false;
     st.entry = std::move(k);
     next.emplace(st.entry.id, std::move(st));
   }
   for (auto& [id, st] : keys_) {  // removed keys stay, revoked, while their requests run
     if (next.count(id) || st.use.running == 0) continue;
     st.revoked = true;
-    st.use.revoked = true;
     next.emplace(id, std::move(st));
   }
   keys_ = std::move(next);
@@ -201,52 +197,51 @@ access_policy::admit_result access_policy::admit(const admission_request& r, boo
           std::make_shared<admission_ticket>(shared_from_this(), r.key_id, r.prompt_tokens, r.max_tokens, group_open)};
 }
 
-access_policy::key_state* access_policy::live_or_revoked(const std::string& key_id) {
-  auto it = keys_.find(key_id);
-  return it == keys_.end() ? nullptr : &it->second;
+void access_policy::end_one(std::map<std::string, key_state>::iterator it) {
+  if (it->second.use.running > 0) --it->second.use.running;
+  if (it->second.revoked && it->second.use.running == 0) keys_.erase(it);  // its last request ended
 }
 
 void access_policy::release(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens, uint32_t completion_tokens) {
   std::lock_guard<std::mutex> lock(mu_);
-  key_state* st = live_or_revoked(key_id);
-  if (!st) return;
+  auto it = keys_.find(key_id);
+  if (it == keys_.end()) return;
+  key_state& st = it->second;
   const uint32_t used = std::min(completion_tokens, max_tokens);
-  if (st->tokens) st->tokens->refund(double(max_tokens - used), now());
-  if (st->use.running > 0) --st->use.running;
-  st->use.tokens += uint64_t(prompt_tokens) + used;
-  if (st->revoked && st->use.running == 0) keys_.erase(key_id);
+  if (st.tokens) st.tokens->refund(double(max_tokens - used), now());
+  st.use.tokens += uint64_t(prompt_tokens) + used;
+  end_one(it);
 }
 
 void access_policy::charge_unchecked(const std::string& key_id, uint32_t tokens) {
   std::lock_guard<std::mutex> lock(mu_);
-  key_state* st = live_or_revoked(key_id);
-  if (st && st->tokens) st->tokens->take_debt(tokens, now());
+  auto it = keys_.find(key_id);
+  if (it != keys_.end() && it->second.tokens) it->second.tokens->take(tokens, now());
 }
 
 void access_policy::revert(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens) {
   std::lock_guard<std::mutex> lock(mu_);
-  key_state* st = live_or_revoked(key_id);
-  if (!st) return;
+  auto it = keys_.find(key_id);
+  if (it == keys_.end()) return;
+  key_state& st = it->second;
   const auto t = now();
-  if (st->requests) st->requests->refund(1, t);
-  if (st->tokens) st->tokens->refund(double(prompt_tokens) + double(max_tokens), t);
-  if (st->use.running > 0) --st->use.running;
-  if (st->use.admitted > 0) --st->use.admitted;
-  if (st->revoked && st->use.running == 0) keys_.erase(key_id);
+  if (st.requests) st.requests->refund(1, t);
+  if (st.tokens) st.tokens->refund(double(prompt_tokens) + double(max_tokens), t);
+  if (st.use.admitted > 0) --st.use.admitted;
+  end_one(it);
 }
 
 std::vector<key_usage> access_policy::usage() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<key_usage> out;
-  for (const auto& [id, st] : keys_) out.push_back(st.use);
+  for (const auto& [id, st] : keys_) {
+    key_usage u = st.use;
+    u.id = id;
+    u.tier = st.entry.tier;
+    u.revoked = st.revoked;
+    out.push_back(std::move(u));
+  }
   return out;
-}
-
-size_t access_policy::n_keys() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (const auto& [id, st] : keys_) n += st.revoked ? 0 : 1;
-  return n;
 }
 
 }  // namespace cortex::auth

@@ -83,7 +83,6 @@ class admission_ticket {
   // later, e.g. the server's own queue was full): everything charged is
   // refunded. Instead of finish(), before any member joined; once.
   void revert();
-  const std::string& key_id() const { return key_id_; }
 
  private:
   void release_if_done();  // REQUIRES: mu_ held
@@ -134,15 +133,14 @@ class access_policy : public std::enable_shared_from_this<access_policy> {
   std::optional<uint32_t> max_tokens_cap(const std::string& key_id) const;
 
   std::vector<key_usage> usage() const;
-  size_t n_keys() const;
 
  private:
   friend class admission_ticket;
   struct key_state {
     key_entry entry;
     std::optional<token_bucket> requests, tokens;
-    bool revoked = false;
-    key_usage use;
+    bool revoked = false;  // gone from the file, requests still running
+    key_usage use;         // the counters (id, tier, revoked are filled by usage())
   };
 
   access_policy(keys_config cfg, clock_fn clock);
@@ -150,7 +148,8 @@ class access_policy : public std::enable_shared_from_this<access_policy> {
   void release(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens, uint32_t completion_tokens);
   void revert(const std::string& key_id, uint32_t prompt_tokens, uint32_t max_tokens);
   void charge_unchecked(const std::string& key_id, uint32_t tokens);
-  key_state* live_or_revoked(const std::string& key_id);  // REQUIRES: mu_ held
+  // A request of `it` ended: its slot is free; a revoked key is forgotten with its last request. REQUIRES: mu_ held.
+  void end_one(std::map<std::string, key_state>::iterator it);
   std::chrono::steady_clock::time_point now() const;
 
   clock_fn clock_;

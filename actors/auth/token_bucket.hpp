@@ -25,15 +25,10 @@ class token_bucket {
     const double per_ms = capacity_ / 60000.0;
     return static_cast<uint64_t>(std::ceil((n - level_) / per_ms));
   }
-  // Takes `n` (the level may not go below zero). REQUIRES: wait_ms(n, now) == 0.
+  // Takes `n`: after wait_ms(n, now) == 0 (an admission), or past empty
+  // for tokens of a request already admitted; then the level goes negative,
+  // a debt the refill pays back before anything else is admitted.
   void take(double n, time_point now) {
-    refill(now);
-    level_ = std::max(0.0, level_ - n);
-  }
-  // Takes `n` even past empty: the level goes negative (a debt the refill
-  // pays back before anything else is admitted). For tokens of a request
-  // already admitted.
-  void take_debt(double n, time_point now) {
     refill(now);
     level_ -= n;
   }

@@ -226,7 +226,7 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
   st.core = std::make_unique<gateway_core<wire_route>>(st.port, cfg.core);
   st.port.metrics = cfg.metrics;
   st.access = cfg.access;
-  if (st.access) st.port.refusals = std::make_shared<auth::refusal_log>("zmq");
+  if (st.access) st.port.refusals = cfg.refusals ? cfg.refusals : std::make_shared<auth::refusal_log>("zmq");
   return {
       [self](gateway_inbound& in) { handle_inbound(self, in); },
       [self](peer_gone_atom, const std::string& peer) {

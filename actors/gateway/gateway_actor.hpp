@@ -24,6 +24,7 @@ class metrics_registry;
 }
 namespace auth {
 class access_policy;
+class refusal_log;
 }
 
 struct gateway_config {
@@ -33,6 +34,9 @@ struct gateway_config {
   // connection was bound to, or (no CURVE) the key its `auth` field names;
   // 401 otherwise. Null: off.
   std::shared_ptr<auth::access_policy> access;
+  // Where refusals are logged (rate-limited); cortexd shares it with the ZAP
+  // handler's refusals. Null with access: the gateway makes its own.
+  std::shared_ptr<auth::refusal_log> refusals;
 };
 
 // `server` must outlive the actor; the actor starts its I/O thread.

@@ -204,7 +204,7 @@ void zmq_server::receive_all() {
   for (;;) {
     std::vector<std::string> frames;
     std::string user_id;  // of the last frame: the payload's
-    std::string address;  // the first frame's Peer-Address (read for a peer's first message only)
+    std::string address;  // the first frame's Peer-Address (kept for the peer when it is first seen)
     int fd = -1;
     bool more = true;
     while (more) {

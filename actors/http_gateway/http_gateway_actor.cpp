@@ -108,13 +108,10 @@ void respond_json(self_ptr self, uint64_t conn, int status, std::string body, ht
 }
 
 void respond_error(self_ptr self, uint64_t conn, const error_report& e, std::string_view param = {}) {
+  // Every 401 names the scheme, also one from intake (a key revoked by a
+  // reload between the head's check and the admission).
   auto er = make_openai_error(e, param);
-  http_header_list h;
-  // Every 401 names the scheme (RFC 7235 3.1), also one from intake: a key
-  // revoked by a reload between the head's check and the admission.
-  if (e.code == errc::unauthenticated) h.emplace_back("WWW-Authenticate", "Bearer");
-  if (er.retry_after_s) h.emplace_back("Retry-After", std::to_string(er.retry_after_s));
-  respond_json(self, conn, er.status, std::move(er.body), std::move(h));
+  respond_json(self, conn, er.status, std::move(er.body), er.headers());
 }
 
 // Forgets a response whose bytes are all sent. `cancel_rest`: it ended

@@ -153,13 +153,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
       auto refused = srv_.cb.on_head({std::string(h.method_string()), std::string(h.target()),
                                       std::string(h[bhttp::field::authorization]), peer()},
                                      key_id_);
-      if (refused) {
-        http_header_list extra;
-        if (refused->code == errc::unauthenticated) extra.emplace_back("WWW-Authenticate", "Bearer");
-        auto er = http::make_openai_error(*refused);
-        if (er.retry_after_s) extra.emplace_back("Retry-After", std::to_string(er.retry_after_s));
-        return fail(er.status, *refused, std::move(extra));
-      }
+      if (refused) return fail(http::openai_http_status(refused->code), *refused);
     }
     if (auto n = parser_->content_length(); n && *n > srv_.opts.max_body_bytes) return too_large();
     if (parser_->is_done()) return on_body({});
@@ -177,15 +171,13 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     // http.md: 503 beyond the connection cap. Protocol v1 has no 503 name for
     // it; `overloaded` (retryable, "the server is full") is the closest.
     if (reject_)
-      return fail(503, {errc::overloaded, "the server has too many open connections; retry shortly", 1000},
-                  {{"Retry-After", "1"}});
+      return fail(503, {errc::overloaded, "the server has too many open connections; retry shortly", 1000});
     auto& req = parser_->get();
     http_inbound in;
     in.conn = id_;
     in.method = std::string(req.method_string());
     in.target = std::string(req.target());
     in.content_type = std::string(req[bhttp::field::content_type]);
-    in.authorization = std::string(req[bhttp::field::authorization]);
     in.body = std::move(req.body());
     in.peer = peer();
     in.key_id = key_id_;
@@ -219,16 +211,17 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     if (buf_.size() < pipelined_limit_bytes) watch();
   }
 
-  // An error answered without involving the gateway (OpenAI's error shape,
-  // openai_error.hpp); the connection closes after it.
-  void fail(uint16_t status, const error_report& e, http_header_list headers = {}) {
+  // An error answered without involving the gateway (OpenAI's error shape
+  // and headers, openai_error.hpp) with `status`; the connection closes after it.
+  void fail(uint16_t status, const error_report& e) {
     keep_alive_ = false;
     busy_ = true;
     stream_.expires_never();
+    auto er = http::make_openai_error(e);
     http_response_out r;
     r.status = status;
-    r.headers = std::move(headers);
-    r.body = http::openai_error_body(e);
+    r.headers = er.headers();
+    r.body = std::move(er.body);
     respond(std::move(r));
   }
   void too_large() {

@@ -36,7 +36,15 @@ openai_error_response make_openai_error(const error_report& e, std::string_view 
   r.status = openai_http_status(e.code);
   r.body = openai_error_body(e, param);
   if (r.status == 429 || r.status == 503) r.retry_after_s = e.retry_after_ms == 0 ? 1 : (e.retry_after_ms + 999) / 1000;
+  r.authenticate = r.status == 401;
   return r;
+}
+
+std::vector<std::pair<std::string, std::string>> openai_error_response::headers() const {
+  std::vector<std::pair<std::string, std::string>> h;
+  if (authenticate) h.emplace_back("WWW-Authenticate", "Bearer");
+  if (retry_after_s) h.emplace_back("Retry-After", std::to_string(retry_after_s));
+  return h;
 }
 
 }  // namespace cortex::http

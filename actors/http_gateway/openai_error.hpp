@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 #include <string_view>
 
 #include "messages/errors.hpp"
@@ -30,6 +32,10 @@ struct openai_error_response {
   uint16_t status = 500;
   std::string body;            // {"error": {...}} (application/json)
   uint32_t retry_after_s = 0;  // > 0: send `Retry-After: <retry_after_s>`
+  bool authenticate = false;   // 401: send `WWW-Authenticate: Bearer` (RFC 7235 3.1)
+
+  // The headers that go with it: Retry-After, WWW-Authenticate.
+  std::vector<std::pair<std::string, std::string>> headers() const;
 };
 
 uint16_t openai_http_status(errc code);

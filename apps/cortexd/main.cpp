@@ -79,7 +79,8 @@ void reload_keys(const std::string& path, cortex::auth::access_policy* policy) {
 // admits the curve_public keys of the keys file (auth.md), binding each
 // connection to its key id; refused handshakes are counted and logged.
 cortex::status setup_curve(cortex::daemon_options& opts, const std::shared_ptr<cortex::auth::access_policy>& access,
-                           const std::shared_ptr<cortex::http::metrics_registry>& metrics) {
+                           const std::shared_ptr<cortex::http::metrics_registry>& metrics,
+                           const std::shared_ptr<cortex::auth::refusal_log>& refusals) {
   std::string key, error;
   if (!cortex::cli::read_curve_key_file(opts.curve_secret_key_path, key, error))
     return cortex::fail(cortex::errc::invalid_param, "--curve-secret-key: " + error);
@@ -88,7 +89,6 @@ cortex::status setup_curve(cortex::daemon_options& opts, const std::shared_ptr<c
     spdlog::warn("{} (the server's CURVE secret key) is readable by other users; chmod 600 it",
                  opts.curve_secret_key_path);
   opts.zmq.curve_secret_key = key;
-  auto refusals = std::make_shared<cortex::auth::refusal_log>("zmq");
   opts.zmq.curve_authenticate = [access, metrics, refusals](const std::string& client_public, const std::string& peer) {
     auto id = access->authenticate_curve(client_public);
     if (!id) {
@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   auto metrics = std::make_shared<cortex::http::metrics_registry>();
+  auto zmq_refusals = std::make_shared<cortex::auth::refusal_log>("zmq");  // the ZAP handler's and the gateway's
   if (!opts.curve_secret_key_path.empty()) {
-    if (cortex::status s = setup_curve(opts, access, metrics); !s) {
+    if (cortex::status s = setup_curve(opts, access, metrics, zmq_refusals); !s) {
       spdlog::critical("{}", s.message);
       return 2;
     }
@@ -196,6 +197,7 @@ int main(int argc, char** argv) {
   cortex::gateway_config zcfg;
   zcfg.metrics = metrics;
   zcfg.access = access;
+  zcfg.refusals = zmq_refusals;
   std::vector<cortex::gateway_actor> gateways{cortex::spawn_gateway(sys, **server, zcfg)};
   auto hooks = std::make_shared<cortex::http_model_hooks>();
   if (http) {

@@ -118,7 +118,7 @@ TEST(access_policy, finish_is_once_and_destruction_releases) {
     a.ticket->finish(20);
     a.ticket->finish(0);  // a second finish does nothing (no second refund)
   }
-  EXPECT_NEAR(p->usage()[0].tokens, 30, 0);
+  EXPECT_EQ(p->usage()[0].tokens, 30u);
   {
     auto b = p->admit(req("alice", 10, 20));  // 70 - 30 = 40 left after the first; this takes 30
     ASSERT_EQ(b.error.code, errc::none) << b.error.message;

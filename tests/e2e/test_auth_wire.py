@@ -21,19 +21,9 @@ KEYS = [A.key_entry("ann", "basic", SECRETS["ann"]), A.key_entry("ben", "one", S
 LONG = dict(prompt="Once upon a time", max_tokens=400, ignore_eos=True, temperature=0)
 
 
-class AuthWireTest(support.ServerTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.keys = A.KeysFile(TIERS, KEYS)
-        cls.SERVER_ARGS = ("--auth", cls.keys.path, "--http", "off")
-        super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            cls.keys.close()
+class AuthWireTest(A.AuthServerTestCase):
+    TIERS, KEYS = TIERS, KEYS
+    SERVER_ARGS = ("--http", "off")
 
     def rejected(self, client, **kw):
         with self.assertRaises(cortexstream.CortexError) as cm:

@@ -12,22 +12,14 @@
 
 #include "actors/auth/credentials.hpp"
 #include "actors/auth/keys_file.hpp"
-#include "actors/auth/secrets.hpp"
+#include "tests/fuzz/fixed_policy.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 using namespace cortex;
 
 namespace {
 
-const auth::access_policy& fixed_policy() {
-  static const std::shared_ptr<auth::access_policy> p = [] {
-    auth::keys_config c;
-    c.tiers["free"] = {};
-    c.keys.push_back({"alice", "free", auth::sha256_hex("cs-alice"), ""});
-    return auth::access_policy::create(c);
-  }();
-  return *p;
-}
+using fuzz::fixed_policy;
 
 void fuzz_keys_file(std::string_view text) {
   auto cfg = auth::parse_keys_file(text, "fuzz.json");

@@ -17,9 +17,9 @@
 #include <boost/beast/http.hpp>
 
 #include "actors/auth/credentials.hpp"
-#include "actors/auth/secrets.hpp"
 #include "actors/http_gateway/http_routes.hpp"
 #include "actors/http_gateway/openai_request.hpp"
+#include "tests/fuzz/fixed_policy.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 using namespace cortex;
@@ -40,16 +40,6 @@ const http::openai_limits& limits() {
   return l;
 }
 
-const auth::access_policy& policy() {
-  static const std::shared_ptr<auth::access_policy> p = [] {
-    auth::keys_config c;
-    c.tiers["free"] = {};
-    c.keys.push_back({"alice", "free", auth::sha256_hex("cs-alice"), ""});
-    return auth::access_policy::create(c);
-  }();
-  return *p;
-}
-
 void parse_body(http::openai_endpoint ep, const std::string& body) {
   const auto r = http::parse_openai_request(ep, body, limits());
   if (!r.ok()) {
@@ -67,7 +57,7 @@ void parse_body(http::openai_endpoint ep, const std::string& body) {
 void handle(const bhttp::request<bhttp::string_body>& req) {
   const std::string method(req.method_string()), target(req.target());
   const auto route = http::classify_http_route(method, target);
-  (void)auth::check_bearer(policy(), std::string(req[bhttp::field::authorization]));
+  (void)auth::check_bearer(fuzz::fixed_policy(), std::string(req[bhttp::field::authorization]));
   switch (route.kind) {
     case http::http_route_kind::chat_completions: return parse_body(http::openai_endpoint::chat_completions, req.body());
     case http::http_route_kind::completions: return parse_body(http::openai_endpoint::completions, req.body());
@@ -107,7 +97,7 @@ void parse_connection(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   (void)limits();
-  (void)policy();
+  (void)fuzz::fixed_policy();
   return 0;
 }
 
