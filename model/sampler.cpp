@@ -56,10 +56,15 @@ void sampler::apply_logit_bias(int n_vocab) {
 }
 
 sampled_token sampler::sample(const float* logits, int n_vocab,
-                              const std::vector<int32_t>& history) {
+                              const std::vector<int32_t>& history, const uint64_t* allowed) {
   logits_.assign(logits, logits + n_vocab);
   apply_penalties(n_vocab, history);
   apply_logit_bias(n_vocab);
+  if (allowed != nullptr) {
+    for (int32_t i = 0; i < n_vocab; ++i) {
+      if (((allowed[i >> 6] >> (i & 63)) & 1) == 0) logits_[i] = -INFINITY;
+    }
+  }
   const float log_z = kernels::log_sum_exp(logits_.data(), n_vocab);
 
   sampled_token out{};

@@ -53,7 +53,13 @@ class sampler {
   // logits (n_vocab,); history: prompt + generated ids so far (penalties use
   // the last penalty_last_n of them; ids outside [0, n_vocab) are ignored).
   // REQUIRES: n_vocab > 0 and at least one token not banned by logit_bias.
-  sampled_token sample(const float* logits, int n_vocab, const std::vector<int32_t>& history);
+  // allowed: null, or a bitset of (n_vocab + 63) / 64 words (bit id set =
+  // the token may be drawn: a grammar's mask, model/grammar/token_mask.hpp),
+  // applied after penalties and logit bias as a ban of the rest, so the
+  // logprobs are those of the masked distribution. REQUIRES then: at
+  // least one allowed token that logit_bias does not ban.
+  sampled_token sample(const float* logits, int n_vocab, const std::vector<int32_t>& history,
+                       const uint64_t* allowed = nullptr);
 
  private:
   struct candidate {

@@ -1,0 +1,84 @@
+// Incremental matching of bytes against a compiled grammar: a pushdown
+// automaton whose configuration is a set of stacks, plus an unfinished UTF-8
+// sequence. Stacks are interned as persistent lists (node = top element +
+// parent node), so a state is a short sorted list of node ids: copying one
+// is cheap, comparing and hashing it is cheap, and the expansion of a stack
+// through rule references (which stacks with a character on top it stands
+// for) is computed once per node and remembered.
+//
+// A byte string is accepted iff it is a prefix of some string of the
+// grammar's language (a viable prefix) and is valid UTF-8 so far (no
+// overlong forms, surrogates or code points past U+10FFFF; an unfinished
+// sequence is viable iff some completion of it is).
+//
+// Thread: not thread-safe (advancing interns nodes). One matcher per
+// sequence; it shares the immutable grammar.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "model/grammar/grammar.hpp"
+
+namespace cortex {
+
+class grammar_matcher {
+ public:
+  struct state {
+    std::vector<uint32_t> stacks;  // sorted stack nodes, each with a character on top; 0 = empty stack (done)
+    uint32_t partial = 0;          // bits of an unfinished UTF-8 sequence
+    uint8_t n_remaining = 0;       // its continuation bytes still to come (0: none pending)
+    uint8_t n_total = 0;           // its length in bytes
+    bool operator==(const state& o) const {
+      return stacks == o.stacks && partial == o.partial && n_remaining == o.n_remaining && n_total == o.n_total;
+    }
+  };
+
+  explicit grammar_matcher(std::shared_ptr<const grammar> g);
+
+  const state& initial() const { return initial_; }
+  const grammar& rules() const { return *g_; }
+
+  // `out` = `in` after one byte. Returns false when no string of the
+  // language starts with the bytes so far (out is then unspecified).
+  // `in` and `out` must be different objects.
+  bool advance(const state& in, uint8_t byte, state& out);
+  // `s` after `bytes`, in place; false (s unchanged) if not viable.
+  bool advance(state& s, std::string_view bytes);
+  // The input so far is a whole string of the language (end may come now).
+  static bool is_complete(const state& s) {
+    return s.n_remaining == 0 && !s.stacks.empty() && s.stacks.front() == 0;
+  }
+  // The key of a one-stack state (token_mask's cache): node + UTF-8 part.
+  static uint64_t key(uint32_t node, const state& s) {
+    return (static_cast<uint64_t>(node) << 32) | (static_cast<uint64_t>(s.partial) << 8) |
+           (static_cast<uint64_t>(s.n_remaining) << 4) | s.n_total;
+  }
+  size_t n_nodes() const { return nodes_.size(); }
+
+ private:
+  struct node {
+    uint32_t pos;     // element index in the grammar
+    uint32_t parent;  // the rest of the stack (0: empty)
+  };
+  uint32_t intern(uint32_t pos, uint32_t parent);
+  // The character-topped stacks (0: empty) that stack n stands for.
+  const std::vector<uint32_t>& expand(uint32_t n);
+  void expand_into(uint32_t n, std::vector<uint32_t>& out);
+  // Stacks after the code point c, appended to out (unsorted).
+  void step_char(const std::vector<uint32_t>& stacks, uint32_t c, std::vector<uint32_t>& out);
+  bool is_end(uint32_t pos) const;
+
+  std::shared_ptr<const grammar> g_;
+  std::vector<node> nodes_;                          // [0] = the empty stack
+  std::unordered_map<uint64_t, uint32_t> interned_;  // (pos, parent) -> node
+  std::vector<std::vector<uint32_t>> expansions_;    // [node], sorted; valid when expanded_[node]
+  std::vector<bool> expanded_;
+  state initial_;
+  state scratch_;
+};
+
+}  // namespace cortex
