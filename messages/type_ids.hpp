@@ -32,7 +32,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_params& x) {
   return f(caf::meta::type_name("request_params"), x.max_tokens, x.max_tokens_given, x.temperature, x.top_k, x.top_p, x.min_p,
            x.repetition_penalty, x.presence_penalty, x.frequency_penalty, x.penalty_last_n, x.has_seed, x.seed, x.stop,
-           x.stop_token_ids, x.ignore_eos, x.min_tokens, x.logit_bias_ids, x.logit_bias_values);
+           x.stop_token_ids, x.ignore_eos, x.min_tokens, x.logit_bias_ids, x.logit_bias_values, x.grammar, x.json_schema);
 }
 
 template <class Inspector>

@@ -35,7 +35,28 @@ step_runner::step_runner(std::shared_ptr<const model> m, const executor_config& 
 
 void step_runner::open(const sequence_open& o) {
   seqs_.erase(o.rid);
-  seqs_.emplace(o.rid, open_seq{sampler(to_sampling_params(o.params, o.seed, o.n_logprobs)), o.tokens_prompt, o.n_logprobs});
+  open_seq q{sampler(to_sampling_params(o.params, o.seed, o.n_logprobs)), o.tokens_prompt, o.n_logprobs, nullptr, {}};
+  if (!o.params.grammar.empty()) {
+    for (auto it = contexts_.begin(); it != contexts_.end();) it = it->second.expired() ? contexts_.erase(it) : std::next(it);
+    std::shared_ptr<grammar_context> ctx = contexts_[o.params.grammar].lock();
+    if (!ctx) {
+      if (auto g = grammar::compile(o.params.grammar)) {
+        if (!trie_) trie_ = vocab_trie::from_tokenizer(model_->tokenizer());
+        ctx = std::make_shared<grammar_context>(std::move(*g), trie_);
+        contexts_[o.params.grammar] = ctx;
+      } else {
+        q.grammar_error = g.error();  // intake compiled it: a bug; the request's steps fail
+      }
+    }
+    if (ctx) q.grammar = std::make_unique<constraint>(constraint{ctx, ctx->matcher.initial(), {}});
+  }
+  seqs_.emplace(o.rid, std::move(q));
+}
+
+void step_runner::compute_mask(constraint& c) {
+  if (c.ctx->masker.compute(c.state, c.mask) == 0) {
+    for (int32_t id : trie_->eog_ids()) c.mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  }
 }
 
 status step_runner::check(const engine_step& step) const {
@@ -44,6 +65,9 @@ status step_runner::check(const engine_step& step) const {
   for (const auto& e : step.entries) {
     if (e.tokens.empty()) return bad("empty step entry for request " + std::to_string(e.rid));
     if (e.sample && !e.embed && !seqs_.count(e.rid)) return bad("no sampler open for request " + std::to_string(e.rid));
+    if (auto it = seqs_.find(e.rid); it != seqs_.end() && !it->second.grammar_error.is_ok()) {
+      return bad("the grammar of request " + std::to_string(e.rid) + " does not compile: " + it->second.grammar_error.message);
+    }
     if (e.embed && e.pos0 != 0) {  // a chunk after the first: the earlier rows must be in its sum
       const auto it = sums_.find(e.rid);
       if (it == sums_.end() || it->second.n_tokens != e.pos0) {
@@ -122,12 +146,25 @@ engine_step_result step_runner::run(const engine_step& step) {
         todo.emplace_back(&e, &seqs_.at(e.rid));
       }
     }
+    // Grammar masks: one task per grammar context (its sequences share a
+    // matcher), contexts in parallel.
+    std::vector<std::vector<constraint*>> by_context;
+    std::unordered_map<const grammar_context*, size_t> context_slot;
+    for (auto& [e, sq] : todo) {
+      if (!sq->grammar) continue;
+      const auto slot = context_slot.emplace(sq->grammar->ctx.get(), by_context.size()).first->second;
+      if (slot == by_context.size()) by_context.emplace_back();
+      by_context[slot].push_back(sq->grammar.get());
+    }
+    pool_.parallel_for(static_cast<int>(by_context.size()), [&](int k, int) {
+      for (constraint* c : by_context[static_cast<size_t>(k)]) compute_mask(*c);
+    });
     // Samplers are independent (own RNG, own history): sample them in
     // parallel on the compute pool; each task writes only its own slot.
     res.outputs.resize(todo.size());
     pool_.parallel_for(static_cast<int>(todo.size()), [&](int i, int) {
       const auto& [e, sq] = todo[static_cast<size_t>(i)];
-      auto tok = sq->smp.sample(fwd_.logits(i), n_vocab, sq->history);
+      auto tok = sq->smp.sample(fwd_.logits(i), n_vocab, sq->history, sq->grammar ? sq->grammar->mask.data() : nullptr);
       sampled_output& out = res.outputs[static_cast<size_t>(i)];
       out.rid = e->rid;
       out.token = tok.id;
@@ -145,7 +182,12 @@ engine_step_result step_runner::run(const engine_step& step) {
     return res;
   }
   // Only a successful step extends the histories.
-  for (const auto& o : res.outputs) seqs_.at(o.rid).history.push_back(o.token);
+  for (const auto& o : res.outputs) {
+    open_seq& q = seqs_.at(o.rid);
+    q.history.push_back(o.token);
+    // A drawn token is one the mask allowed: its bytes keep the state viable.
+    if (q.grammar && !trie_->is_eog(o.token)) q.grammar->ctx->matcher.advance(q.grammar->state, trie_->token_bytes(o.token));
+  }
   res.compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "messages/engine.hpp"
 #include "model/forward.hpp"
 #include "model/kv_arena.hpp"
+#include "model/grammar/token_mask.hpp"
 #include "model/model.hpp"
 #include "model/sampler.hpp"
 
@@ -39,7 +41,8 @@ class step_runner {
  public:
   step_runner(std::shared_ptr<const model> m, const executor_config& cfg);
 
-  // A sequence's sampler and penalty history; replaces an existing one.
+  // A sequence's sampler and penalty history (and its grammar, compiled
+  // here: intake checked it compiles); replaces an existing one.
   void open(const sequence_open& o);
   void close(request_id rid) {
     seqs_.erase(rid);
@@ -56,11 +59,34 @@ class step_runner {
   void fail_next(uint32_t n) { fail_next_ = n; }
 
  private:
+  // Sequences with the same grammar text share one matcher (its interned
+  // stacks and states) and one mask cache, so a state's mask is computed
+  // once for all of them (a batch of requests with one schema). A matcher
+  // is not thread-safe: a step computes each context's masks in one task,
+  // different contexts in parallel, then samples every sequence in parallel.
+  struct grammar_context {
+    grammar_matcher matcher;
+    token_masker masker;
+    grammar_context(std::shared_ptr<const grammar> g, std::shared_ptr<const vocab_trie> t)
+        : matcher(std::move(g)), masker(std::move(t), matcher) {}
+  };
+  // A sequence with a grammar (request_params::grammar): its state after
+  // the tokens sampled so far, and this step's mask.
+  struct constraint {
+    std::shared_ptr<grammar_context> ctx;
+    grammar_matcher::state state;
+    std::vector<uint64_t> mask;  // (n_vocab + 63) / 64 words
+  };
   struct open_seq {
     sampler smp;
     std::vector<int32_t> history;  // prompt + sampled ids (penalties)
     uint32_t n_logprobs;
+    std::unique_ptr<constraint> grammar;  // null: unconstrained
+    status grammar_error;                 // the grammar did not compile (a bug: intake checks it)
   };
+  // c.mask for c's state: end-of-generation tokens only if the grammar
+  // allows nothing (only a grammar with no way on can).
+  void compute_mask(constraint& c);
   // The plan is ours, but a bad one must fail its step (internal), never
   // write outside the arena or read outside the vocabulary.
   status check(const engine_step& step) const;
@@ -74,6 +100,8 @@ class step_runner {
   forward_pass fwd_;
   kv_arena kv_;
   std::unordered_map<request_id, open_seq> seqs_;
+  std::shared_ptr<const vocab_trie> trie_;  // built at the first grammar request
+  std::unordered_map<std::string, std::weak_ptr<grammar_context>> contexts_;  // by grammar text
   struct pooled_sum {
     std::vector<float> sum;  // (n_embd,) normed hidden rows of positions [0, n_tokens)
     int32_t n_tokens = 0;

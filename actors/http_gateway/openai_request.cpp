@@ -8,6 +8,7 @@
 
 #include "actors/http_gateway/json_field_reader.hpp"
 #include "actors/http_gateway/openai_json.hpp"
+#include "model/grammar/json_schema.hpp"
 
 namespace cortex::http {
 
@@ -48,8 +49,9 @@ std::string at(const std::string& param, size_t i) { return param + "[" + std::t
 
 class request_parser {
  public:
-  request_parser(const json& body, const openai_limits& lim, openai_request& out, openai_error& err)
-      : body_(body), lim_(lim), out_(out), r_(err) {}
+  request_parser(const json& body, const std::string& raw, const openai_limits& lim, openai_request& out,
+                 openai_error& err)
+      : body_(body), raw_(raw), lim_(lim), out_(out), r_(err) {}
 
   bool parse() {
     if (!parse_model()) return false;
@@ -231,17 +233,50 @@ class request_parser {
     return !usage || r_.read_bool(*usage, "stream_options.include_usage", out_.include_usage);
   }
 
+  // Structured output: response_format json_object / json_schema (its
+  // schema turned into a grammar here, so errors name the field), or the
+  // `grammar` extension (GBNF text); intake checks the grammar compiles.
   bool parse_response_format() {
+    request_params& p = out_.request.params;
+    if (const json* g = field(body_, "grammar"); g && !r_.read_string(*g, "grammar", p.grammar)) return false;
     const json* v = field(body_, "response_format");
     if (!v) return true;
     if (!v->is_object()) return r_.expected("response_format", "an object such as {\"type\": \"text\"}", *v);
     const json* type = field(*v, "type");
     std::string t;
-    if (!type) return r_.fail(errc::invalid_param, "response_format.type", "response_format needs a type (\"text\")");
+    if (!type)
+      return r_.fail(errc::invalid_param, "response_format.type",
+                     "response_format needs a type (\"text\", \"json_object\" or \"json_schema\")");
     if (!r_.read_string(*type, "response_format.type", t)) return false;
-    if (t != "text")
-      return r_.fail(errc::unsupported, "response_format",
-                     "response_format " + type->dump() + " is not supported yet; only \"text\" is");
+    if (t == "text") return true;
+    if (t != "json_object" && t != "json_schema")
+      return r_.fail(errc::invalid_param, "response_format.type",
+                     "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got " + type->dump());
+    if (!p.grammar.empty())
+      return r_.fail(errc::invalid_param, "grammar", "give grammar or a JSON response_format, not both");
+    if (t == "json_object") {
+      p.grammar = json_object_gbnf();
+      return true;
+    }
+    const json* js = field(*v, "json_schema");
+    if (!js || !js->is_object())
+      return r_.fail(errc::invalid_param, "response_format.json_schema",
+                     "response_format json_schema needs \"json_schema\": {\"name\", \"schema\", \"strict\"}");
+    bool strict = false;  // strict or not, the output follows the schema
+    if (const json* st = field(*js, "strict"); st && !r_.read_bool(*st, "response_format.json_schema.strict", strict)) return false;
+    const json* schema = field(*js, "schema");
+    if (!schema || !(schema->is_object() || schema->is_boolean()))
+      return r_.fail(errc::invalid_param, "response_format.json_schema.schema",
+                     "response_format.json_schema.schema must be a JSON Schema object");
+    // Properties are generated in the schema's order: read it again with its keys in order.
+    auto ordered = nlohmann::ordered_json::parse(raw_, nullptr, false);
+    const std::string text = ordered.is_discarded() ? schema->dump() : ordered["response_format"]["json_schema"]["schema"].dump();
+    auto g = json_schema_to_gbnf(text);
+    if (!g) {
+      return r_.fail(errc::invalid_param, "response_format.json_schema.schema",
+                     "response_format.json_schema.schema: " + g.error().message);
+    }
+    p.grammar = std::move(*g);
     return true;
   }
 
@@ -402,6 +437,7 @@ class request_parser {
   }
 
   const json& body_;
+  const std::string& raw_;  // the body's text
   const openai_limits& lim_;
   openai_request& out_;
   json_field_reader r_;
@@ -428,7 +464,7 @@ openai_parse_result parse_openai_request(openai_endpoint endpoint, const std::st
     r.fail(errc::malformed, "", "the body must be a JSON object, got " + detail::describe_json(doc));
     return res;
   }
-  request_parser(doc, lim, res.request, res.error).parse();
+  request_parser(doc, body, lim, res.request, res.error).parse();
   return res;
 }
 

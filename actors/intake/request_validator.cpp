@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <utility>
 
+#include "model/grammar/grammar.hpp"
+#include "model/grammar/json_schema.hpp"
+
 namespace cortex {
 namespace {
 
@@ -14,6 +17,8 @@ std::string num(double v) {
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
+
+constexpr size_t max_grammar_bytes = 1u << 20;
 
 error_report refuse(errc code, std::string message) {
   error_report e;
@@ -90,6 +95,28 @@ error_report check_params(const request_params& p, const validation_limits& lim)
   return ok();
 }
 
+// Structured output: params.json_schema becomes a grammar; either must
+// compile (model/grammar/), its errors naming the field.
+error_report resolve_grammar(const generation_request& r, std::string& gbnf) {
+  const request_params& p = r.params;
+  if (p.grammar.empty() && p.json_schema.empty()) return ok();
+  if (!p.grammar.empty() && !p.json_schema.empty())
+    return refuse(errc::invalid_param, "give params.grammar or params.json_schema, not both");
+  if (r.kind == request_kind::embed) return refuse(errc::invalid_param, "an embedding request takes no grammar or json_schema");
+  const char* field = p.grammar.empty() ? "params.json_schema" : "params.grammar";
+  if (std::max(p.grammar.size(), p.json_schema.size()) > max_grammar_bytes)
+    return refuse(errc::too_large, std::string(field) + " is over " + std::to_string(max_grammar_bytes) + " bytes");
+  if (!p.json_schema.empty()) {
+    auto g = json_schema_to_gbnf(p.json_schema);
+    if (!g) return refuse(errc::invalid_param, "params." + g.error().message);
+    gbnf = std::move(*g);
+  } else {
+    gbnf = p.grammar;
+  }
+  if (auto c = grammar::compile(gbnf); !c) return refuse(errc::invalid_param, std::string(field) + ": " + c.error().message);
+  return ok();
+}
+
 }  // namespace
 
 bool is_valid_utf8(const std::string& s) {
@@ -146,6 +173,7 @@ validation_result request_validator::validate(const generation_request& r) {
                                                 " (0 = off), got " + std::to_string(r.n_logprobs)));
   error_report params = check_params(r.params, limits_);
   if (params.code != errc::none) return reject(std::move(params));
+  if (auto e = resolve_grammar(r, out.request.grammar); e.code != errc::none) return reject(std::move(e));
 
   std::vector<int32_t> prompt;
   if (!r.messages_json.empty()) {

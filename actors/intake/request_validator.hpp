@@ -42,6 +42,9 @@ struct validated_request {
   // Chat requests: the template's end-of-turn tokens, which end generation
   // like params.stop_token_ids (intake appends them there).
   std::vector<int32_t> chat_stop_ids;
+  // The request's grammar (GBNF): params.grammar, or the one made from
+  // params.json_schema; checked to compile. Empty: unconstrained.
+  std::string grammar;
 };
 
 struct validation_result {

@@ -89,13 +89,7 @@ bool decode_messages(field_reader& r, const msgpack::object& o, std::string& mes
 }
 
 bool decode_chat_template_kwargs(field_reader& r, const msgpack::object& o, std::string& kwargs_json) {
-  if (o.type != msgpack::type::MAP)
-    return r.type_error("chat_template_kwargs", "a map of template variable names to values", o);
-  std::string path = "chat_template_kwargs";
-  ordered_json kwargs;
-  if (!msgpack_to_json(r, o, path, r.lim.max_depth, kwargs)) return false;
-  kwargs_json = kwargs.dump();
-  return true;
+  return decode_json_map(r, o, "chat_template_kwargs", "a map of template variable names to values", kwargs_json);
 }
 
 }  // namespace cortex::wire::detail

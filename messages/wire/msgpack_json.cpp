@@ -99,4 +99,13 @@ bool msgpack_to_json(field_reader& r, const msgpack::object& o, std::string& pat
   return convert(r, o, path, max_depth, out);
 }
 
+bool decode_json_map(field_reader& r, const msgpack::object& o, const char* field, const char* what, std::string& out) {
+  if (o.type != msgpack::type::MAP) return r.type_error(field, what, o);
+  std::string path = field;
+  nlohmann::ordered_json j;
+  if (!msgpack_to_json(r, o, path, r.lim.max_depth, j)) return false;
+  out = j.dump();
+  return true;
+}
+
 }  // namespace cortex::wire::detail

@@ -31,4 +31,8 @@ namespace cortex::wire::detail {
 bool msgpack_to_json(field_reader& r, const msgpack::object& o, std::string& path, uint32_t max_depth,
                      nlohmann::ordered_json& out);
 
+// A field that must be a map (`what` describes it in the type error),
+// converted as above and serialized as JSON text into `out`.
+bool decode_json_map(field_reader& r, const msgpack::object& o, const char* field, const char* what, std::string& out);
+
 }  // namespace cortex::wire::detail

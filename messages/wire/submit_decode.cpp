@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "messages/wire/chat_decode.hpp"
+#include "messages/wire/msgpack_json.hpp"
 
 namespace cortex::wire::detail {
 namespace {
@@ -89,7 +90,7 @@ bool decode_params(field_reader& r, const msgpack::object& o, request_params& p)
     if (val.type == msgpack::type::NIL)
       return is_one_of(key, {"max_tokens", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
                              "presence_penalty", "frequency_penalty", "penalty_last_n", "seed", "stop",
-                             "stop_token_ids", "ignore_eos", "min_tokens", "logit_bias"})
+                             "stop_token_ids", "ignore_eos", "min_tokens", "logit_bias", "grammar", "json_schema"})
                  ? field_status::known
                  : field_status::unknown;
     if (key == "max_tokens") {
@@ -137,6 +138,9 @@ bool decode_params(field_reader& r, const msgpack::object& o, request_params& p)
     if (key == "stop_token_ids")
       return field_reader::status(r.read_token_ids(val, field, r.lim.max_stop_token_ids, p.stop_token_ids));
     if (key == "logit_bias") return read_logit_bias(r, val, p);
+    if (key == "grammar") return field_reader::status(r.read_text(val, field, p.grammar));
+    if (key == "json_schema")
+      return field_reader::status(decode_json_map(r, val, "params.json_schema", "a map (a JSON Schema)", p.json_schema));
     return field_status::unknown;
   });
   if (!ok) return false;

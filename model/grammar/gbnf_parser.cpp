@@ -256,6 +256,7 @@ class gbnf_parser {
         ++i_;
         out.push_back({gelem_type::chr_any, 0});
       } else if (c == '(') {
+        if (++depth_ > max_nesting) return bail("groups nested deeper than " + std::to_string(max_nesting) + " levels");
         ++i_;
         const uint32_t sub = new_rule(rule);
         skip_space(true);
@@ -263,6 +264,7 @@ class gbnf_parser {
         skip_space(true);
         if (peek() != ')') return bail("expected ')'");
         ++i_;
+        --depth_;
         out.push_back({gelem_type::rule_ref, sub});
       } else if (is_name_char(c)) {
         const size_t b = i_;
@@ -358,6 +360,8 @@ class gbnf_parser {
   }
 
   static constexpr uint32_t bad_char = 0xFFFFFFFFu;
+  static constexpr int max_nesting = 256;  // the parser recurses per group
+  int depth_ = 0;
   std::string_view src_;
   size_t i_ = 0;
   grammar::rules out_;

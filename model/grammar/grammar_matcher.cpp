@@ -55,7 +55,10 @@ uint32_t grammar_matcher::intern(uint32_t pos, uint32_t parent) {
 }
 
 const std::vector<uint32_t>& grammar_matcher::expand(uint32_t n) {
+  static const std::vector<uint32_t> none;
+  if (!expanded_[n] && depth_ >= max_expand_depth) return none;  // not remembered: a shallower call may finish it
   if (!expanded_[n]) {
+    ++depth_;
     std::vector<uint32_t> out;
     const auto& el = g_->elements();
     const node nd = nodes_[n];
@@ -79,6 +82,7 @@ const std::vector<uint32_t>& grammar_matcher::expand(uint32_t n) {
     }
     expansions_[n] = std::move(out);  // after the recursion: it may have grown expansions_
     expanded_[n] = true;
+    --depth_;
   }
   return expansions_[n];
 }
@@ -161,6 +165,38 @@ bool grammar_matcher::advance(state& s, std::string_view bytes) {
   }
   s = std::move(cur);
   return true;
+}
+
+uint32_t grammar_matcher::state_id(const state& s) {
+  std::string key(reinterpret_cast<const char*>(s.stacks.data()), s.stacks.size() * sizeof(uint32_t));
+  key += static_cast<char>(s.n_remaining);
+  key += static_cast<char>(s.n_total);
+  key.append(reinterpret_cast<const char*>(&s.partial), sizeof s.partial);
+  auto it = state_ids_.find(key);
+  if (it != state_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(states_.size());
+  states_.push_back(s);
+  transitions_.emplace_back();
+  state_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+uint32_t grammar_matcher::compute_step(uint32_t id, uint8_t byte) {
+  state next;
+  const uint32_t r = advance(states_[id], byte, next) ? state_id(next) : dead;
+  auto& t = transitions_[id];  // after state_id(): it may have grown transitions_
+  if (!t) {
+    t = std::make_unique<std::array<uint32_t, 256>>();
+    t->fill(unknown);
+  }
+  (*t)[byte] = r;
+  return r;
+}
+
+void grammar_matcher::forget_states() {
+  states_.clear();
+  state_ids_.clear();
+  transitions_.clear();
 }
 
 }  // namespace cortex

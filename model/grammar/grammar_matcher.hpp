@@ -11,12 +11,19 @@
 // overlong forms, surrogates or code points past U+10FFFF; an unfinished
 // sequence is viable iff some completion of it is).
 //
+// Expanding a stack recurses through rule references that can end empty;
+// past max_expand_depth levels (a grammar nesting optional rules thousands
+// deep) the rest is not followed: such strings are then refused, never
+// wrongly admitted, and the stack stays bounded.
+//
 // Thread: not thread-safe (advancing interns nodes). One matcher per
 // sequence; it shares the immutable grammar.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +43,8 @@ class grammar_matcher {
       return stacks == o.stacks && partial == o.partial && n_remaining == o.n_remaining && n_total == o.n_total;
     }
   };
+
+  static constexpr int max_expand_depth = 2000;
 
   explicit grammar_matcher(std::shared_ptr<const grammar> g);
 
@@ -59,6 +68,23 @@ class grammar_matcher {
   }
   size_t n_nodes() const { return nodes_.size(); }
 
+  // States as ids, with a memo of transitions, for walks that revisit the
+  // same states many times (token_mask's trie walk: inside a JSON string
+  // every character leads back to the same state). Ids are valid until
+  // forget_states(), which the walker calls between walks when
+  // n_states() grows past its bound.
+  static constexpr uint32_t dead = 0xFFFFFFFFu;
+  static constexpr uint32_t unknown = 0xFFFFFFFEu;
+  uint32_t state_id(const state& s);
+  // The id of the state after `byte`, or dead.
+  uint32_t step(uint32_t id, uint8_t byte) {
+    const auto& t = transitions_[id];
+    const uint32_t r = t ? (*t)[byte] : unknown;
+    return r != unknown ? r : compute_step(id, byte);
+  }
+  size_t n_states() const { return states_.size(); }
+  void forget_states();
+
  private:
   struct node {
     uint32_t pos;     // element index in the grammar
@@ -71,12 +97,19 @@ class grammar_matcher {
   // Stacks after the code point c, appended to out (unsorted).
   void step_char(const std::vector<uint32_t>& stacks, uint32_t c, std::vector<uint32_t>& out);
   bool is_end(uint32_t pos) const;
+  uint32_t compute_step(uint32_t id, uint8_t byte);
 
   std::shared_ptr<const grammar> g_;
   std::vector<node> nodes_;                          // [0] = the empty stack
   std::unordered_map<uint64_t, uint32_t> interned_;  // (pos, parent) -> node
   std::vector<std::vector<uint32_t>> expansions_;    // [node], sorted; valid when expanded_[node]
   std::vector<bool> expanded_;
+  int depth_ = 0;  // expand()'s recursion
+  std::vector<state> states_;                          // [id]
+  std::unordered_map<std::string, uint32_t> state_ids_;  // serialized state -> id
+  // [id] -> next id per byte (unknown until computed), allocated when the
+  // state is first stepped: the trie walk's inner loop is one load.
+  std::vector<std::unique_ptr<std::array<uint32_t, 256>>> transitions_;
   state initial_;
   state scratch_;
 };

@@ -17,7 +17,7 @@ using json = nlohmann::ordered_json;
 using schema_parts::gbnf_literal;
 
 // The shared pieces every document may use.
-const char* k_base_rules = R"(ws ::= ([ \t\n] [ \t]{0,15})?
+const char* k_base_rules = R"(ws ::= (" " | "\n" [ \t]{0,6})?
 json-char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
 json-string ::= "\"" json-char* "\""
 json-number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?
@@ -48,6 +48,23 @@ const std::set<std::string>& supported() {
 class schema_converter {
  public:
   expected<std::string> run(std::string_view text) {
+    // Bounded nesting first: parsing and dumping recurse per level.
+    int depth = 0, max_seen = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (c == '\\') ++i;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        max_seen = std::max(max_seen, ++depth);
+      } else if (c == '}' || c == ']') {
+        --depth;
+      }
+    }
+    if (max_seen > max_json_depth) return fail(errc::invalid_param, "json_schema: nested deeper than " + std::to_string(max_json_depth) + " levels");
     root_ = json::parse(text.begin(), text.end(), nullptr, false);
     if (root_.is_discarded()) return fail(errc::invalid_param, "json_schema: not valid JSON");
     used_.insert("root");
@@ -60,6 +77,7 @@ class schema_converter {
 
  private:
   static constexpr int max_depth = 64;
+  static constexpr int max_json_depth = 128;
 
   std::string error(const std::string& what) {
     if (err_.empty()) err_ = what;

@@ -17,9 +17,11 @@
 // or "#/definitions/...", nested objects and arrays; annotations (title,
 // description, default, examples, $schema, $id, $comment...) are ignored.
 //
-// Whitespace between tokens is bounded (at most 16 characters at a place)
-// and there is none after the document: a small model cannot pad forever,
-// and the end of generation is the only way on once the document closes.
+// Whitespace between tokens is bounded (one space, or a newline and up to
+// 6 spaces or tabs, at a place) and there is none after the document: a
+// small model cannot pad forever (stories260K, unbounded, spends its whole
+// budget on spaces), and the end of generation is the only way on once the
+// document closes.
 // Numbers have at most 16 integer and 16 fraction digits.
 #pragma once
 

@@ -142,8 +142,15 @@ class regex_converter {
         return q;
       }
       q = std::string(p_.substr(i_, close - i_ + 1));
-      for (char d : q.substr(1, q.size() - 2)) {
-        if (!(d >= '0' && d <= '9') && d != ',' && d != ' ') error("repetition '" + q + "'");
+      // {m}, {m,} or {m,n}, each count at most 10000 (the grammar's cap)
+      const std::string inner = q.substr(1, q.size() - 2);
+      const size_t comma = inner.find(',');
+      const std::string m = inner.substr(0, comma), n = comma == std::string::npos ? "" : inner.substr(comma + 1);
+      const auto is_count = [](const std::string& x) {
+        return !x.empty() && x.size() <= 5 && x.find_first_not_of("0123456789") == std::string::npos && std::stoi(x) <= 10000;
+      };
+      if (!is_count(m) || (!n.empty() && !is_count(n)) || (!n.empty() && std::stoi(n) < std::stoi(m))) {
+        error("repetition '" + q + "' (counts are {m}, {m,} or {m,n} up to 10000)");
       }
       i_ = close + 1;
     }

@@ -84,16 +84,17 @@ const std::vector<uint64_t>& token_masker::stack_mask(uint32_t node, const gramm
   if ((cache_.size() + 1) * words_ * 8 > cache_bytes) cache_.clear();
   std::vector<uint64_t> mask(words_, 0);
   const vocab_trie& t = *trie_;
+  if (m_.n_states() > max_states) m_.forget_states();
+  grammar_matcher::state one = s;
+  one.stacks.assign(1, node);
   if (levels_.empty()) levels_.resize(8);
-  levels_[0].stacks.assign(1, node);
-  levels_[0].partial = s.partial;
-  levels_[0].n_remaining = s.n_remaining;
-  levels_[0].n_total = s.n_total;
+  levels_[0] = m_.state_id(one);
   const auto n = static_cast<uint32_t>(t.byte_.size());
   for (uint32_t i = 1; i < n;) {
     const size_t d = t.depth_[i];
     if (d >= levels_.size()) levels_.resize(d + 1);
-    if (!m_.advance(levels_[d - 1], t.byte_[i], levels_[d])) {
+    levels_[d] = m_.step(levels_[d - 1], t.byte_[i]);
+    if (levels_[d] == grammar_matcher::dead) {
       i = t.skip_[i];
       continue;
     }

@@ -58,6 +58,9 @@ class token_masker {
  public:
   // Cache bound in bytes of masks (cleared whole when full).
   static constexpr size_t cache_bytes = 8u << 20;
+  // Bound on the matcher's memo of states between walks (each may hold a
+  // 1 KiB transition row).
+  static constexpr size_t max_states = 4096;
 
   token_masker(std::shared_ptr<const vocab_trie> trie, grammar_matcher& m);
 
@@ -77,7 +80,7 @@ class token_masker {
   grammar_matcher& m_;
   size_t words_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> cache_;
-  std::vector<grammar_matcher::state> levels_;  // walk states per trie depth
+  std::vector<uint32_t> levels_;  // walk: the matcher's state id per trie depth
   uint64_t hits_ = 0, misses_ = 0;
 };
 

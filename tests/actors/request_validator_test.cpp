@@ -136,6 +136,14 @@ TEST(request_validator, every_rule_has_its_code_and_names_the_field) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<rule_case> cases = {
       {"empty id", [](auto& r) { r.client_id.clear(); }, errc::invalid_param, "id"},
+      {"bad grammar", [](auto& r) { r.params.grammar = "root ::= x"; }, errc::invalid_param,
+       "params.grammar: grammar: rule 'x' is used but never defined"},
+      {"bad schema", [](auto& r) { r.params.json_schema = R"({"type": "array", "contains": {}})"; }, errc::invalid_param,
+       "params.json_schema: keyword 'contains' at # is not supported"},
+      {"both", [](auto& r) { r.params.grammar = "root ::= \"a\""; r.params.json_schema = "{}"; }, errc::invalid_param,
+       "params.grammar or params.json_schema, not both"},
+      {"grammar on embed", [](auto& r) { r.params.grammar = "root ::= \"a\""; r.kind = request_kind::embed; },
+       errc::invalid_param, "an embedding request takes no grammar"},
       {"long id", [](auto& r) { r.client_id.assign(65, 'x'); }, errc::too_large, "id is 65 bytes"},
       {"logprobs", [](auto& r) { r.n_logprobs = 21; }, errc::invalid_param, "want.logprobs"},
       {"max_tokens 0", [](auto& r) { r.params.max_tokens = 0; }, errc::invalid_param, "params.max_tokens"},
@@ -292,6 +300,24 @@ TEST(request_validator, a_prompt_too_long_in_bytes_is_422_before_tokenizing) {
   auto w = v.validate(words);
   EXPECT_EQ(w.error.code, errc::context_overflow);
   EXPECT_NE(w.error.message.find("tokens; the context holds"), std::string::npos) << w.error.message;
+}
+
+TEST(request_validator, a_json_schema_becomes_the_requests_grammar) {
+  ASSERT_TRUE(stories_tokenizer());
+  request_validator v(limits(), *stories_tokenizer(), 1);
+  auto req = valid_request();
+  auto r = v.validate(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.request.grammar.empty());
+  req.params.json_schema = R"({"type": "boolean"})";
+  r = v.validate(req);
+  ASSERT_TRUE(r.ok()) << r.error.message;
+  EXPECT_EQ(r.request.grammar.rfind("root ::= json-boolean\n", 0), 0u) << r.request.grammar;
+  req.params.json_schema.clear();
+  req.params.grammar = "root ::= \"a\"";
+  r = v.validate(req);
+  ASSERT_TRUE(r.ok()) << r.error.message;
+  EXPECT_EQ(r.request.grammar, "root ::= \"a\"");
 }
 
 }  // namespace

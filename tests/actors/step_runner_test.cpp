@@ -6,12 +6,14 @@
 // continues exactly as a reference run that never saw the failure.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "actors/executor/step_runner.hpp"
 #include "model/model.hpp"
+#include "model/tokenizer.hpp"
 
 namespace cortex {
 namespace {
@@ -204,6 +206,37 @@ TEST(step_runner, closed_samplers_are_dropped_before_the_step) {
   EXPECT_EQ(ok.outputs[0].rid, 1u);
   EXPECT_GE(ok.outputs[0].token, 0);
   EXPECT_LT(ok.outputs[0].token, k_n_vocab);
+}
+
+// A sequence with a grammar samples only what the grammar allows, ends with
+// an end-of-generation token once it completes, and a failed step does not
+// advance its grammar; the unconstrained sequence beside it is untouched.
+TEST(step_runner, a_grammar_constrains_its_sequence_only) {
+  ASSERT_TRUE(stories());
+  const tokenizer& tok = stories()->tokenizer();
+  step_runner r(stories(), small_arena());
+  two_sequences seq;
+  sequence_open a = open_of(1, seq.prompt_a, 11);
+  a.params.grammar = "root ::= \"{\\\"n\\\": \" [0-9] [0-9]? \"}\"";  // {"n": 7} or {"n": 42}
+  r.open(a);
+  r.open(open_of(2, seq.prompt_b, 22));
+  ASSERT_TRUE(seq.apply(r.run(seq.prefill())));
+  bool ended = false;
+  for (int i = 0; i < 24 && !ended; ++i) {
+    if (i == 3) {
+      r.fail_next(1);
+      ASSERT_TRUE(r.run(seq.decode()).failed());  // nothing moves
+    }
+    const engine_step_result res = r.run(seq.decode());
+    ASSERT_TRUE(seq.apply(res)) << res.error.message;
+    ended = tok.is_eog(seq.known_a.back());
+  }
+  ASSERT_TRUE(ended) << "the grammar's document never ended";
+  std::string text;
+  for (size_t k = seq.prompt_a.size(); k + 1 < seq.known_a.size(); ++k) text += tok.rendered_piece(seq.known_a[k]);
+  EXPECT_TRUE(text == "{\"n\": " + text.substr(6, text.size() - 7) + "}" && text.size() >= 8 && text.size() <= 9 &&
+              std::isdigit(static_cast<unsigned char>(text[6])))
+      << text;
 }
 
 }  // namespace

@@ -68,8 +68,9 @@ class Cortexd:
     and returns the exit code. stderr goes to a temporary file shown by log().
     """
 
-    def __init__(self, *args, ready_timeout_s=60.0, client_kwargs=None, env=None):
+    def __init__(self, *args, ready_timeout_s=60.0, client_kwargs=None, env=None, model=None):
         self.args = list(args)
+        self.model = model or MODEL_PATH  # another GGUF file (e.g. a synthetic one)
         # Extra environment variables of the server (e.g. CORTEX_FAULTS).
         self.env = dict(os.environ, **env) if env else None
         # Credentials of every Client made here (readiness probe included),
@@ -86,8 +87,8 @@ class Cortexd:
         exe = os.path.join(BIN_DIR, "cortexd")
         if not os.path.exists(exe):
             raise AssertionError("cortexd not found at %s (build it, or set CORTEX_BIN_DIR)" % exe)
-        if not os.path.exists(MODEL_PATH):
-            raise AssertionError("model not found at %s (set CORTEX_SHARED_DIR)" % MODEL_PATH)
+        if not os.path.exists(self.model):
+            raise AssertionError("model not found at %s (set CORTEX_SHARED_DIR)" % self.model)
         for attempt in range(3):  # the free port may be taken between probe and bind
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
             http_args = []
@@ -99,7 +100,7 @@ class Cortexd:
                 self._log.close()
             self._log = tempfile.TemporaryFile(mode="w+b")
             self.proc = subprocess.Popen(
-                [exe, "--model", MODEL_PATH, "--endpoint", self.endpoint] + http_args + self.args,
+                [exe, "--model", self.model, "--endpoint", self.endpoint] + http_args + self.args,
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, env=self.env)
             if self._wait_ready():
                 return self

@@ -1,6 +1,7 @@
 // parse_openai_request: http.md's fields, ranges and error codes; every
 // error names the field.
 #include "actors/http_gateway/openai_request.hpp"
+#include "model/grammar/grammar_matcher.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -235,8 +236,7 @@ TEST(OpenaiRequest, MalformedBodies) {
 TEST(OpenaiRequest, ModelAndResponseFormat) {
   expect_error(chat(chat_body(R"("model":"gpt-4")")), errc::unknown_model, "model");
   EXPECT_TRUE(chat(chat_body(R"("model":null)")).ok());
-  expect_error(chat(chat_body(R"("response_format":{"type":"json_object"})")), errc::unsupported,
-               "response_format");
+  expect_error(chat(chat_body(R"("response_format":{"type":"xml"})")), errc::invalid_param, "response_format.type");
   expect_error(chat(chat_body(R"("response_format":{})")), errc::invalid_param, "response_format.type");
   openai_limits any = limits();
   any.model_name.clear();
@@ -329,6 +329,41 @@ TEST(OpenaiRequest, EmbeddingInputs) {
   expect_error(embedding(R"({"input":"x","encoding_format":"int8"})"), errc::invalid_param, "encoding_format");
   expect_error(embedding(R"({"input":"x","dimensions":32})"), errc::invalid_param, "dimensions");
   expect_error(embedding(R"({"input":"x","model":"other"})"), errc::unknown_model, "model");
+}
+
+// Structured output: json_object and json_schema become a grammar (the
+// schema's properties in the order the client wrote them), `grammar` is the
+// GBNF extension; errors name the field.
+TEST(OpenaiRequest, ResponseFormatBecomesAGrammar) {
+  auto r = chat(chat_body(R"("response_format":{"type":"json_object"})"));
+  ASSERT_TRUE(r.ok()) << r.error.report.message;
+  EXPECT_EQ(r.request.request.params.grammar.rfind("root ::= json-object\n", 0), 0u);
+  r = chat(chat_body(R"("response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,)"
+                     R"("schema":{"type":"object","properties":{"zeta":{"type":"boolean"},"alpha":{"type":"null"}},)"
+                     R"("required":["zeta","alpha"]}}})"));
+  ASSERT_TRUE(r.ok()) << r.error.report.message;
+  auto g = grammar::compile(r.request.request.params.grammar);
+  ASSERT_TRUE(g) << g.error().message;
+  const auto whole = [&](const std::string& doc) {
+    grammar_matcher m(*g);
+    grammar_matcher::state s = m.initial();
+    return m.advance(s, doc) && grammar_matcher::is_complete(s);
+  };
+  EXPECT_TRUE(whole(R"({"zeta": true, "alpha": null})"));
+  EXPECT_FALSE(whole(R"({"alpha": null, "zeta": true})"));
+  r = completion(R"({"prompt":"x","grammar":"root ::= \"a\""})");
+  ASSERT_TRUE(r.ok()) << r.error.report.message;
+  EXPECT_EQ(r.request.request.params.grammar, "root ::= \"a\"");
+  expect_error(chat(chat_body(R"("response_format":{"type":"json_schema","json_schema":{"name":"p",)"
+                              R"("schema":{"type":"array","uniqueItems":true}}})")),
+               errc::invalid_param, "response_format.json_schema.schema");
+  expect_error(chat(chat_body(R"("response_format":{"type":"json_schema"})")), errc::invalid_param,
+               "response_format.json_schema");
+  expect_error(chat(chat_body(R"("response_format":{"type":"json_schema","json_schema":{"schema":{},"strict":1}})")),
+               errc::invalid_param, "response_format.json_schema.strict");
+  expect_error(chat(chat_body(R"("grammar":"root ::= \"a\"","response_format":{"type":"json_object"})")),
+               errc::invalid_param, "grammar");
+  expect_error(completion(R"({"prompt":"x","grammar":5})"), errc::invalid_param, "grammar");
 }
 
 }  // namespace
