@@ -69,8 +69,8 @@ long utf8_char_at(const std::string& s, size_t pos, bool at_end) {
 
 }  // namespace
 
-incremental_detokenizer::incremental_detokenizer(const tokenizer& t, bool continues_text)
-    : tok_(t), continues_text_(continues_text) {}
+incremental_detokenizer::incremental_detokenizer(const tokenizer& t, bool continues_text, bool verbatim)
+    : tok_(t), continues_text_(continues_text), verbatim_(verbatim) {}
 
 std::string incremental_detokenizer::push(int32_t id) {
   std::string_view piece = tok_.rendered_piece(id);
@@ -79,18 +79,19 @@ std::string incremental_detokenizer::push(int32_t id) {
   }
   first_ = false;
   raw_.append(piece);
-  const size_t k = tok_.vocabulary().clean_spaces ? settled_prefix(raw_) : raw_.size();
+  const bool clean = tok_.vocabulary().clean_spaces && !verbatim_;
+  const size_t k = clean ? settled_prefix(raw_) : raw_.size();
   if (k > 0) {
     std::string settled = raw_.substr(0, k);
     raw_.erase(0, k);
-    tok_.clean_spaces(settled);
+    if (clean) tok_.clean_spaces(settled);
     pending_ += settled;
   }
   return take_valid(false);
 }
 
 std::string incremental_detokenizer::flush() {
-  tok_.clean_spaces(raw_);
+  if (!verbatim_) tok_.clean_spaces(raw_);
   pending_ += raw_;
   raw_.clear();
   std::string out = take_valid(true);

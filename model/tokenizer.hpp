@@ -72,9 +72,11 @@ class tokenizer {
 // tokens after a prompt): the first token keeps its leading space, so the
 // output equals the concatenated token_to_piece bytes (after space
 // cleaning), which is what llama.cpp prints while generating.
+// verbatim = true skips the space cleaning: the output is exactly the
+// rendered pieces, as a grammar (model/grammar/) matched them.
 class incremental_detokenizer {
  public:
-  explicit incremental_detokenizer(const tokenizer& t, bool continues_text = false);
+  explicit incremental_detokenizer(const tokenizer& t, bool continues_text = false, bool verbatim = false);
   // Returns newly completed text (possibly empty).
   std::string push(int32_t id);
   // Remaining text at the end; the detokenizer is then reset for reuse.
@@ -85,6 +87,7 @@ class incremental_detokenizer {
 
   const tokenizer& tok_;
   bool continues_text_;
+  bool verbatim_;
   bool first_ = true;
   std::string raw_;      // rendered pieces not yet space-cleaned
   std::string pending_;  // cleaned bytes not yet returned (incomplete UTF-8)

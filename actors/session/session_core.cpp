@@ -20,7 +20,8 @@ session_core::session_core(const tokenizer& tok, session_config cfg, session_clo
     : tok_(tok),
       cfg_(std::move(cfg)),
       clock_(std::move(clock)),
-      detok_(tok, /*continues_text=*/true),
+      // A grammar matched the tokens' exact bytes: no space cleaning after it.
+      detok_(tok, /*continues_text=*/true, /*verbatim=*/!cfg_.request.params.grammar.empty()),
       matcher_(cfg_.request.params.stop) {
   t_accepted_ = clock_();
 }

@@ -114,6 +114,23 @@ TEST(Tokenizer, IncrementalContinuationKeepsLeadingSpace) {
   EXPECT_EQ(stream(*l.tok, ids), "Hello world");
 }
 
+TEST(Tokenizer, IncrementalVerbatimSkipsSpaceCleaning) {
+  // gpt-2 cleans " ," to ","; verbatim (grammar-constrained output) keeps
+  // exactly the pieces a grammar matched.
+  auto l = load("gpt-2");
+  ASSERT_TRUE(l.tok);
+  ASSERT_TRUE(l.tok->vocabulary().clean_spaces);
+  const auto ids = l.tok->encode("{\"a\": \"x , y\" , \"b\": 1}", false);
+  incremental_detokenizer cleaned(*l.tok, true), verbatim(*l.tok, true, true);
+  std::string out_cleaned, out_verbatim;
+  for (int32_t id : ids) {
+    out_cleaned += cleaned.push(id);
+    out_verbatim += verbatim.push(id);
+  }
+  EXPECT_EQ(out_verbatim + verbatim.flush(), "{\"a\": \"x , y\" , \"b\": 1}");
+  EXPECT_EQ(out_cleaned + cleaned.flush(), "{\"a\": \"x, y\", \"b\": 1}");
+}
+
 TEST(Tokenizer, IncrementalSpaceCleaningRandomStreams) {
   // gpt-2 cleans " ," " 's" ...; streaming must agree with whole-text decode.
   auto l = load("gpt-2");
