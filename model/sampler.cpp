@@ -207,6 +207,7 @@ void sampler::select_top_p(int n_vocab) {
 int32_t sampler::draw() {
   // softmax(logit / T) over the survivors, then inverse-CDF with one uniform.
   const size_t n = candidates_.size();
+  if (n == 0) return 0;  // everything banned (outside the REQUIRES): no draw to make, but no bad read either
   std::vector<float>& p = probs_;
   p.resize(n);
   for (size_t i = 0; i < n; ++i) p[i] = candidates_[i].logit / params_.temperature;

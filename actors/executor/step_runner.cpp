@@ -48,14 +48,27 @@ void step_runner::open(const sequence_open& o) {
         q.grammar_error = g.error();  // intake compiled it: a bug; the request's steps fail
       }
     }
-    if (ctx) q.grammar = std::make_unique<constraint>(constraint{ctx, ctx->matcher.initial(), {}});
+    if (ctx) {
+      q.grammar = std::make_unique<constraint>(constraint{ctx, ctx->matcher.initial(), {}, {}});
+      for (size_t i = 0; i < o.params.logit_bias_ids.size() && i < o.params.logit_bias_values.size(); ++i) {
+        const int32_t id = o.params.logit_bias_ids[i];
+        if (o.params.logit_bias_values[i] <= -100.0f && id >= 0 && id < trie_->n_vocab()) q.grammar->banned.push_back(id);
+      }
+    }
   }
   seqs_.emplace(o.rid, std::move(q));
 }
 
 void step_runner::compute_mask(constraint& c) {
-  if (c.ctx->masker.compute(c.state, c.mask) == 0) {
-    for (int32_t id : trie_->eog_ids()) c.mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  const auto bit = [](int32_t id) { return uint64_t{1} << (id & 63); };
+  size_t n = c.ctx->masker.compute(c.state, c.mask);
+  for (int32_t id : c.banned) {
+    uint64_t& w = c.mask[static_cast<size_t>(id) >> 6];
+    n -= (w & bit(id)) != 0;
+    w &= ~bit(id);
+  }
+  if (n == 0) {
+    for (int32_t id : trie_->eog_ids()) c.mask[static_cast<size_t>(id) >> 6] |= bit(id);
   }
 }
 

@@ -76,6 +76,7 @@ class step_runner {
     std::shared_ptr<grammar_context> ctx;
     grammar_matcher::state state;
     std::vector<uint64_t> mask;  // (n_vocab + 63) / 64 words
+    std::vector<int32_t> banned;  // logit_bias <= -100: out of the mask too
   };
   struct open_seq {
     sampler smp;
@@ -84,8 +85,10 @@ class step_runner {
     std::unique_ptr<constraint> grammar;  // null: unconstrained
     status grammar_error;                 // the grammar did not compile (a bug: intake checks it)
   };
-  // c.mask for c's state: end-of-generation tokens only if the grammar
-  // allows nothing (only a grammar with no way on can).
+  // c.mask for c's state, less the banned tokens; end-of-generation tokens
+  // only if that leaves nothing (a grammar with no way on, or a logit_bias
+  // that bans every token the grammar allows: the request then ends `stop`
+  // with a prefix of a document).
   void compute_mask(constraint& c);
   // The plan is ours, but a bad one must fail its step (internal), never
   // write outside the arena or read outside the vocabulary.

@@ -239,5 +239,28 @@ TEST(step_runner, a_grammar_constrains_its_sequence_only) {
       << text;
 }
 
+// A logit_bias that bans every token the grammar allows leaves only the
+// end of generation (the request ends with a prefix), never a token outside
+// the grammar.
+TEST(step_runner, a_bias_banning_what_the_grammar_needs_ends_the_sequence) {
+  ASSERT_TRUE(stories());
+  const tokenizer& tok = stories()->tokenizer();
+  step_runner r(stories(), small_arena());
+  two_sequences seq;
+  sequence_open a = open_of(1, seq.prompt_a, 11);
+  a.params.grammar = "root ::= \"{}\"";
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (!tok.rendered_piece(id).empty() && tok.rendered_piece(id)[0] == '{') {
+      a.params.logit_bias_ids.push_back(id);
+      a.params.logit_bias_values.push_back(-100.0f);
+    }
+  }
+  ASSERT_FALSE(a.params.logit_bias_ids.empty());
+  r.open(a);
+  r.open(open_of(2, seq.prompt_b, 22));
+  ASSERT_TRUE(seq.apply(r.run(seq.prefill())));
+  EXPECT_TRUE(tok.is_eog(seq.known_a.back())) << seq.known_a.back();
+}
+
 }  // namespace
 }  // namespace cortex
