@@ -27,7 +27,6 @@ struct worker_slot {
   worker_actor handle;      // valid while up
   intake_actor intake;
   engine_stats stats;
-  uint32_t routed_since_stats = 0;  // added to its reported waiting queue until the next poll
   uint64_t routed = 0;
   bool up() const { return static_cast<bool>(handle); }
 };
@@ -114,7 +113,10 @@ void route(self_ptr self, entry& e, bool resubmission) {
   for (auto& [name, w] : st.workers) {
     if (!w.up() || !w.listed) continue;
     live.push_back(&w);
-    loads.push_back({cluster::node_id_hash(name), w.stats.waiting + w.routed_since_stats, st.book.in_flight(name)});
+    // The waiting queue as last reported (a burst between two polls follows
+    // affinity; the bound applies from the next poll), and the router's own
+    // exact count of requests on it.
+    loads.push_back({cluster::node_id_hash(name), w.stats.waiting, st.book.in_flight(name)});
   }
   const auto key = prefix_key_of(e.request, st.cfg);
   const auto pick = st.policy->pick(key, loads);
@@ -127,7 +129,6 @@ void route(self_ptr self, entry& e, bool resubmission) {
   if (key && st.cfg.routing == cluster::routing_mode::affinity)
     ++(st.policy->last_pick_followed_affinity() ? st.affinity_followed : st.affinity_overridden);
   worker_slot& w = *live[*pick];
-  ++w.routed_since_stats;
   ++w.routed;
   generation_request copy = e.request;
   copy.client_id = st.book.assign(e, w.name);
@@ -147,7 +148,6 @@ void worker_down(self_ptr self, worker_slot& w, const caf::error& reason) {
   w.handle = nullptr;
   w.intake = nullptr;
   w.stats = engine_stats{};
-  w.routed_since_stats = 0;
   w.warned = false;
   size_t moved = 0, lost = 0;
   for (const auto& l : st.book.worker_lost(w.name)) {
@@ -222,7 +222,6 @@ void tick(self_ptr self) {
                 auto it = self->state.workers.find(name);
                 if (it == self->state.workers.end() || !it->second.up()) return;
                 it->second.stats = std::move(s);
-                it->second.routed_since_stats = 0;
               },
               [](const caf::error&) {});
     }

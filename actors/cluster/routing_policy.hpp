@@ -32,7 +32,7 @@ const char* routing_mode_name(routing_mode m);
 // A live worker as the policy sees it.
 struct node_load {
   uint64_t id_hash = 0;   // node_id_hash(its stable name, e.g. "host:port")
-  uint32_t waiting = 0;   // its waiting queue (last stats, plus what was routed there since)
+  uint32_t waiting = 0;   // its waiting queue (its last stats)
   uint32_t in_flight = 0; // requests this router has on it, not yet ended
 };
 

@@ -6,6 +6,7 @@
 #include <caf/io/publish.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/publish.hpp>
+#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/cluster_intake_actor.hpp"
@@ -28,15 +29,18 @@ void load_cluster_modules(caf::actor_system_config& cfg, const daemon_options& o
   }
 }
 
-status publish_worker(caf::actor_system& sys, const daemon_options& o, intake_actor intake, const model_info& info) {
+expected<worker_actor> publish_worker(caf::actor_system& sys, const daemon_options& o, intake_actor intake,
+                                      const model_info& info) {
   auto face = spawn_worker_actor(sys, std::move(intake), info);
   auto port = o.cluster_tls() ? caf::openssl::publish(face, o.cluster_port, o.cluster_bind.c_str(), true)
                               : caf::io::publish(face, o.cluster_port, o.cluster_bind.c_str(), true);
-  if (!port)
+  if (!port) {
+    caf::anon_send_exit(face, caf::exit_reason::user_shutdown);
     return fail(errc::invalid_param, "cannot publish the worker on " + o.cluster_bind + ":" + std::to_string(o.cluster_port) +
                                          ": " + sys.render(port.error()) + " (is the port in use?)");
+  }
   spdlog::info("worker: intake published on {}:{} ({})", o.cluster_bind, *port, o.cluster_tls() ? "TLS" : "plain TCP");
-  return status::ok();
+  return face;
 }
 
 cluster_intake_actor start_router(caf::actor_system& sys, const daemon_options& o,

@@ -20,8 +20,11 @@ namespace cortex {
 void load_cluster_modules(caf::actor_system_config& cfg, const daemon_options& o);
 
 // Publishes the worker's face (hello: intake and model; stats) on
-// --cluster-bind:--cluster-port. Fails with a message naming the port.
-status publish_worker(caf::actor_system& sys, const daemon_options& o, intake_actor intake, const model_info& info);
+// --cluster-bind:--cluster-port and returns it (the caller ends it before
+// the actor system goes, which waits for every actor). Fails with a
+// message naming the port.
+expected<worker_actor> publish_worker(caf::actor_system& sys, const daemon_options& o, intake_actor intake,
+                                      const model_info& info);
 
 // Spawns the router's cluster intake over the --workers list. `ready` runs
 // once the first worker has joined (with the intake to give the gateways

@@ -248,6 +248,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<cortex::runtime> rt;
   cortex::intake_actor front;  // the local intake, or the router's cluster intake
   cortex::cluster_intake_actor cluster;
+  cortex::worker_actor worker_face;  // --role worker: what routers talk to
   if (opts.role == cortex::daemon_options::role_kind::router) {
     if (!opts.runtime.model_path.empty()) {  // only the vocabulary: token text of HTTP logprobs
       auto vocab = cortex::model::load_vocab_only(opts.runtime.model_path);
@@ -290,12 +291,14 @@ int main(int argc, char** argv) {
     hooks->token_text = [loaded](int32_t id) { return loaded->tokenizer().token_to_piece(id); };
     hooks->n_embd = static_cast<uint32_t>(m.hparams().n_embd);
     if (opts.role == cortex::daemon_options::role_kind::worker) {
-      if (cortex::status s = cortex::publish_worker(sys, opts, front, info); !s) {
-        spdlog::critical("{}", s.message);
+      auto face = cortex::publish_worker(sys, opts, front, info);
+      if (!face) {
+        spdlog::critical("{}", face.error().message);
         rt.reset();
         stop_all();
         return 1;
       }
+      worker_face = std::move(*face);
     }
     for (auto& gw : gateways) caf::anon_send(gw, cortex::ready_atom_v, front, info);
     spdlog::info("ready in {:.1f} s: model '{}' ({}, {}), endpoint {}{}",
@@ -326,6 +329,7 @@ int main(int argc, char** argv) {
   if (left) spdlog::error("{} requests did not reach a terminal message before exit", left);
   rt.reset();
   if (cluster) caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
+  if (worker_face) caf::anon_send_exit(worker_face, caf::exit_reason::user_shutdown);
   stop_all();
   spdlog::info("stopped");
   return 0;

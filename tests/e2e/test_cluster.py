@@ -217,6 +217,9 @@ class LastWorkerGone(ClusterPerTest):
         cl.start_worker(0)
         support.wait_until(lambda: c.health()["status"] == "ready", 10, 0.05, "router health ready again")
         self.assertEqual(c.submit(prompt="Back again", max_tokens=4).result()[1]["reason"], "length")
+        # A worker stopped with SIGTERM while the router is connected exits 0; the router notices.
+        self.assertEqual(cl.workers[0].stop(), 0, cl.logs())
+        support.wait_until(lambda: c.health()["status"] == "starting", 5, 0.02, "router health starting")
         self.assertEqual(cl.router.stop(), 0, cl.logs())
 
 
