@@ -10,6 +10,7 @@ Each worker also keeps its own ZeroMQ gateway, which the tests use to read
 that worker's own stats."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import unittest
 from tests.e2e import support
 
 LONG = 2000  # tokens: long enough to be mid-stream when the test acts (ctx 2048)
+N_TOKENS = 200  # per request of the SIGKILL test
 
 
 class Cluster:
@@ -151,19 +153,23 @@ class ClusterPerTest(unittest.TestCase):
     """A fresh cluster of N_WORKERS for each test (the tests kill workers)."""
 
     N_WORKERS = 2
+    WORKER_ARGS = ()
 
     def setUp(self):
-        self.cluster = Cluster(self.N_WORKERS).start()
+        self.cluster = Cluster(self.N_WORKERS, worker_args=self.WORKER_ARGS).start()
 
     def tearDown(self):
         self.cluster.close()
 
 
 class WorkerKilledMidLoad(ClusterPerTest):
+    # Two running per worker: the rest wait without a token, so the victim
+    # has requests of both kinds when it dies.
+    WORKER_ARGS = ("--max-running", "2")
     def test_every_request_ends_once_then_the_worker_rejoins(self):
         cl = self.cluster
         c = cl.router.client(timeout_s=60)
-        streams = [c.submit(prompt="Tale %d of a cat" % i, max_tokens=400, temperature=0, ignore_eos=True,
+        streams = [c.submit(prompt="Tale %d of a cat" % i, max_tokens=N_TOKENS, temperature=0, ignore_eos=True,
                             want_token_ids=True) for i in range(16)]
         victim = cl.workers[0]
         support.wait_until(lambda: victim.client().stats()["tokens_generated"] > 0, 20, 0.01, "worker 0 generating")
@@ -184,13 +190,17 @@ class WorkerKilledMidLoad(ClusterPerTest):
             ids = [i for e in events if e["t"] == "chunk" for i in e.get("token_ids", [])] + fin.get("token_ids", [])
             if fin.get("reason") == "length":
                 outcomes["length"] += 1
-                self.assertEqual(len(ids), 400, "no token lost or duplicated by a resubmission")
+                self.assertEqual(len(ids), N_TOKENS, "no token lost or duplicated by a resubmission")
             else:
                 err = fin.get("error") or fin
                 self.assertEqual((err.get("code"), err.get("name"), err.get("retryable")), (503, "worker_lost", True), fin)
                 outcomes["worker_lost"] += 1
         self.assertGreater(outcomes["worker_lost"], 0, "some requests were streaming on the killed worker")
         self.assertEqual(sum(outcomes.values()), 16)
+        moved = re.search(r"(\d+) requests resubmitted, (\d+) ended with worker_lost", cl.router.log())
+        self.assertIsNotNone(moved, cl.logs())
+        self.assertGreater(int(moved.group(1)), 0, "the victim's waiting requests moved to the survivor")
+        self.assertEqual(int(moved.group(2)), outcomes["worker_lost"])
         # The worker comes back on its port and gets traffic again.
         cl.start_worker(0)
         cl.wait_joined(2)
