@@ -233,6 +233,21 @@ class LastWorkerGone(ClusterPerTest):
         self.assertEqual(cl.router.stop(), 0, cl.logs())
 
 
+class RouterKilled(ClusterPerTest):
+    N_WORKERS = 1
+
+    def test_the_worker_cancels_what_a_dead_router_asked_for(self):
+        cl = self.cluster
+        s = cl.router.client().submit(prompt="Once upon a time", max_tokens=LONG, ignore_eos=True)
+        for ev in s:
+            if ev["t"] == "chunk":
+                break
+        self.assertEqual(cl.workers[0].client().stats()["running"], 1)
+        cl.router.stop(signal.SIGKILL)
+        wait_idle(cl.workers[0], "the worker")
+        self.assertEqual(cl.workers[0].client().stats()["requests_finished"]["client_gone"], 1)
+
+
 def make_certificates(folder):
     """A CA and one node certificate it signed (`openssl req`), as PEM files:
     returns the --cluster-cert/-key/-ca flags."""
