@@ -313,5 +313,78 @@ class OverTls(unittest.TestCase):
                 router.close()
 
 
+class AcrossNetworkNamespaces(unittest.TestCase):
+    """A worker in a network namespace of its own, reached over a veth pair
+    (made and removed here), with the OpenSSL transport: the cluster link
+    leaves loopback, as it does between machines."""
+
+    def setUp(self):
+        self.ns = "cxt%d" % os.getpid()
+        self.net = "10.231.%d" % (os.getpid() % 250 + 1)
+        self.proc = None
+        self.router = None
+        self.folder = tempfile.mkdtemp(prefix="cortex-netns-")
+        steps = [["ip", "netns", "add", self.ns],
+                 ["ip", "link", "add", self.ns + "a", "type", "veth", "peer", "name", self.ns + "b"],
+                 ["ip", "link", "set", self.ns + "b", "netns", self.ns],
+                 ["ip", "addr", "add", self.net + ".1/24", "dev", self.ns + "a"],
+                 ["ip", "link", "set", self.ns + "a", "up"],
+                 ["ip", "netns", "exec", self.ns, "ip", "addr", "add", self.net + ".2/24", "dev", self.ns + "b"],
+                 ["ip", "netns", "exec", self.ns, "ip", "link", "set", self.ns + "b", "up"],
+                 ["ip", "netns", "exec", self.ns, "ip", "link", "set", "lo", "up"]]
+        for step in steps:
+            try:
+                p = subprocess.run(step, capture_output=True, text=True)
+            except OSError as e:
+                self.cleanup()
+                self.skipTest("no `ip` command (%s)" % e)
+            if p.returncode != 0:
+                self.cleanup()
+                self.skipTest("this machine forbids network namespaces (%s: %s)" % (" ".join(step), p.stderr.strip()))
+
+    def cleanup(self):
+        if self.router is not None:
+            self.router.close()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        subprocess.run(["ip", "link", "del", self.ns + "a"], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def tearDown(self):
+        self.cleanup()
+
+    def test_a_worker_in_another_namespace_over_tls(self):
+        tls = make_certificates(self.folder)
+        port = support.free_port()
+        endpoint = "ipc://" + os.path.join(self.folder, "worker.sock")  # its own gateway, for the readiness probe
+        log = open(os.path.join(self.folder, "worker.log"), "wb")
+        self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, os.path.join(support.BIN_DIR, "cortexd"),
+                                      "--model", support.MODEL_PATH, "--role", "worker", "--threads", "1", "--http", "off",
+                                      "--endpoint", endpoint, "--cluster-bind", self.net + ".2", "--cluster-port",
+                                      str(port)] + tls, stdout=log, stderr=log)
+        probe = support.cortexstream.Client(endpoint, timeout_s=0.5)
+
+        def ready():
+            self.assertIsNone(self.proc.poll(), "the worker exited")
+            try:
+                return probe.health().get("status") == "ready"
+            except support.cortexstream.CortexTimeout:
+                return False
+        try:
+            support.wait_until(ready, 60, 0.05, "the worker in its namespace")
+        finally:
+            probe.close()
+        self.router = support.Cortexd("--role", "router", "--workers", "%s.2:%d" % (self.net, port), *tls).start()
+        case = support.golden_cases()[0]
+        text, fin = self.router.client().submit(prompt=case["prompt"], max_tokens=case["n_gen"], temperature=0).result()
+        self.assertEqual(text, case["text"])
+        self.assertEqual(self.router.stop(), 0, self.router.log())
+        self.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.proc.wait(30), 0)
+        log.close()
+
+
 if __name__ == "__main__":
     unittest.main()
