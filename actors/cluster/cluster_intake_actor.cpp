@@ -24,6 +24,7 @@ struct worker_slot {
   bool listed = true;       // in the current worker list (else: no reconnect, no new requests)
   bool connecting = false;
   bool warned = false;      // a failed connect was logged (once until it joins)
+  bool draining = false;    // it refused a submit with `draining`: no new requests until it rejoins
   worker_actor handle;      // valid while up
   intake_actor intake;
   engine_stats stats;
@@ -111,7 +112,7 @@ void route(self_ptr self, entry& e, bool resubmission) {
   std::vector<worker_slot*> live;
   std::vector<cluster::node_load> loads;
   for (auto& [name, w] : st.workers) {
-    if (!w.up() || !w.listed) continue;
+    if (!w.up() || !w.listed || w.draining) continue;
     live.push_back(&w);
     // The waiting queue as last reported (a burst between two polls follows
     // affinity; the bound applies from the next poll), and the router's own
@@ -122,7 +123,7 @@ void route(self_ptr self, entry& e, bool resubmission) {
   const auto pick = st.policy->pick(key, loads);
   if (!pick) {
     end_with_error(self, e,
-                   resubmission ? error_report{errc::worker_lost, "the worker serving this request was lost and no other worker is up; retry", 1000}
+                   resubmission ? error_report{errc::worker_lost, "the worker chosen for this request is gone or shutting down and no other worker is up; retry", 1000}
                                 : error_report{errc::not_ready, "no worker is up behind this router; retry shortly", 1000});
     return;
   }
@@ -175,6 +176,7 @@ void joined(self_ptr self, const std::string& name, worker_actor handle, intake_
   auto& w = it->second;
   const bool was_serving = n_up(st) > 0;
   w.connecting = false;
+  w.draining = false;
   w.handle = std::move(handle);
   w.intake = std::move(intake);
   w.warned = false;
@@ -318,8 +320,20 @@ cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_con
         st.book.close(e->rid);
       },
       [self](request_rejected& r) {
-        entry* e = self->state.book.find_key(r.client_id);
-        if (e) end_with_error(self, *e, std::move(r.error));
+        auto& st = self->state;
+        entry* e = st.book.find_key(r.client_id);
+        if (!e) return;
+        // A worker shutting down refuses new work: send it to another one
+        // (its client saw nothing yet) and that worker nothing more until it rejoins.
+        if (r.error.code == errc::draining && !e->produced) {
+          if (auto it = st.workers.find(e->worker); it != st.workers.end() && !it->second.draining) {
+            it->second.draining = true;
+            spdlog::info("cluster: worker {} is draining: no new requests go to it", e->worker);
+          }
+          st.book.detach(*e);
+          return route(self, *e, true);
+        }
+        end_with_error(self, *e, std::move(r.error));
       },
       [self](workers_atom, const std::vector<std::string>& names) { set_workers(self, names); },
       [self](tick_atom) { tick(self); },

@@ -144,6 +144,14 @@ class routed_requests {
     return out;
   }
 
+  // The current attempt's worker refused it (draining): detached, to be
+  // routed again. REQUIRES: the client saw no chunk of it.
+  void detach(entry& e) {
+    release(e);
+    e.worker.clear();
+    e.worker_rid = 0;
+  }
+
   uint32_t in_flight(const std::string& worker) const {
     auto it = in_flight_.find(worker);
     return it == in_flight_.end() ? 0 : it->second;

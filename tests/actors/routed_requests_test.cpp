@@ -72,6 +72,21 @@ TEST(routed_requests, a_cancel_without_a_worker_rid_waits_for_the_accepted) {
   EXPECT_FALSE(book.cancel(999, finish_reason::cancelled).has_value()) << "unknown rids are ignored";
 }
 
+TEST(routed_requests, a_detached_request_starts_a_new_attempt_elsewhere) {
+  routed_requests<int> book;
+  auto& e = book.open(req("a"), 1);
+  const std::string k1 = book.assign(e, "draining");
+  book.accepted(e, 5);
+  book.detach(e);
+  EXPECT_EQ(book.in_flight("draining"), 0u);
+  EXPECT_EQ(book.find_key(k1), nullptr);
+  EXPECT_FALSE(book.cancel(e.rid, finish_reason::cancelled).has_value()) << "no worker rid until the next accepted";
+  const std::string k2 = book.assign(e, "other");
+  EXPECT_EQ(book.find_key(k2), &e);
+  EXPECT_EQ(book.in_flight("other"), 1u);
+  EXPECT_EQ(book.accepted(e, 9), finish_reason::cancelled) << "the cancel made in between is delivered";
+}
+
 TEST(routed_requests, close_ends_a_request_and_its_load) {
   routed_requests<int> book;
   auto& a = book.open(req("a"), 1);

@@ -154,9 +154,10 @@ class ClusterPerTest(unittest.TestCase):
 
     N_WORKERS = 2
     WORKER_ARGS = ()
+    ROUTER_ARGS = ()
 
     def setUp(self):
-        self.cluster = Cluster(self.N_WORKERS, worker_args=self.WORKER_ARGS).start()
+        self.cluster = Cluster(self.N_WORKERS, router_args=self.ROUTER_ARGS, worker_args=self.WORKER_ARGS).start()
 
     def tearDown(self):
         self.cluster.close()
@@ -231,6 +232,25 @@ class LastWorkerGone(ClusterPerTest):
         self.assertEqual(cl.workers[0].stop(), 0, cl.logs())
         support.wait_until(lambda: c.health()["status"] == "starting", 5, 0.02, "router health starting")
         self.assertEqual(cl.router.stop(), 0, cl.logs())
+
+
+class WorkerDraining(ClusterPerTest):
+    ROUTER_ARGS = ("--routing", "round-robin")
+    WORKER_ARGS = ("--grace-ms", "20000")
+
+    def test_requests_refused_by_a_draining_worker_go_to_another(self):
+        cl = self.cluster
+        direct = cl.workers[0].client()
+        busy = direct.submit(prompt="Keep busy", max_tokens=LONG, ignore_eos=True)  # holds its grace period open
+        self.assertEqual(next(busy)["t"], "accepted")
+        cl.workers[0].proc.send_signal(signal.SIGTERM)
+        support.wait_until(lambda: direct.health()["status"] == "draining", 5, 0.01, "worker 0 draining")
+        c = cl.router.client()
+        for s in [c.submit(prompt="Moved %d" % i, max_tokens=4, temperature=0) for i in range(6)]:
+            self.assertEqual(s.result()[1]["reason"], "length")
+        self.assertIn("is draining", cl.router.log(), cl.logs())
+        busy.cancel()
+        self.assertEqual(cl.workers[0].proc.wait(30), 0)
 
 
 class RouterKilled(ClusterPerTest):
