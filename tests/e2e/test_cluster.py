@@ -18,7 +18,7 @@ import tempfile
 import time
 import unittest
 
-from tests.e2e import support
+from tests.e2e import http_support, support
 
 LONG = 2000  # tokens: long enough to be mid-stream when the test acts (ctx 2048)
 N_TOKENS = 200  # per request of the SIGKILL test
@@ -120,6 +120,22 @@ class ThreeWorkers(unittest.TestCase):
         self.assertEqual(self.cluster.router.client().health()["status"], "ready")
         models = self.cluster.router.client().models()
         self.assertEqual(models[0]["n_vocab"], 512)
+
+    def test_http_through_the_router(self):
+        base = self.cluster.router.http
+        case = support.golden_cases()[0]
+        status, body = http_support.post_json(base, "/v1/completions", {"prompt": case["prompt"], "temperature": 0,
+                                                                        "max_tokens": case["n_gen"]})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["choices"][0]["text"], case["text"])
+        self.assertEqual(http_support.request(base, "GET", "/health/ready")[0], 200)
+        _, families = http_support.metrics(base)
+        for i, port in enumerate(self.cluster.ports):
+            worker = "127.0.0.1:%d" % port
+            self.assertEqual(http_support.sample_sum(families, "cortex_worker_up", worker=worker), 1.0, worker)
+            self.assertIn(worker, {s.labels.get("worker") for s in families["cortex_worker_kv_blocks_used"].samples})
+        total = sum(w.client().stats()["kv_blocks_total"] for w in self.cluster.workers)
+        self.assertEqual(http_support.sample_sum(families, "cortex_kv_blocks_total"), total)
 
     def test_cancel_crosses_the_router_and_frees_the_worker(self):
         c = self.cluster.router.client()
