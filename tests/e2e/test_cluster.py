@@ -189,7 +189,8 @@ class WorkerKilledMidLoad(ClusterPerTest):
         streams = [c.submit(prompt="Tale %d of a cat" % i, max_tokens=N_TOKENS, temperature=0, ignore_eos=True,
                             want_token_ids=True) for i in range(16)]
         victim = cl.workers[0]
-        support.wait_until(lambda: victim.client().stats()["tokens_generated"] > 0, 20, 0.01, "worker 0 generating")
+        # A few steps in: its running requests' first chunks have reached their clients.
+        support.wait_until(lambda: victim.client().stats()["tokens_generated"] > 8, 20, 0.01, "worker 0 generating")
         victim.stop(signal.SIGKILL)
         t_kill = time.monotonic()
         # A new request is served by the survivor at once.
