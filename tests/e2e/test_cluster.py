@@ -18,7 +18,7 @@ import tempfile
 import time
 import unittest
 
-from tests.e2e import http_support, support
+from tests.e2e import auth_support, http_support, support
 
 LONG = 2000  # tokens: long enough to be mid-stream when the test acts (ctx 2048)
 N_TOKENS = 200  # per request of the SIGKILL test
@@ -268,6 +268,37 @@ class WorkerDraining(ClusterPerTest):
         self.assertIn("is draining", cl.router.log(), cl.logs())
         busy.cancel()
         self.assertEqual(cl.workers[0].proc.wait(30), 0)
+
+
+class WithAccessControl(unittest.TestCase):
+    """--auth on the router and its worker: the router authenticates, the
+    key id travels to the worker, whose intake applies the key's tier."""
+
+    def setUp(self):
+        self.secret = auth_support.new_secret()
+        self.keys = auth_support.KeysFile({"small": {"max_tokens": 8}},
+                                          [auth_support.key_entry("alice", "small", self.secret)])
+        port = support.free_port()
+        auth = {"auth": self.secret}
+        self.worker = support.Cortexd("--role", "worker", "--cluster-port", str(port), "--threads", "1", "--http", "off",
+                                      "--auth", self.keys.path, client_kwargs=auth).start()
+        self.router = support.Cortexd("--role", "router", "--workers", "127.0.0.1:%d" % port, "--auth", self.keys.path,
+                                      client_kwargs=auth).start()
+
+    def tearDown(self):
+        self.router.close()
+        self.worker.close()
+        self.keys.close()
+
+    def test_keys_and_tiers_through_the_router(self):
+        text, fin = self.router.client().submit(prompt="Once upon a time", max_tokens=8, temperature=0).result()
+        self.assertEqual(fin["reason"], "length")
+        status, _, _ = auth_support.http_call(self.router.http, "POST", "/v1/completions",
+                                              {"prompt": "Once upon a time", "max_tokens": 4})
+        self.assertEqual(status, 401, "no key")
+        status, _, body = auth_support.http_call(self.router.http, "POST", "/v1/completions",
+                                                 {"prompt": "Once upon a time", "max_tokens": 64}, key=self.secret)
+        self.assertEqual(status, 403, "the worker applies the tier's max_tokens cap: %r" % (body,))
 
 
 class RouterKilled(ClusterPerTest):
