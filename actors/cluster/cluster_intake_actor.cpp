@@ -229,7 +229,7 @@ void tick(self_ptr self) {
     }
     if (w.listed || w.up()) views.push_back({name, w.up(), w.stats, st.book.in_flight(name), w.routed});
   }
-  if (st.cfg.on_workers) st.cfg.on_workers(views);
+  if (st.cfg.on_workers) st.cfg.on_workers(views, st.affinity_followed, st.affinity_overridden);
   self->delayed_send(self, st.cfg.tick, tick_atom_v);
 }
 

@@ -60,8 +60,10 @@ struct cluster_intake_config {
   // Called on the actor's thread when the last worker went down (false) and
   // when one is up again (true), after on_first_worker.
   std::function<void(bool any_up)> on_serving;
-  // Called on the actor's thread after every stats poll round (per-worker gauges).
-  std::function<void(const std::vector<cluster_worker_view>&)> on_workers;
+  // Called on the actor's thread after every stats poll round: per-worker
+  // gauges, and how many keyed picks followed affinity or yielded to load.
+  std::function<void(const std::vector<cluster_worker_view>&, uint64_t affinity_followed, uint64_t affinity_overridden)>
+      on_workers;
 };
 
 // The routing key of a request (routing_policy.hpp): the first full blocks

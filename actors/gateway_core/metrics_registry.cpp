@@ -76,6 +76,9 @@ void metrics_registry::set_model_loaded(bool loaded) { locked([&] { model_loaded
 void metrics_registry::set_worker(std::string_view worker, const worker_gauges& g) {
   locked([&] { workers_[std::string(worker)] = g; });
 }
+void metrics_registry::set_affinity_picks(uint64_t followed, uint64_t overridden) {
+  locked([&] { affinity_picks_ = {{"followed", double(followed)}, {"overridden", double(overridden)}}; });
+}
 
 void metrics_registry::observe_time_to_first_token(double s) { locked([&] { ttft_.observe(s); }); }
 void metrics_registry::observe_inter_token_latency(double s) { locked([&] { itl_.observe(s); }); }
@@ -145,6 +148,9 @@ std::string metrics_registry::render() const {
       by_label(w, family, "gauge", "A router's worker: its last reported value (in flight: the router's requests on it).",
                "worker", v);
     }
+    by_label(w, "cortex_router_affinity_picks_total", "counter",
+             "Requests with a prefix key: sent to their preferred worker, or to the least loaded (balance threshold).",
+             "outcome", affinity_picks_);
   }
   hist(w, "cortex_time_to_first_token_seconds", "Time from receipt to the first generated token.", ttft_);
   hist(w, "cortex_inter_token_latency_seconds", "Time between generated tokens of a request.", itl_);

@@ -13,7 +13,10 @@
 //              on a router (issue 14), per worker "host:port": cortex_worker_up{worker},
 //              cortex_worker_requests_running{worker}, cortex_worker_requests_waiting{worker},
 //              cortex_worker_kv_blocks_used{worker}, cortex_worker_requests_in_flight{worker}
-//              (these families appear only once a worker was set)
+//              (these families appear only once a worker was set); and
+//              cortex_router_affinity_picks_total{outcome="followed"|"overridden"}
+//              (requests with a prefix key that went to their preferred worker, or
+//              to the least loaded because of the balance threshold)
 //   histograms cortex_time_to_first_token_seconds, cortex_inter_token_latency_seconds,
 //              cortex_request_duration_seconds, cortex_queue_time_seconds,
 //              cortex_step_duration_seconds (seconds), cortex_step_batch_tokens
@@ -67,6 +70,7 @@ class metrics_registry {
     double running = 0, waiting = 0, kv_blocks_used = 0, in_flight = 0;
   };
   void set_worker(std::string_view worker, const worker_gauges& g);
+  void set_affinity_picks(uint64_t followed, uint64_t overridden);  // totals so far
 
   // Histograms; durations in seconds.
   void observe_time_to_first_token(double s);
@@ -104,6 +108,7 @@ class metrics_registry {
   double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, model_loaded_ = 0;
   std::map<std::string, double> connections_;    // by gateway
   std::map<std::string, worker_gauges> workers_;  // by worker (router only)
+  std::map<std::string, double> affinity_picks_;  // by outcome (router only)
   histogram ttft_, itl_, duration_, queue_, step_duration_, step_batch_tokens_;
 };
 

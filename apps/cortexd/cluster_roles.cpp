@@ -57,7 +57,8 @@ cluster_intake_actor start_router(caf::actor_system& sys, const daemon_options& 
   c.connector = o.cluster_tls() ? sys.openssl_manager().actor_handle() : sys.middleman().actor_handle();
   c.on_first_worker = std::move(ready);
   c.on_serving = std::move(serving);
-  c.on_workers = [metrics](const std::vector<cluster_worker_view>& views) {
+  c.on_workers = [metrics](const std::vector<cluster_worker_view>& views, uint64_t followed, uint64_t overridden) {
+    metrics->set_affinity_picks(followed, overridden);
     for (const auto& v : views) {
       http::metrics_registry::worker_gauges g;
       g.up = v.up;

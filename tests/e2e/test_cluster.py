@@ -136,6 +136,7 @@ class ThreeWorkers(unittest.TestCase):
             self.assertIn(worker, {s.labels.get("worker") for s in families["cortex_worker_kv_blocks_used"].samples})
         total = sum(w.client().stats()["kv_blocks_total"] for w in self.cluster.workers)
         self.assertEqual(http_support.sample_sum(families, "cortex_kv_blocks_total"), total)
+        self.assertIn("cortex_router_affinity_picks", families)
 
     def test_cancel_crosses_the_router_and_frees_the_worker(self):
         c = self.cluster.router.client()
