@@ -2,6 +2,9 @@
 // protocol v1 (../shared/docs/protocol.md), loads the model, and serves
 // until SIGTERM/SIGINT (SIGHUP reloads the --auth keys file), then drains: new submits get 503, in-flight requests
 // get --grace-ms to finish, the rest end with `shutdown`; exit code 0.
+// Roles (apps/cortexd/cluster_roles.hpp, README "Several machines"): a worker
+// also publishes its intake for routers; a router loads no model and serves
+// the gateways over its workers (SIGHUP also rereads --workers-file).
 #include <cstdlib>
 #include <signal.h>
 #include <sys/stat.h>
