@@ -271,6 +271,36 @@ class WorkerDraining(ClusterPerTest):
         self.assertEqual(cl.workers[0].proc.wait(30), 0)
 
 
+class WorkersFile(unittest.TestCase):
+    def setUp(self):
+        self.cluster = Cluster(2)
+        self.folder = tempfile.mkdtemp(prefix="cortex-workers-")
+
+    def tearDown(self):
+        self.cluster.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def test_sighup_rereads_the_workers_file(self):
+        cl = self.cluster
+        for i in range(2):
+            cl.start_worker(i)
+        path = os.path.join(self.folder, "workers")
+        with open(path, "w") as f:
+            f.write("# the first worker only\n127.0.0.1:%d\n" % cl.ports[0])
+        cl.router = support.Cortexd("--role", "router", "--workers-file", path).start()
+        cl.wait_joined(1)
+        with open(path, "w") as f:
+            f.write("127.0.0.1:%d\n127.0.0.1:%d  # joined on SIGHUP\n" % tuple(cl.ports))
+        cl.router.proc.send_signal(signal.SIGHUP)
+        cl.wait_joined(2)
+        with open(path, "w") as f:
+            f.write("not-an-address\n")
+        cl.router.proc.send_signal(signal.SIGHUP)  # a bad file keeps the workers in force
+        support.wait_until(lambda: "keeping the workers in force" in cl.router.log(), 5, 0.05, "the refusal logged")
+        cl.wait_joined(2)
+        self.assertEqual(cl.router.stop(), 0, cl.logs())
+
+
 class WithAccessControl(unittest.TestCase):
     """--auth on the router and its worker: the router authenticates, the
     key id travels to the worker, whose intake applies the key's tier."""
