@@ -5,6 +5,9 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include <string>
+#include <vector>
+
 #include "messages/type_ids.hpp"
 
 namespace cortex {
@@ -54,6 +57,21 @@ using intake_actor = caf::typed_actor<
     caf::reacts_to<shutdown_atom>,
     caf::replies_to<stats_atom>::with<engine_stats>>;
 
+// What a worker node publishes over CAF's middleman (cortexd --role worker,
+// issue 14): a router asks it once for its intake and the model it serves,
+// then polls its stats for load and /metrics.
+using worker_actor = caf::typed_actor<caf::replies_to<hello_atom>::with<intake_actor, model_info>,
+                                      caf::replies_to<stats_atom>::with<engine_stats>>;
+
+// The router's intake (cortexd --role router): intake_actor's messages,
+// which it routes to workers, plus the events of the requests it routed,
+// which the workers' sessions send to it and it relays to their sinks.
+using cluster_intake_actor = intake_actor::extend_with<request_sink_actor>::extend<
+    // The worker addresses ("host:port"), e.g. after a SIGHUP reloaded the workers file.
+    caf::reacts_to<workers_atom, std::vector<std::string>>,
+    // Its own timer: poll stats, reconnect to workers that are down.
+    caf::reacts_to<tick_atom>>;
+
 // What every gateway (ZeroMQ, HTTP) answers besides its requests' events:
 // cortexd tells it when the model is ready and when to drain, and asks how
 // many requests it still has open before exiting.
@@ -62,6 +80,9 @@ using gateway_actor = request_sink_actor::extend<
     caf::reacts_to<ready_atom, intake_actor, model_info>,
     // Health says draining; new submits get 503.
     caf::reacts_to<drain_atom>,
+    // After ready: whether it can serve (false on a router with no worker
+    // up: health says starting, submits get 503 not_ready; true: ready again).
+    caf::reacts_to<ready_atom, bool>,
     // Requests opened and not yet terminated.
     caf::replies_to<active_atom>::with<uint64_t>>;
 

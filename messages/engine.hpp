@@ -98,6 +98,8 @@ struct engine_stats {
   uint32_t kv_blocks_total = 0;
   uint32_t kv_blocks_cached = 0;
   double prefix_cache_hit_rate = 0;
+  uint64_t prefix_tokens_queried = 0;  // prompt tokens looked up in the prefix cache (the rate's denominator)
+  uint64_t prefix_tokens_hit = 0;      // of which served from it
   uint64_t tokens_generated = 0;
   uint64_t tokens_prefilled = 0;
   uint64_t steps = 0;

@@ -18,6 +18,7 @@ uint16_t errc_code(errc e) {
     case errc::unauthenticated: return 401;
     case errc::forbidden: return 403;
     case errc::rate_limited: return 429;
+    case errc::worker_lost: return 503;
   }
   return 500;
 }
@@ -41,10 +42,12 @@ const char* errc_name(errc e) {
     case errc::unauthenticated: return "unauthenticated";
     case errc::forbidden: return "forbidden";
     case errc::rate_limited: return "rate_limited";
+    case errc::worker_lost: return "worker_lost";
   }
   return "internal";
 }
 
-bool errc_retryable(errc e) { return e == errc::overloaded || e == errc::rate_limited || e == errc::not_ready || e == errc::draining; }
+bool errc_retryable(errc e) { return e == errc::overloaded || e == errc::rate_limited || e == errc::not_ready || e == errc::draining ||
+                                  e == errc::worker_lost; }
 
 }  // namespace cortex

@@ -120,7 +120,7 @@ typename Inspector::result_type inspect(Inspector& f, session_update& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
   return f(caf::meta::type_name("engine_stats"), x.running, x.waiting, x.kv_blocks_used, x.kv_blocks_total,
-           x.kv_blocks_cached, x.prefix_cache_hit_rate, x.tokens_generated, x.tokens_prefilled, x.steps, x.preemptions,
+           x.kv_blocks_cached, x.prefix_cache_hit_rate, x.prefix_tokens_queried, x.prefix_tokens_hit, x.tokens_generated, x.tokens_prefilled, x.steps, x.preemptions,
            x.failed_steps, x.step_batch_tokens_mean, x.step_seqs_mean, x.step_seqs_max, x.finished_by_reason);
 }
 
@@ -177,6 +177,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
   CAF_ADD_ATOM(cortex, cortex, peer_gone_atom, "peergone")
   CAF_ADD_ATOM(cortex, cortex, blocked_atom, "blocked")
   CAF_ADD_ATOM(cortex, cortex, group_done_atom, "groupdone")
+  CAF_ADD_ATOM(cortex, cortex, hello_atom, "hello")
+  CAF_ADD_ATOM(cortex, cortex, workers_atom, "workers")
 
 CAF_END_TYPE_ID_BLOCK(cortex)
 

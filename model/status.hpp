@@ -37,7 +37,8 @@ enum class errc : uint8_t {
   unsupported_version, // 505
   unauthenticated,    // 401: --auth is on and the key is missing or unknown (auth.md)
   forbidden,          // 403: the key's tier does not allow this request
-  rate_limited        // 429: the key's tier limit; retryable
+  rate_limited,       // 429: the key's tier limit; retryable
+  worker_lost         // 503: (router) the worker serving a streaming request died; retryable
 };
 
 // Success (code == errc::none, empty message) or an error with its code.

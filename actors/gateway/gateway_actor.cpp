@@ -252,6 +252,11 @@ zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, g
         st.health = health_status::ready;
       },
       [self](drain_atom) { self->state.health = health_status::draining; },
+      [self](ready_atom, bool ready) {  // a router's workers: none up (false), some again (true)
+        auto& st = self->state;
+        if (st.health != health_status::draining && st.port.intake)
+          st.health = ready ? health_status::ready : health_status::starting;
+      },
       [self](active_atom) -> uint64_t { return self->state.core->n_active(); },
   };
 }

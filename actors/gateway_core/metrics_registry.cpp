@@ -73,6 +73,12 @@ void metrics_registry::set_connections(std::string_view gateway, double v) {
   locked([&] { connections_[std::string(gateway)] = v; });
 }
 void metrics_registry::set_model_loaded(bool loaded) { locked([&] { model_loaded_ = loaded ? 1 : 0; }); }
+void metrics_registry::set_worker(std::string_view worker, const worker_gauges& g) {
+  locked([&] { workers_[std::string(worker)] = g; });
+}
+void metrics_registry::set_affinity_picks(uint64_t followed, uint64_t overridden) {
+  locked([&] { affinity_picks_ = {{"followed", double(followed)}, {"overridden", double(overridden)}}; });
+}
 
 void metrics_registry::observe_time_to_first_token(double s) { locked([&] { ttft_.observe(s); }); }
 void metrics_registry::observe_inter_token_latency(double s) { locked([&] { itl_.observe(s); }); }
@@ -127,6 +133,25 @@ std::string metrics_registry::render() const {
   gauge(w, "cortex_kv_blocks_total", "KV cache blocks in the pool.", kv_total_);
   by_label(w, "cortex_connections", "gauge", "Open client connections, by gateway.", "gateway", connections_);
   gauge(w, "cortex_model_loaded", "1 once the model is loaded.", model_loaded_);
+  if (!workers_.empty()) {
+    const std::pair<const char*, double worker_gauges::*> per_worker[] = {
+        {"cortex_worker_requests_running", &worker_gauges::running},
+        {"cortex_worker_requests_waiting", &worker_gauges::waiting},
+        {"cortex_worker_kv_blocks_used", &worker_gauges::kv_blocks_used},
+        {"cortex_worker_requests_in_flight", &worker_gauges::in_flight}};
+    std::map<std::string, double> up;
+    for (const auto& [name, g] : workers_) up[name] = g.up ? 1 : 0;
+    by_label(w, "cortex_worker_up", "gauge", "1 while the router's worker is connected, by worker.", "worker", up);
+    for (const auto& [family, field] : per_worker) {
+      std::map<std::string, double> v;
+      for (const auto& [name, g] : workers_) v[name] = g.*field;
+      by_label(w, family, "gauge", "A router's worker: its last reported value (in flight: the router's requests on it).",
+               "worker", v);
+    }
+    by_label(w, "cortex_router_affinity_picks_total", "counter",
+             "Requests with a prefix key: sent to their preferred worker, or to the least loaded (balance threshold).",
+             "outcome", affinity_picks_);
+  }
   hist(w, "cortex_time_to_first_token_seconds", "Time from receipt to the first generated token.", ttft_);
   hist(w, "cortex_inter_token_latency_seconds", "Time between generated tokens of a request.", itl_);
   hist(w, "cortex_request_duration_seconds", "Time from receipt to the end of a request.", duration_);

@@ -9,7 +9,14 @@
 //              cortex_preemptions_total, cortex_malformed_messages_total{gateway},
 //              cortex_rejections_total{code[, key]}
 //   gauges     cortex_requests_running, cortex_requests_waiting, cortex_kv_blocks_used,
-//              cortex_kv_blocks_total, cortex_connections{gateway}, cortex_model_loaded
+//              cortex_kv_blocks_total, cortex_connections{gateway}, cortex_model_loaded;
+//              on a router (issue 14), per worker "host:port": cortex_worker_up{worker},
+//              cortex_worker_requests_running{worker}, cortex_worker_requests_waiting{worker},
+//              cortex_worker_kv_blocks_used{worker}, cortex_worker_requests_in_flight{worker}
+//              (these families appear only once a worker was set); and
+//              cortex_router_affinity_picks_total{outcome="followed"|"overridden"}
+//              (requests with a prefix key that went to their preferred worker, or
+//              to the least loaded because of the balance threshold)
 //   histograms cortex_time_to_first_token_seconds, cortex_inter_token_latency_seconds,
 //              cortex_request_duration_seconds, cortex_queue_time_seconds,
 //              cortex_step_duration_seconds (seconds), cortex_step_batch_tokens
@@ -57,6 +64,13 @@ class metrics_registry {
   void set_kv_blocks_total(double v);
   void set_connections(std::string_view gateway, double v);
   void set_model_loaded(bool loaded);
+  // A router's worker (its last stats; in_flight: the router's requests on it).
+  struct worker_gauges {
+    bool up = false;
+    double running = 0, waiting = 0, kv_blocks_used = 0, in_flight = 0;
+  };
+  void set_worker(std::string_view worker, const worker_gauges& g);
+  void set_affinity_picks(uint64_t followed, uint64_t overridden);  // totals so far
 
   // Histograms; durations in seconds.
   void observe_time_to_first_token(double s);
@@ -93,6 +107,8 @@ class metrics_registry {
   std::map<std::pair<std::string, std::string>, uint64_t> rejections_;   // by (code, key)
   double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, model_loaded_ = 0;
   std::map<std::string, double> connections_;    // by gateway
+  std::map<std::string, worker_gauges> workers_;  // by worker (router only)
+  std::map<std::string, double> affinity_picks_;  // by outcome (router only)
   histogram ttft_, itl_, duration_, queue_, step_duration_, step_batch_tokens_;
 };
 

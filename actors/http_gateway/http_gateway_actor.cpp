@@ -416,6 +416,11 @@ http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* se
         st.health = health_status::ready;
       },
       [self](drain_atom) { self->state.health = health_status::draining; },
+      [self](ready_atom, bool ready) {  // a router's workers: none up (false), some again (true)
+        auto& st = self->state;
+        if (st.health != health_status::draining && st.intake)
+          st.health = ready ? health_status::ready : health_status::starting;
+      },
       [self](active_atom) -> uint64_t { return self->state.core->n_active(); },
   };
 }

@@ -15,7 +15,13 @@
 
 namespace cortex {
 
-void register_types(caf::actor_system_config& cfg) { cfg.add_message_types<caf::id_block::cortex>(); }
+void register_types(caf::actor_system_config& cfg) {
+  cfg.add_message_types<caf::id_block::cortex>();
+  // Actor handles inside messages travel between nodes (the sink of a
+  // submit, a worker's intake in its hello reply): they need a type name.
+  cfg.add_message_type<request_sink_actor>("cortex::request_sink_actor");
+  cfg.add_message_type<intake_actor>("cortex::intake_actor");
+}
 
 expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const runtime_config& cfg) {
   if (auto s = cfg.validate(); !s) return s;

@@ -130,6 +130,8 @@ engine_stats make_stats(const scheduler_state& st) {
   s.kv_blocks_total = static_cast<uint32_t>(kv.n_blocks_total);
   s.kv_blocks_cached = static_cast<uint32_t>(kv.n_blocks_cached);
   s.prefix_cache_hit_rate = kv.hit_rate();
+  s.prefix_tokens_queried = kv.n_tokens_queried;
+  s.prefix_tokens_hit = kv.n_tokens_hit;
   s.tokens_generated = st.core->totals().n_tokens_generated;
   s.tokens_prefilled = st.tokens_prefilled;
   s.steps = st.steps;

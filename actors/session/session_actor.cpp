@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/local_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/system_messages.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
@@ -71,6 +72,16 @@ session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, ses
   auto now_ms = [self] { return ms_of(self->clock().now()); };
   st.core = std::make_unique<session_core>(*tok, std::move(cfg), now_ms);
   self->send(st.links.sink, std::move(acc));
+  // A sink on another node (a router, issue 14) may vanish with its node:
+  // then nobody reads this request, which ends as a gone client's would,
+  // freeing its KV blocks. (A local sink lives as long as its process.)
+  if (st.links.sink.node() != self->node()) {
+    self->monitor(st.links.sink);
+    self->set_down_handler([self](caf::down_msg&) {
+      spdlog::info("[rid {}] its sink's node is gone: cancelling", self->state.core->rid());
+      self->send(self->state.links.scheduler, cancel_atom_v, self->state.core->rid(), finish_reason::client_gone);
+    });
+  }
   if (auto at = st.core->deadline_at_ms()) {
     const auto in = std::chrono::microseconds(static_cast<int64_t>((std::max(0.0, *at - now_ms()) + 1.0) * 1000.0));
     self->delayed_send(self, in, deadline_atom_v);

@@ -1,5 +1,6 @@
 #include "apps/cortexd/daemon_options.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -47,7 +48,27 @@ std::vector<cli::option_spec> daemon_option_specs() {
        "ZeroMQ with CURVE encryption: the server's Z85 secret key ('cortex keys curve' writes one); clients are admitted "
        "by the curve_public keys of the --auth file",
        ""},
-      {"insecure", "", "allow binding a gateway outside loopback without --auth (and ZeroMQ without CURVE)", ""},
+      {"insecure", "",
+       "allow binding a gateway outside loopback without --auth (and ZeroMQ without CURVE), and a cluster link outside "
+       "loopback without TLS",
+       ""},
+      {"role", "node|worker|router",
+       "node: serve alone; worker: also publish the intake on --cluster-port for a router; router: serve the gateways "
+       "over the workers of --workers (no model loaded)",
+       "node"},
+      {"cluster-port", "P", "worker: the TCP port of its intake for routers (CAF middleman)", "0"},
+      {"cluster-bind", "HOST", "worker: the address --cluster-port is bound to (outside loopback: TLS or --insecure)",
+       "127.0.0.1"},
+      {"workers", "H:P,...", "router: the workers' --cluster-port addresses", ""},
+      {"workers-file", "FILE", "router: one HOST:PORT per line ('#' comments); SIGHUP rereads it", ""},
+      {"routing", "MODE", "router: affinity (prompt prefix, bounded by load), least-loaded or round-robin", "affinity"},
+      {"balance-threshold", "N", "router: waiting requests past the least loaded worker before affinity yields", "4"},
+      {"affinity-blocks", "N", "router: full prompt blocks (of --block-size tokens, or 4x that in bytes) in the routing key",
+       "4"},
+      {"cluster-cert", "FILE", "cluster link over TLS: this node's certificate (PEM); with --cluster-key and --cluster-ca",
+       ""},
+      {"cluster-key", "FILE", "cluster link over TLS: this node's private key (PEM)", ""},
+      {"cluster-ca", "FILE", "cluster link over TLS: the CA that signed the peers' certificates (peers are verified)", ""},
   };
 }
 
@@ -144,6 +165,84 @@ status check_exposure(const daemon_options& o) {
   return status::ok();
 }
 
+expected<std::vector<std::string>> read_workers_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fail(errc::invalid_param, "cannot read workers file '" + path + "'");
+  std::vector<std::string> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    std::string host;
+    uint16_t port = 0;
+    if (!parse_host_port(line, host, port) || port == 0)
+      return fail(errc::invalid_param, path + ":" + std::to_string(n) + ": expected HOST:PORT, got '" + line + "'");
+    out.push_back(line);
+  }
+  return out;
+}
+
+status check_cluster_exposure(const daemon_options& o) {
+  if (o.insecure || o.cluster_tls()) return status::ok();
+  const std::string fix = ": anyone who reaches it could send any actor message; give --cluster-cert, --cluster-key and "
+                          "--cluster-ca (TLS, peers verified), or --insecure on a trusted network";
+  if (o.role == daemon_options::role_kind::worker && !is_local_address(o.cluster_bind))
+    return fail(errc::invalid_param, "refusing a plaintext cluster port on " + o.cluster_bind + fix);
+  if (o.role == daemon_options::role_kind::router) {
+    for (const auto& w : o.workers) {
+      std::string host;
+      uint16_t port = 0;
+      if (parse_host_port(w, host, port) && !is_local_address(host))
+        return fail(errc::invalid_param, "refusing a plaintext cluster link to worker " + w + fix);
+    }
+  }
+  return status::ok();
+}
+
+// The --role flags: which role, and what each needs.
+static status resolve_cluster_options(std::map<std::string, std::string>& kv, daemon_options& out) {
+  using role = daemon_options::role_kind;
+  const std::string r = kv["role"];
+  if (r == "node") out.role = role::node;
+  else if (r == "worker") out.role = role::worker;
+  else if (r == "router") out.role = role::router;
+  else return fail(errc::invalid_param, "option role must be node, worker or router, got '" + r + "'");
+  if (!cluster::parse_routing_mode(kv["routing"], out.routing))
+    return fail(errc::invalid_param, "option routing must be affinity, least-loaded or round-robin, got '" + kv["routing"] + "'");
+  out.cluster_bind = kv["cluster-bind"];
+  out.workers_file = kv["workers-file"];
+  out.cluster_cert = kv["cluster-cert"];
+  out.cluster_key = kv["cluster-key"];
+  out.cluster_ca = kv["cluster-ca"];
+  const int n_tls = !out.cluster_cert.empty() + !out.cluster_key.empty() + !out.cluster_ca.empty();
+  if (n_tls != 0 && n_tls != 3)
+    return fail(errc::invalid_param, "the cluster link over TLS needs all of --cluster-cert, --cluster-key and --cluster-ca");
+  std::string list = kv["workers"];
+  for (size_t pos = 0; pos < list.size();) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string w = trim(list.substr(pos, comma - pos));
+    std::string host;
+    uint16_t port = 0;
+    if (!w.empty() && (!parse_host_port(w, host, port) || port == 0))
+      return fail(errc::invalid_param, "option workers expects HOST:PORT,... (e.g. 127.0.0.1:7001), got '" + w + "'");
+    if (!w.empty()) out.workers.push_back(w);
+    pos = comma + 1;
+  }
+  out.workers_flag = out.workers;
+  if (!out.workers_file.empty()) {
+    auto more = read_workers_file(out.workers_file);
+    if (!more) return more.error();
+    out.workers.insert(out.workers.end(), more->begin(), more->end());
+  }
+  if (out.role == role::router && out.workers.empty() && out.workers_file.empty())
+    return fail(errc::invalid_param, "--role router needs --workers HOST:PORT,... or --workers-file FILE");
+  if (out.role == role::worker && out.cluster_port == 0)
+    return fail(errc::invalid_param, "--role worker needs --cluster-port P (the port routers connect to)");
+  if (out.role != role::router && (!out.workers.empty() || !out.workers_file.empty()))
+    return fail(errc::invalid_param, "--workers and --workers-file are for --role router");
+  return status::ok();
+}
+
 status resolve_daemon_options(cli::args& a, daemon_options& out) {
   std::map<std::string, std::string> kv;
   for (auto& spec : daemon_option_specs()) {
@@ -210,6 +309,9 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
       {"heartbeat-timeout-ms", 100, 3600000, [&](long long v) { out.zmq.heartbeat_timeout_ms = int(v); }},
       {"http-max-connections", 1, 1 << 20, [&](long long v) { out.http.max_connections = size_t(v); }},
       {"grace-ms", 0, 3600000, [&](long long v) { out.grace_ms = int(v); }},
+      {"cluster-port", 0, 65535, [&](long long v) { out.cluster_port = uint16_t(v); }},
+      {"balance-threshold", 0, 1 << 20, [&](long long v) { out.balance_threshold = uint32_t(v); }},
+      {"affinity-blocks", 1, 1024, [&](long long v) { out.affinity_blocks = uint32_t(v); }},
   };
   for (auto& o : ints) {
     long long v = 0;
@@ -219,6 +321,9 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
     }
     o.set(v);
   }
+  if (status s = resolve_cluster_options(kv, out); !s) return s;
+  // A router loads no model (its --model, if any, only lends the vocabulary to HTTP logprobs).
+  if (out.role == daemon_options::role_kind::router) return status::ok();
   if (r.model_path.empty()) return fail(errc::invalid_param, "no model: give --model PATH (a GGUF file) or set CORTEX_MODEL");
   if (status s = r.validate(); !s) return s;
   return status::ok();

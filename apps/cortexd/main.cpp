@@ -2,6 +2,9 @@
 // protocol v1 (../shared/docs/protocol.md), loads the model, and serves
 // until SIGTERM/SIGINT (SIGHUP reloads the --auth keys file), then drains: new submits get 503, in-flight requests
 // get --grace-ms to finish, the rest end with `shutdown`; exit code 0.
+// Roles (apps/cortexd/cluster_roles.hpp, README "Several machines"): a worker
+// also publishes its intake for routers; a router loads no model and serves
+// the gateways over its workers (SIGHUP also rereads --workers-file).
 #include <cstdlib>
 #include <signal.h>
 #include <sys/stat.h>
@@ -25,13 +28,15 @@
 #include "actors/http_gateway/http_gateway_actor.hpp"
 #include "actors/runtime/runtime.hpp"
 #include "model/tokenizer.hpp"
+#include "apps/cortexd/cluster_roles.hpp"
 #include "apps/cortexd/daemon_options.hpp"
 
 namespace {
 
 struct daemon_caf_config : caf::actor_system_config {
-  daemon_caf_config() {
+  explicit daemon_caf_config(const cortex::daemon_options& o) {
     cortex::register_types(*this);
+    cortex::load_cluster_modules(*this, o);
     set("scheduler.policy", caf::atom("sharing"));
     set("logger.verbosity", caf::atom("quiet"));
   }
@@ -73,6 +78,25 @@ void reload_keys(const std::string& path, cortex::auth::access_policy* policy) {
   const size_t n_keys = cfg->keys.size(), n_tiers = cfg->tiers.size();
   policy->reload(std::move(*cfg));
   spdlog::info("SIGHUP: reloaded {}: {} keys, {} tiers", path, n_keys, n_tiers);
+}
+
+// SIGHUP on a router: rereads --workers-file (plus --workers); a bad file
+// keeps the current list. New workers join, removed ones get no new requests.
+void reload_workers(const cortex::daemon_options& opts, const cortex::cluster_intake_actor& cluster) {
+  auto listed = cortex::read_workers_file(opts.workers_file);
+  if (!listed) {
+    spdlog::error("SIGHUP: keeping the workers in force: {}", listed.error().message);
+    return;
+  }
+  cortex::daemon_options next = opts;
+  next.workers = opts.workers_flag;  // --workers stay; the file's entries are replaced
+  next.workers.insert(next.workers.end(), listed->begin(), listed->end());
+  if (cortex::status s = cortex::check_cluster_exposure(next); !s) {
+    spdlog::error("SIGHUP: keeping the workers in force: {}", s.message);
+    return;
+  }
+  spdlog::info("SIGHUP: {} workers from {}", listed->size(), opts.workers_file);
+  caf::anon_send(cluster, cortex::workers_atom_v, next.workers);
 }
 
 // --curve-secret-key: the ROUTER becomes a CURVE server whose ZAP handler
@@ -144,6 +168,10 @@ int main(int argc, char** argv) {
     opts.zmq.fault_send_fail_at = plan->send_fail_at;
     opts.zmq.fault_send_errno = plan->send_fail_errno;
   }
+  if (cortex::status s = cortex::check_cluster_exposure(opts); !s) {
+    spdlog::critical("{}", s.message);
+    return 2;
+  }
   if (cortex::status s = cortex::check_exposure(opts); !s) {
     spdlog::critical("{}", s.message);
     return 2;
@@ -192,7 +220,7 @@ int main(int argc, char** argv) {
     }
     http = std::move(*h);
   }
-  daemon_caf_config cfg;
+  daemon_caf_config cfg{opts};
   caf::actor_system sys{cfg};
   cortex::gateway_config zcfg;
   zcfg.metrics = metrics;
@@ -220,44 +248,91 @@ int main(int argc, char** argv) {
   };
 
   const auto t0 = std::chrono::steady_clock::now();
-  opts.runtime.on_step = [metrics](double duration_s, uint32_t n_tokens) { metrics->observe_step(duration_s, n_tokens); };
-  auto rt = cortex::runtime::start(sys, opts.runtime);
-  if (!rt) {
-    spdlog::critical("cannot start: {}", rt.error().message);
-    stop_all();
-    return 1;
+  std::unique_ptr<cortex::runtime> rt;
+  cortex::intake_actor front;  // the local intake, or the router's cluster intake
+  cortex::cluster_intake_actor cluster;
+  cortex::worker_actor worker_face;  // --role worker: what routers talk to
+  if (opts.role == cortex::daemon_options::role_kind::router) {
+    if (!opts.runtime.model_path.empty()) {  // only the vocabulary: token text of HTTP logprobs
+      auto vocab = cortex::model::load_vocab_only(opts.runtime.model_path);
+      if (!vocab) {
+        spdlog::critical("cannot read the vocabulary: {}", vocab.error().message);
+        stop_all();
+        return 1;
+      }
+      std::shared_ptr<const cortex::model> v(std::move(*vocab));
+      hooks->token_text = [v](int32_t id) { return v->tokenizer().token_to_piece(id); };
+      hooks->n_embd = static_cast<uint32_t>(v->hparams().n_embd);
+    } else {
+      hooks->token_text = [](int32_t) { return std::string(); };
+    }
+    // The gateways turn ready when the first worker has joined (with its model).
+    auto ready = [gateways, t0](const cortex::intake_actor& intake, const cortex::model_info& info) {
+      for (auto& gw : gateways) caf::anon_send(gw, cortex::ready_atom_v, intake, info);
+      spdlog::info("ready in {:.1f} s: model '{}' ({}, {}) on the first worker",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), info.name, info.arch, info.quant);
+    };
+    auto serving = [gateways](bool any_up) {
+      for (auto& gw : gateways) caf::anon_send(gw, cortex::ready_atom_v, any_up);
+    };
+    cluster = cortex::start_router(sys, opts, std::move(ready), std::move(serving), metrics);
+    front = caf::actor_cast<cortex::intake_actor>(cluster);
+  } else {
+    opts.runtime.on_step = [metrics](double duration_s, uint32_t n_tokens) { metrics->observe_step(duration_s, n_tokens); };
+    auto started = cortex::runtime::start(sys, opts.runtime);
+    if (!started) {
+      spdlog::critical("cannot start: {}", started.error().message);
+      stop_all();
+      return 1;
+    }
+    rt = std::move(*started);
+    front = rt->intake();
+    const auto& m = rt->loaded_model();
+    cortex::model_info info{m.name(), cortex::arch_name(m.hparams().arch), static_cast<uint32_t>(rt->n_ctx()),
+                            static_cast<uint32_t>(m.hparams().n_vocab), m.quant_name(), m.n_params()};
+    auto loaded = rt->shared_model();
+    hooks->token_text = [loaded](int32_t id) { return loaded->tokenizer().token_to_piece(id); };
+    hooks->n_embd = static_cast<uint32_t>(m.hparams().n_embd);
+    if (opts.role == cortex::daemon_options::role_kind::worker) {
+      auto face = cortex::publish_worker(sys, opts, front, info);
+      if (!face) {
+        spdlog::critical("{}", face.error().message);
+        rt.reset();
+        stop_all();
+        return 1;
+      }
+      worker_face = std::move(*face);
+    }
+    for (auto& gw : gateways) caf::anon_send(gw, cortex::ready_atom_v, front, info);
+    spdlog::info("ready in {:.1f} s: model '{}' ({}, {}), endpoint {}{}",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), info.name, info.arch, info.quant,
+                 (*server)->endpoint(), http ? ", http://" + http->address() + "/v1" : std::string());
   }
-  const auto& m = (*rt)->loaded_model();
-  cortex::model_info info{m.name(), cortex::arch_name(m.hparams().arch), static_cast<uint32_t>((*rt)->n_ctx()),
-                          static_cast<uint32_t>(m.hparams().n_vocab), m.quant_name(), m.n_params()};
-  auto loaded = (*rt)->shared_model();
-  hooks->token_text = [loaded](int32_t id) { return loaded->tokenizer().token_to_piece(id); };
-  hooks->n_embd = static_cast<uint32_t>(m.hparams().n_embd);
-  for (auto& gw : gateways) caf::anon_send(gw, cortex::ready_atom_v, (*rt)->intake(), info);
-  spdlog::info("ready in {:.1f} s: model '{}' ({}, {}), endpoint {}{}",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), info.name, info.arch, info.quant,
-               (*server)->endpoint(), http ? ", http://" + http->address() + "/v1" : std::string());
 
   int sig = 0;
   while (!(sig = wait_signal(sigs, 1000)) || sig == SIGHUP) {
-    if (sig == SIGHUP) reload_keys(opts.auth_path, access.get());
+    if (sig != SIGHUP) continue;
+    reload_keys(opts.auth_path, access.get());
+    if (cluster && !opts.workers_file.empty()) reload_workers(opts, cluster);
   }
   spdlog::info("received {}: draining (grace {} ms)", sig == SIGTERM ? "SIGTERM" : "SIGINT", opts.grace_ms);
   for (auto& gw : gateways) caf::anon_send(gw, cortex::drain_atom_v);
-  caf::anon_send((*rt)->intake(), cortex::drain_atom_v);
+  caf::anon_send(front, cortex::drain_atom_v);
   const auto grace_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.grace_ms);
   while (active_requests(sys, gateways) > 0 && std::chrono::steady_clock::now() < grace_end) {
     if (int s = wait_signal(sigs, 20); s && s != SIGHUP) break;  // a second SIGTERM/SIGINT cuts the grace period short
   }
   // Whatever is left ends with `shutdown`; wait (bounded) for the gateway to send those.
-  caf::anon_send((*rt)->intake(), cortex::shutdown_atom_v);
+  caf::anon_send(front, cortex::shutdown_atom_v);
   const auto flush_end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (active_requests(sys, gateways) > 0 && std::chrono::steady_clock::now() < flush_end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded by flush_end
   }
   const auto left = active_requests(sys, gateways);
   if (left) spdlog::error("{} requests did not reach a terminal message before exit", left);
-  rt->reset();
+  rt.reset();
+  if (cluster) caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
+  if (worker_face) caf::anon_send_exit(worker_face, caf::exit_reason::user_shutdown);
   stop_all();
   spdlog::info("stopped");
   return 0;

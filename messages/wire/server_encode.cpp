@@ -142,7 +142,8 @@ wire_bytes encode_chunk(const request_chunk& c, uint64_t seq, const output_field
 wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output_fields& want) {
   const bool has_stop = f.reason == finish_reason::stop;
   // A request that ended with an error says which and why (code, name,
-  // message as in an `error` message), or its client could not tell.
+  // message, retryable and retry_after_ms as in an `error` message), or its
+  // client could not tell.
   const bool has_error = f.reason == finish_reason::error;
   message_writer w("finished", f.client_id, seq, 5 + has_stop + has_error + n_outputs(want));
   w.key("reason").pack(std::string_view(finish_reason_name(f.reason)));
@@ -151,10 +152,13 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
     pack_stop(w, f);
   }
   if (has_error) {
-    w.key("error").pack_map(3);
+    const bool retryable = errc_retryable(f.error.code);  // e.g. a router's worker_lost
+    w.key("error").pack_map(4 + retryable);
     w.key("code").pack(errc_code(f.error.code));
     w.key("name").pack(std::string_view(errc_name(f.error.code)));
     w.key("message").pack(f.error.message.empty() ? std::string("the request failed (no detail)") : f.error.message);
+    w.key("retryable").pack(retryable);
+    if (retryable) w.key("retry_after_ms").pack(f.error.retry_after_ms);
   }
   pack_outputs(w, want, f.text, f.token_ids, f.logprobs);
   w.key("usage").pack_map(3);

@@ -163,6 +163,31 @@ TEST(MetricsRegistry, RecordedValuesParseBack) {
   EXPECT_EQ(value(f, batch, batch + "_sum", json::object()), 560);
 }
 
+TEST(MetricsRegistry, ARoutersWorkersAndAffinityPicks) {
+  metrics_registry m;
+  metrics_registry::worker_gauges a;
+  a.up = true;
+  a.running = 3;
+  a.waiting = 1;
+  a.kv_blocks_used = 40;
+  a.in_flight = 4;
+  m.set_worker("127.0.0.1:7001", a);
+  m.set_worker("127.0.0.1:7002", metrics_registry::worker_gauges{});  // down
+  m.set_affinity_picks(9, 2);
+  const json f = parse_with_prometheus_client(m.render());
+  const json w1 = {{"worker", "127.0.0.1:7001"}}, w2 = {{"worker", "127.0.0.1:7002"}};
+  EXPECT_EQ(f["cortex_worker_up"]["type"], "gauge");
+  EXPECT_EQ(value(f, "cortex_worker_up", "cortex_worker_up", w1), 1);
+  EXPECT_EQ(value(f, "cortex_worker_up", "cortex_worker_up", w2), 0);
+  EXPECT_EQ(value(f, "cortex_worker_requests_running", "cortex_worker_requests_running", w1), 3);
+  EXPECT_EQ(value(f, "cortex_worker_requests_waiting", "cortex_worker_requests_waiting", w1), 1);
+  EXPECT_EQ(value(f, "cortex_worker_kv_blocks_used", "cortex_worker_kv_blocks_used", w1), 40);
+  EXPECT_EQ(value(f, "cortex_worker_requests_in_flight", "cortex_worker_requests_in_flight", w1), 4);
+  EXPECT_EQ(f["cortex_router_affinity_picks"]["type"], "counter");
+  EXPECT_EQ(value(f, "cortex_router_affinity_picks", "cortex_router_affinity_picks_total", {{"outcome", "followed"}}), 9);
+  EXPECT_EQ(value(f, "cortex_router_affinity_picks", "cortex_router_affinity_picks_total", {{"outcome", "overridden"}}), 2);
+}
+
 TEST(MetricsRegistry, NoTokenNoTimeToFirstToken) {
   metrics_registry m;
   request_finished f = finished_request();

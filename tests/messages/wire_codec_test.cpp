@@ -190,6 +190,20 @@ TEST(wire_codec, finished_with_error_says_which_and_why) {
   EXPECT_EQ(object_uint(*m.get("error"), "code"), 500u);
   EXPECT_EQ(object_string(*m.get("error"), "name"), "internal");
   EXPECT_EQ(object_string(*m.get("error"), "message"), "the executor failed the step");
+  EXPECT_FALSE(object_bool(*m.get("error"), "retryable", true));
+  EXPECT_EQ(object_get(*m.get("error"), "retry_after_ms"), nullptr);
+}
+
+TEST(wire_codec, finished_with_a_retryable_error_says_when_to_retry) {
+  request_finished f = make_finished();
+  f.reason = finish_reason::error;
+  f.error = {errc::worker_lost, "the worker serving this request was lost mid-stream", 1000};
+  const server_message m = read(encode_finished(f, 3, output_fields{false, false, false}));
+  const auto& e = *m.get("error");
+  EXPECT_EQ(object_uint(e, "code"), 503u);
+  EXPECT_EQ(object_string(e, "name"), "worker_lost");
+  EXPECT_TRUE(object_bool(e, "retryable", false));
+  EXPECT_EQ(object_uint(e, "retry_after_ms"), 1000u);
 }
 
 TEST(wire_codec, error_with_and_without_id) {

@@ -1,0 +1,35 @@
+#include "actors/cluster/cluster_stats.hpp"
+
+#include <algorithm>
+
+namespace cortex::cluster {
+
+engine_stats sum_engine_stats(const std::vector<engine_stats>& workers) {
+  engine_stats s;
+  double batch_tokens = 0, batch_seqs = 0;
+  for (const auto& w : workers) {
+    s.running += w.running;
+    s.waiting += w.waiting;
+    s.kv_blocks_used += w.kv_blocks_used;
+    s.kv_blocks_total += w.kv_blocks_total;
+    s.kv_blocks_cached += w.kv_blocks_cached;
+    s.prefix_tokens_queried += w.prefix_tokens_queried;
+    s.prefix_tokens_hit += w.prefix_tokens_hit;
+    s.tokens_generated += w.tokens_generated;
+    s.tokens_prefilled += w.tokens_prefilled;
+    s.steps += w.steps;
+    s.preemptions += w.preemptions;
+    s.failed_steps += w.failed_steps;
+    batch_tokens += w.step_batch_tokens_mean * double(w.steps);
+    batch_seqs += w.step_seqs_mean * double(w.steps);
+    s.step_seqs_max = std::max(s.step_seqs_max, w.step_seqs_max);
+    if (s.finished_by_reason.size() < w.finished_by_reason.size()) s.finished_by_reason.resize(w.finished_by_reason.size());
+    for (size_t i = 0; i < w.finished_by_reason.size(); ++i) s.finished_by_reason[i] += w.finished_by_reason[i];
+  }
+  s.prefix_cache_hit_rate = s.prefix_tokens_queried ? double(s.prefix_tokens_hit) / double(s.prefix_tokens_queried) : 0.0;
+  s.step_batch_tokens_mean = s.steps ? batch_tokens / double(s.steps) : 0.0;
+  s.step_seqs_mean = s.steps ? batch_seqs / double(s.steps) : 0.0;
+  return s;
+}
+
+}  // namespace cortex::cluster
