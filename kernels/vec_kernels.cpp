@@ -26,6 +26,14 @@ struct sse2_traits {
     const vec m = _mm_max_ps(v, _mm_movehl_ps(v, v));
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
   }
+  // No F16C in baseline x86-64: the scalar conversions, four at a time.
+  static vec load_f16(const uint16_t* p) {
+    return _mm_setr_ps(fp16_to_fp32(p[0]), fp16_to_fp32(p[1]), fp16_to_fp32(p[2]), fp16_to_fp32(p[3]));
+  }
+  static vec load_bf16(const uint16_t* p) {
+    return _mm_setr_ps(bf16_to_fp32(p[0]), bf16_to_fp32(p[1]), bf16_to_fp32(p[2]), bf16_to_fp32(p[3]));
+  }
+  static vec load_i8(const int8_t* p) { return _mm_setr_ps(p[0], p[1], p[2], p[3]); }
 };
 
 }  // namespace

@@ -97,6 +97,8 @@ struct engine_stats {
   uint32_t kv_blocks_used = 0;
   uint32_t kv_blocks_total = 0;
   uint32_t kv_blocks_cached = 0;
+  std::string kv_type;               // element type of the K/V cache ("f16")
+  uint32_t kv_bytes_per_token = 0;   // K and V of one token over all layers
   double prefix_cache_hit_rate = 0;
   uint64_t tokens_generated = 0;
   uint64_t tokens_prefilled = 0;

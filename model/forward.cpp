@@ -99,7 +99,7 @@ void forward_pass::attention_layer(int layer, const std::vector<batch_seq>& batc
   const int dq = hp.n_head * hp.head_dim;
   const int dkv = hp.n_embd_kv();
   const int bs = kv.block_size();
-  // Write this step's K/V rows into each sequence's blocks.
+  // Write this step's K/V rows into each sequence's blocks, converted to the arena's type.
   seq_first_.clear();
   int t = 0;
   for (const auto& s : batch) {
@@ -107,23 +107,32 @@ void forward_pass::attention_layer(int layer, const std::vector<batch_seq>& batc
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int pos = s.pos0 + i;
       const size_t slot = static_cast<size_t>(s.block_table[pos / bs]) * bs + pos % bs;
-      std::memcpy(kv.k(layer) + slot * dkv, k_.data() + static_cast<size_t>(t) * dkv, sizeof(float) * dkv);
-      std::memcpy(kv.v(layer) + slot * dkv, v_.data() + static_cast<size_t>(t) * dkv, sizeof(float) * dkv);
+      kv.store_token(layer, slot, k_.data() + static_cast<size_t>(t) * dkv, v_.data() + static_cast<size_t>(t) * dkv);
     }
   }
   // One task per (sequence, KV head): the query heads sharing a KV head read its K/V once.
   const int group = hp.n_head / hp.n_head_kv;
   const int n_tasks = static_cast<int>(batch.size()) * hp.n_head_kv;
-  const kernels::kv_layout layout{bs, hp.n_head_kv, hp.head_dim};
   const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   pool_.parallel_for(n_tasks, [&](int task, int) {
     const int si = task / hp.n_head_kv;
     const int kvh = task % hp.n_head_kv;
     const int first = seq_first_[static_cast<size_t>(si)];
     const auto& s = batch[static_cast<size_t>(si)];
-    kernels::attention_paged(q_.data() + static_cast<size_t>(first) * dq, s.n_tokens, s.pos0, hp.n_head,
-                             kvh * group, (kvh + 1) * group, kv.k(layer), kv.v(layer), s.block_table, layout, scale,
-                             attn_.data() + static_cast<size_t>(first) * dq);
+    kernels::attention_args a;
+    a.q = q_.data() + static_cast<size_t>(first) * dq;
+    a.n_q = s.n_tokens;
+    a.pos0 = s.pos0;
+    a.n_heads = hp.n_head;
+    a.head_begin = kvh * group;
+    a.head_end = (kvh + 1) * group;
+    a.k_arena = kv.k(layer);
+    a.v_arena = kv.v(layer);
+    a.block_table = s.block_table;
+    a.layout = kv.layout();
+    a.scale = scale;
+    a.out = attn_.data() + static_cast<size_t>(first) * dq;
+    kernels::attention_paged(a);
   });
 }
 
