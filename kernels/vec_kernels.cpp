@@ -22,6 +22,12 @@ struct sse2_traits {
     const vec s = _mm_add_ps(v, _mm_movehl_ps(v, v));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
   }
+  static void hsum4(vec a, vec b, vec c, vec d, float* out) {
+    out[0] = hsum(a);
+    out[1] = hsum(b);
+    out[2] = hsum(c);
+    out[3] = hsum(d);
+  }
   static float hmax(vec v) {
     const vec m = _mm_max_ps(v, _mm_movehl_ps(v, v));
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));

@@ -9,7 +9,8 @@
 //              cortex_preemptions_total, cortex_malformed_messages_total{gateway},
 //              cortex_rejections_total{code[, key]}
 //   gauges     cortex_requests_running, cortex_requests_waiting, cortex_kv_blocks_used,
-//              cortex_kv_blocks_total, cortex_connections{gateway}, cortex_model_loaded
+//              cortex_kv_blocks_total, cortex_kv_bytes_per_token, cortex_connections{gateway},
+//              cortex_model_loaded
 //   histograms cortex_time_to_first_token_seconds, cortex_inter_token_latency_seconds,
 //              cortex_request_duration_seconds, cortex_queue_time_seconds,
 //              cortex_step_duration_seconds (seconds), cortex_step_batch_tokens
@@ -55,6 +56,7 @@ class metrics_registry {
   void set_requests_waiting(double v);
   void set_kv_blocks_used(double v);
   void set_kv_blocks_total(double v);
+  void set_kv_bytes_per_token(double v);
   void set_connections(std::string_view gateway, double v);
   void set_model_loaded(bool loaded);
 
@@ -91,7 +93,7 @@ class metrics_registry {
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, prefix_cache_hit_tokens_ = 0, preemptions_ = 0;
   std::map<std::string, uint64_t> malformed_;    // by gateway
   std::map<std::pair<std::string, std::string>, uint64_t> rejections_;   // by (code, key)
-  double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, model_loaded_ = 0;
+  double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, kv_bytes_per_token_ = 0, model_loaded_ = 0;
   std::map<std::string, double> connections_;    // by gateway
   histogram ttft_, itl_, duration_, queue_, step_duration_, step_batch_tokens_;
 };

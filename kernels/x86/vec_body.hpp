@@ -11,7 +11,8 @@
 //   vec, ivec     GCC vector types of `width` floats / int32 (vector ops work)
 //   width         floats per vec
 //   load(p), store(p, v), set1(f), fmadd(a, b, c) = a*b+c,
-//   vmax(a, b), vmin(a, b), hsum(v), hmax(v),
+//   vmax(a, b), vmin(a, b), hsum(v), hmax(v), hsum4(a, b, c, d, out) (out[0..3]
+//   = hsum of each),
 //   load_f16(p), load_bf16(p) (width halves / bfloat16 at p, widened),
 //   load_i8(p) (width int8 at p, converted)
 #pragma once
@@ -67,6 +68,27 @@ float dot_v(const float* a, const float* b, int n) {
   float s = V::hsum(s0 + s1);
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
+}
+
+// out[c] = a . b_c for the 4 vectors b_c = b + c * stride (n,): one pass over
+// a, and one 4-way horizontal sum (V::hsum4) instead of four.
+template <class V>
+void dot4_v(const float* a, const float* b, size_t stride, int n, float* out) {
+  using vec = typename V::vec;
+  constexpr int w = V::width;
+  vec s0 = V::set1(0.0f), s1 = V::set1(0.0f), s2 = V::set1(0.0f), s3 = V::set1(0.0f);
+  int i = 0;
+  for (; i + w <= n; i += w) {
+    const vec x = V::load(a + i);
+    s0 = V::fmadd(x, V::load(b + i), s0);
+    s1 = V::fmadd(x, V::load(b + stride + i), s1);
+    s2 = V::fmadd(x, V::load(b + 2 * stride + i), s2);
+    s3 = V::fmadd(x, V::load(b + 3 * stride + i), s3);
+  }
+  V::hsum4(s0, s1, s2, s3, out);
+  for (; i < n; ++i) {
+    for (int c = 0; c < 4; ++c) out[c] += a[i] * b[c * stride + i];
+  }
 }
 
 // y (n,) += sum_j a[j] * x_j (n,) for j < m, x_j = x + j * stride. y stays in
@@ -230,7 +252,10 @@ template <class V>
 void attn_row_update(attn_tile& t, int r, const float* k, const float* v, size_t stride, int n,
                      int head_dim, float scale) {
   float* s = t.s;
-  for (int j = 0; j < n; ++j) s[j] = dot_v<V>(t.q[r], k + j * stride, head_dim) * scale;
+  int j = 0;
+  for (; j + 4 <= n; j += 4) dot4_v<V>(t.q[r], k + j * stride, stride, head_dim, s + j);
+  for (; j < n; ++j) s[j] = dot_v<V>(t.q[r], k + j * stride, head_dim);
+  scale_v<V>(s, scale, s, n);
   const float chunk_max = max_v<V>(s, n);
   const float m_old = t.m[r];
   const float m_new = chunk_max > m_old ? chunk_max : m_old;
