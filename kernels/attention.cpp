@@ -1,7 +1,9 @@
 // Paged attention: run-time dispatch to the flash-style bodies of
-// x86/vec_body.hpp, and the naive reference the tests compare them with.
+// x86/vec_body.hpp, the naive reference the tests compare them with, and the
+// merge of key-range parts.
 #include "kernels/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -10,50 +12,79 @@
 
 namespace cortex::kernels {
 
-void attention_paged(const float* q, int n_q, int pos0, int n_heads, int head_begin, int head_end,
-                     const float* k_arena, const float* v_arena, const int32_t* block_table,
-                     const kv_layout& layout, float scale, float* out) {
-  detail::active_vec_entries().attention_paged(q, n_q, pos0, n_heads, head_begin, head_end,
-                                               k_arena, v_arena, block_table, layout, scale,
-                                               out);
-}
+void attention_paged(const attention_args& a) { detail::active_vec_entries().attention_paged(a); }
 
-void attention_reference(const float* q, int n_q, int pos0, int n_heads, int head_begin,
-                         int head_end, const float* k_arena, const float* v_arena,
-                         const int32_t* block_table, const kv_layout& layout, float scale,
-                         float* out) {
+void attention_reference(const attention_args& a) {
+  const kv_layout& layout = a.layout;
   const int hd = layout.head_dim;
-  const int group = n_heads / layout.n_kv_heads;
+  const int group = a.n_heads / layout.n_kv_heads;
+  const kv_type_traits& tr = kv_traits(layout.type);
+  const auto* k_bytes = static_cast<const uint8_t*>(a.k_arena);
+  const auto* v_bytes = static_cast<const uint8_t*>(a.v_arena);
   auto at = [&](int p, int kv_head) {
-    const size_t block = static_cast<size_t>(block_table[p / layout.block_size]);
+    const size_t block = static_cast<size_t>(a.block_table[p / layout.block_size]);
     const size_t slot = block * layout.block_size + p % layout.block_size;
-    return (slot * layout.n_kv_heads + kv_head) * hd;
+    return slot * layout.slot_bytes() + static_cast<size_t>(kv_head) * layout.row_bytes();
   };
   std::vector<double> w;
-  std::vector<double> o(hd);
-  for (int i = 0; i < n_q; ++i) {
-    const int n_pos = pos0 + i + 1;
-    w.assign(n_pos, 0.0);
-    for (int h = head_begin; h < head_end; ++h) {
-      const float* qh = q + (static_cast<size_t>(i) * n_heads + h) * hd;
+  std::vector<double> o(static_cast<size_t>(hd));
+  std::vector<float> row(static_cast<size_t>(hd));
+  for (int i = 0; i < a.n_q; ++i) {
+    const int p_begin = a.key_begin;
+    const int p_end = std::min(a.pos0 + i + 1, a.key_end);
+    for (int h = a.head_begin; h < a.head_end; ++h) {
+      const float* qh = a.q + (static_cast<size_t>(i) * a.n_heads + h) * hd;
+      float* oh = a.out + (static_cast<size_t>(i) * a.n_heads + h) * hd;
+      float* lse = a.lse ? a.lse + static_cast<size_t>(i) * a.n_heads + h : nullptr;
       const int g = h / group;
+      if (p_begin >= p_end) {
+        std::fill(oh, oh + hd, 0.0f);
+        if (lse) *lse = -INFINITY;
+        continue;
+      }
+      w.assign(static_cast<size_t>(p_end - p_begin), 0.0);
       double m = -INFINITY;
-      for (int p = 0; p < n_pos; ++p) {
-        const float* k = k_arena + at(p, g);
+      for (int p = p_begin; p < p_end; ++p) {
+        tr.load_row(k_bytes + at(p, g), row.data(), hd);
         double s = 0.0;
-        for (int d = 0; d < hd; ++d) s += static_cast<double>(qh[d]) * k[d];
-        w[p] = s * scale;
-        m = w[p] > m ? w[p] : m;
+        for (int d = 0; d < hd; ++d) s += static_cast<double>(qh[d]) * row[static_cast<size_t>(d)];
+        double& wp = w[static_cast<size_t>(p - p_begin)];
+        wp = s * a.scale;
+        m = wp > m ? wp : m;
       }
       double sum = 0.0;
-      for (int p = 0; p < n_pos; ++p) sum += (w[p] = std::exp(w[p] - m));
-      o.assign(hd, 0.0);
-      for (int p = 0; p < n_pos; ++p) {
-        const float* v = v_arena + at(p, g);
-        for (int d = 0; d < hd; ++d) o[d] += w[p] / sum * v[d];
+      for (auto& wp : w) sum += (wp = std::exp(wp - m));
+      o.assign(static_cast<size_t>(hd), 0.0);
+      for (int p = p_begin; p < p_end; ++p) {
+        tr.load_row(v_bytes + at(p, g), row.data(), hd);
+        const double wp = w[static_cast<size_t>(p - p_begin)] / sum;
+        for (int d = 0; d < hd; ++d) o[static_cast<size_t>(d)] += wp * row[static_cast<size_t>(d)];
       }
-      float* oh = out + (static_cast<size_t>(i) * n_heads + h) * hd;
-      for (int d = 0; d < hd; ++d) oh[d] = static_cast<float>(o[d]);
+      for (int d = 0; d < hd; ++d) oh[d] = static_cast<float>(o[static_cast<size_t>(d)]);
+      if (lse) *lse = static_cast<float>(m + std::log(sum));
+    }
+  }
+}
+
+void attention_merge(const float* const* outs, const float* const* lses, int n_parts, int n_rows,
+                     int head_dim, float* out) {
+  for (int r = 0; r < n_rows; ++r) {
+    float top = -INFINITY;
+    for (int j = 0; j < n_parts; ++j) top = std::max(top, lses[j][r]);
+    float* o = out + static_cast<size_t>(r) * head_dim;
+    if (top == -INFINITY) {
+      std::fill(o, o + head_dim, 0.0f);
+      continue;
+    }
+    float w[64];  // per-part weights; n_parts is at most the thread count
+    float total = 0.0f;
+    for (int j = 0; j < n_parts; ++j) total += (w[j] = std::exp(lses[j][r] - top));
+    for (int d = 0; d < head_dim; ++d) {
+      float acc = 0.0f;
+      for (int j = 0; j < n_parts; ++j) {
+        if (w[j] != 0.0f) acc += w[j] * outs[j][static_cast<size_t>(r) * head_dim + d];
+      }
+      o[d] = acc / total;
     }
   }
 }

@@ -1,45 +1,85 @@
 // Paged causal attention over the KV block arena (one layer at a time).
 //
 // The arena of one layer holds K and V separately, each
-//   [n_blocks][block_size][n_kv_heads][head_dim] f32.
+//   [n_blocks][block_size][n_kv_heads][row_bytes(head_dim)]
+// where a row is one head's head_dim values stored as layout.type
+// (kernels/kv_type.hpp: f32, f16, bf16 or q8_0 blocks along head_dim).
 // Position p of a sequence lives in block block_table[p / block_size], slot
 // p % block_size. Blocks of one sequence need not be contiguous or ordered.
 #pragma once
 
+#include <climits>
+#include <cstddef>
 #include <cstdint>
+
+#include "kernels/kv_type.hpp"
 
 namespace cortex::kernels {
 
 struct kv_layout {
   int block_size;  // tokens per block
   int n_kv_heads;  // K/V heads (GQA groups)
-  int head_dim;    // floats per head
+  int head_dim;    // values per head
+  kv_type type = kv_type::f32;
+
+  size_t row_bytes() const { return kv_traits(type).row_bytes(head_dim); }
+  size_t slot_bytes() const { return static_cast<size_t>(n_kv_heads) * row_bytes(); }
 };
 
-// q (n_q, n_heads, head_dim) holds the queries of n_q consecutive tokens at
-// positions pos0 .. pos0+n_q-1 of one sequence; K/V of positions
-// [0, pos0+n_q) are already in the arena. Query i attends to positions
-// <= pos0+i (causal). Head h reads KV head h / (n_heads / n_kv_heads).
-// Scores are (q . k) * scale, softmaxed over the attended positions.
-// Only heads [head_begin, head_end) of out (n_q, n_heads, head_dim) are
-// written, so threads may split heads across calls on the same buffers.
+// One call's work. q (n_q, n_heads, head_dim) holds the queries of n_q
+// consecutive tokens at positions pos0 .. pos0+n_q-1 of one sequence; K/V of
+// positions [0, pos0+n_q) are already in the arena. Query i attends to
+// positions <= pos0+i (causal) that also lie in [key_begin, key_end). Head h
+// reads KV head h / (n_heads / n_kv_heads). Scores are (q . k) * scale,
+// softmaxed over the attended positions. Only heads [head_begin, head_end)
+// of out (n_q, n_heads, head_dim) are written, so threads may split heads
+// (and queries, by offsetting q, out and pos0) across calls on the same
+// buffers.
 //
+// Key ranges split one row's positions across calls: with lse set, each call
+// also writes lse (n_q, n_heads) = log(sum over its positions of
+// exp(score)), and out is normalised over its own positions (a row with none
+// gets out 0 and lse -inf); attention_merge combines the parts.
+struct attention_args {
+  const float* q = nullptr;
+  int n_q = 1;
+  int pos0 = 0;
+  int n_heads = 1;
+  int head_begin = 0, head_end = 1;
+  const void* k_arena = nullptr;
+  const void* v_arena = nullptr;
+  const int32_t* block_table = nullptr;
+  kv_layout layout{1, 1, 1};
+  float scale = 1.0f;
+  float* out = nullptr;
+  int key_begin = 0;
+  int key_end = INT_MAX;
+  float* lse = nullptr;  // (n_q, n_heads) or nullptr
+};
+
 // Flash-style: one pass over K/V with an online softmax, no heap allocation;
 // queries (and GQA heads) sharing a KV head are processed in tiles so that a
-// K/V block is read once per tile, not once per query.
+// K/V chunk is read (and, for f16 / bf16 / q8_0, widened to f32 in a
+// tile-local buffer) once per tile, not once per query: the cache itself is
+// never widened. SIMD per the run-time isa (kernels/cpu_features.hpp).
 // REQUIRES: n_q >= 1, pos0 >= 0, 0 <= head_begin <= head_end <= n_heads,
-//   n_heads % n_kv_heads == 0, 0 < head_dim <= 256, block_size >= 1,
-//   block_table has at least ceil((pos0+n_q)/block_size) valid entries,
-//   out does not alias q or the arena.
-void attention_paged(const float* q, int n_q, int pos0, int n_heads, int head_begin, int head_end,
-                     const float* k_arena, const float* v_arena, const int32_t* block_table,
-                     const kv_layout& layout, float scale, float* out);
+//   n_heads % n_kv_heads == 0, 0 < head_dim <= 256, head_dim a multiple of
+//   the type's block, block_size >= 1, key_begin >= 0, block_table has at
+//   least ceil((pos0+n_q)/block_size) valid entries, out does not alias q
+//   or the arena.
+void attention_paged(const attention_args& a);
 
-// Same contract, computed naively (all scores, softmax in double, weighted
-// sum). Allocates; for tests and benchmarks only. No head_dim limit.
-void attention_reference(const float* q, int n_q, int pos0, int n_heads, int head_begin,
-                         int head_end, const float* k_arena, const float* v_arena,
-                         const int32_t* block_table, const kv_layout& layout, float scale,
-                         float* out);
+// Same contract, computed naively (K/V rows loaded with the type's scalar
+// load, all scores, softmax in double, weighted sum). Allocates; for tests
+// and benchmarks only. No head_dim limit.
+void attention_reference(const attention_args& a);
+
+// Combines n_parts results of the same rows over disjoint key ranges:
+// outs[j] (n_rows, head_dim) normalised over part j, lses[j] (n_rows,) its
+// log-sum-exp; out (n_rows, head_dim) = sum_j exp(lse_j - L) outs[j] with
+// L = log(sum_j exp(lse_j)). Parts with lse -inf contribute nothing.
+// REQUIRES: 1 <= n_parts <= 64. out may alias outs[0].
+void attention_merge(const float* const* outs, const float* const* lses, int n_parts, int n_rows,
+                     int head_dim, float* out);
 
 }  // namespace cortex::kernels

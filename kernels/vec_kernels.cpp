@@ -22,10 +22,24 @@ struct sse2_traits {
     const vec s = _mm_add_ps(v, _mm_movehl_ps(v, v));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
   }
+  static void hsum4(vec a, vec b, vec c, vec d, float* out) {
+    out[0] = hsum(a);
+    out[1] = hsum(b);
+    out[2] = hsum(c);
+    out[3] = hsum(d);
+  }
   static float hmax(vec v) {
     const vec m = _mm_max_ps(v, _mm_movehl_ps(v, v));
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
   }
+  // No F16C in baseline x86-64: the scalar conversions, four at a time.
+  static vec load_f16(const uint16_t* p) {
+    return _mm_setr_ps(fp16_to_fp32(p[0]), fp16_to_fp32(p[1]), fp16_to_fp32(p[2]), fp16_to_fp32(p[3]));
+  }
+  static vec load_bf16(const uint16_t* p) {
+    return _mm_setr_ps(bf16_to_fp32(p[0]), bf16_to_fp32(p[1]), bf16_to_fp32(p[2]), bf16_to_fp32(p[3]));
+  }
+  static vec load_i8(const int8_t* p) { return _mm_setr_ps(p[0], p[1], p[2], p[3]); }
 };
 
 }  // namespace

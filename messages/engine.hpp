@@ -97,6 +97,8 @@ struct engine_stats {
   uint32_t kv_blocks_used = 0;
   uint32_t kv_blocks_total = 0;
   uint32_t kv_blocks_cached = 0;
+  std::string kv_type;               // element type of the K/V cache ("f16")
+  uint32_t kv_bytes_per_token = 0;   // K and V of one token over all layers
   double prefix_cache_hit_rate = 0;
   uint64_t prefix_tokens_queried = 0;  // prompt tokens looked up in the prefix cache (the rate's denominator)
   uint64_t prefix_tokens_hit = 0;      // of which served from it

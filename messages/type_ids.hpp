@@ -120,7 +120,7 @@ typename Inspector::result_type inspect(Inspector& f, session_update& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
   return f(caf::meta::type_name("engine_stats"), x.running, x.waiting, x.kv_blocks_used, x.kv_blocks_total,
-           x.kv_blocks_cached, x.prefix_cache_hit_rate, x.prefix_tokens_queried, x.prefix_tokens_hit, x.tokens_generated, x.tokens_prefilled, x.steps, x.preemptions,
+           x.kv_blocks_cached, x.kv_type, x.kv_bytes_per_token, x.prefix_cache_hit_rate, x.prefix_tokens_queried, x.prefix_tokens_hit, x.tokens_generated, x.tokens_prefilled, x.steps, x.preemptions,
            x.failed_steps, x.step_batch_tokens_mean, x.step_seqs_mean, x.step_seqs_max, x.finished_by_reason);
 }
 

@@ -1,6 +1,8 @@
 #include "model/forward.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/attention.hpp"
@@ -99,7 +101,7 @@ void forward_pass::attention_layer(int layer, const std::vector<batch_seq>& batc
   const int dq = hp.n_head * hp.head_dim;
   const int dkv = hp.n_embd_kv();
   const int bs = kv.block_size();
-  // Write this step's K/V rows into each sequence's blocks.
+  // Write this step's K/V rows into each sequence's blocks, converted to the arena's type.
   seq_first_.clear();
   int t = 0;
   for (const auto& s : batch) {
@@ -107,24 +109,103 @@ void forward_pass::attention_layer(int layer, const std::vector<batch_seq>& batc
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int pos = s.pos0 + i;
       const size_t slot = static_cast<size_t>(s.block_table[pos / bs]) * bs + pos % bs;
-      std::memcpy(kv.k(layer) + slot * dkv, k_.data() + static_cast<size_t>(t) * dkv, sizeof(float) * dkv);
-      std::memcpy(kv.v(layer) + slot * dkv, v_.data() + static_cast<size_t>(t) * dkv, sizeof(float) * dkv);
+      kv.store_token(layer, slot, k_.data() + static_cast<size_t>(t) * dkv, v_.data() + static_cast<size_t>(t) * dkv);
     }
   }
-  // One task per (sequence, KV head): the query heads sharing a KV head read its K/V once.
-  const int group = hp.n_head / hp.n_head_kv;
-  const int n_tasks = static_cast<int>(batch.size()) * hp.n_head_kv;
-  const kernels::kv_layout layout{bs, hp.n_head_kv, hp.head_dim};
+  plan_attention(batch, bs);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-  pool_.parallel_for(n_tasks, [&](int task, int) {
-    const int si = task / hp.n_head_kv;
-    const int kvh = task % hp.n_head_kv;
-    const int first = seq_first_[static_cast<size_t>(si)];
-    const auto& s = batch[static_cast<size_t>(si)];
-    kernels::attention_paged(q_.data() + static_cast<size_t>(first) * dq, s.n_tokens, s.pos0, hp.n_head,
-                             kvh * group, (kvh + 1) * group, kv.k(layer), kv.v(layer), s.block_table, layout, scale,
-                             attn_.data() + static_cast<size_t>(first) * dq);
+  const int group = hp.n_head / hp.n_head_kv;
+  const size_t part_floats = static_cast<size_t>(capacity_tokens_) * dq;
+  pool_.parallel_for(static_cast<int>(attn_tasks_.size()), [&](int ti, int) {
+    const attn_task& task = attn_tasks_[static_cast<size_t>(ti)];
+    const auto& s = batch[static_cast<size_t>(task.seq)];
+    const size_t first = static_cast<size_t>(seq_first_[static_cast<size_t>(task.seq)]) + task.q_begin;
+    kernels::attention_args a;
+    a.q = q_.data() + first * dq;
+    a.n_q = task.q_end - task.q_begin;
+    a.pos0 = s.pos0 + task.q_begin;
+    a.n_heads = hp.n_head;
+    a.head_begin = task.kv_head * group;
+    a.head_end = (task.kv_head + 1) * group;
+    a.k_arena = kv.k(layer);
+    a.v_arena = kv.v(layer);
+    a.block_table = s.block_table;
+    a.layout = kv.layout();
+    a.scale = scale;
+    if (task.part < 0) {
+      a.out = attn_.data() + first * dq;
+    } else {
+      // A key-range part: its own output and log-sum-exp, merged below.
+      a.out = part_out_.data() + static_cast<size_t>(task.part) * part_floats + first * dq;
+      a.lse = part_lse_.data() + (static_cast<size_t>(task.part) * capacity_tokens_ + first) * hp.n_head;
+      a.key_begin = task.key_begin;
+      a.key_end = task.key_end;
+    }
+    kernels::attention_paged(a);
   });
+  if (n_key_parts_ > 1) merge_key_parts(batch);
+}
+
+void forward_pass::plan_attention(const std::vector<batch_seq>& batch, int block_size) {
+  const auto& hp = m_.hparams();
+  const int n_seqs = static_cast<int>(batch.size());
+  const int n_threads = pool_.size();
+  attn_tasks_.clear();
+  // Few (sequence, KV head) pairs for the threads, and long contexts: split
+  // each one's keys into ranges (aligned to blocks, >= 256 keys each) whose
+  // parts are merged by log-sum-exp, so every thread streams K/V.
+  n_key_parts_ = 1;
+  if (n_seqs * hp.n_head_kv < n_threads) {
+    int min_ctx = INT32_MAX;
+    for (const auto& s : batch) min_ctx = std::min(min_ctx, s.pos0 + s.n_tokens);
+    const int want = (n_threads + n_seqs * hp.n_head_kv - 1) / (n_seqs * hp.n_head_kv);
+    n_key_parts_ = std::max(1, std::min({want, min_ctx / 256, 64}));  // 64: attention_merge's limit
+  }
+  if (n_key_parts_ > 1) {
+    const size_t n = static_cast<size_t>(n_key_parts_) * capacity_tokens_;
+    part_out_.resize(n * hp.n_head * hp.head_dim);
+    part_lse_.resize(n * hp.n_head);
+  }
+  for (int si = 0; si < n_seqs; ++si) {
+    const auto& s = batch[static_cast<size_t>(si)];
+    // Prefill chunks: query tiles of 32 tokens, latest (longest) first, so
+    // that the dynamic task queue ends on short ones.
+    const int q_tile = 32;
+    const int n_tiles = (s.n_tokens + q_tile - 1) / q_tile;
+    for (int tile = n_tiles - 1; tile >= 0; --tile) {
+      const int q_begin = tile * q_tile, q_end = std::min(s.n_tokens, q_begin + q_tile);
+      for (int g = 0; g < hp.n_head_kv; ++g) {
+        if (n_key_parts_ == 1) {
+          attn_tasks_.push_back({si, g, q_begin, q_end, 0, 0, -1});
+          continue;
+        }
+        const int n_keys = s.pos0 + s.n_tokens;
+        for (int part = 0; part < n_key_parts_; ++part) {
+          const int kb = static_cast<int>(static_cast<int64_t>(n_keys) * part / n_key_parts_) / block_size * block_size;
+          const int ke = part + 1 == n_key_parts_ ? n_keys
+                                                 : static_cast<int>(static_cast<int64_t>(n_keys) * (part + 1) / n_key_parts_) /
+                                                       block_size * block_size;
+          attn_tasks_.push_back({si, g, q_begin, q_end, kb, ke, part});
+        }
+      }
+    }
+  }
+}
+
+void forward_pass::merge_key_parts(const std::vector<batch_seq>& batch) {
+  const auto& hp = m_.hparams();
+  const int dq = hp.n_head * hp.head_dim;
+  const size_t part_floats = static_cast<size_t>(capacity_tokens_) * dq;
+  int n_tokens = 0;
+  for (const auto& s : batch) n_tokens += s.n_tokens;
+  const float* outs[64];
+  const float* lses[64];
+  for (int j = 0; j < n_key_parts_; ++j) {
+    outs[j] = part_out_.data() + static_cast<size_t>(j) * part_floats;
+    lses[j] = part_lse_.data() + static_cast<size_t>(j) * capacity_tokens_ * hp.n_head;
+  }
+  // Rows (token, head) of the whole step are contiguous in every part.
+  kernels::attention_merge(outs, lses, n_key_parts_, n_tokens * hp.n_head, hp.head_dim, attn_.data());
 }
 
 void forward_pass::add_hidden_rows(const batch_seq& s, int first) {

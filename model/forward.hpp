@@ -74,6 +74,12 @@ class forward_pass {
   void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);
   void ensure_capacity(int n_tokens, int n_rows);
   void attention_layer(int layer, const std::vector<batch_seq>& batch, kv_arena& kv);
+  // Splits the step's attention into pool tasks (attn_tasks_): per
+  // sequence, KV head and 32-query tile, and over key ranges (n_key_parts_)
+  // when sequences x KV heads are fewer than the threads.
+  void plan_attention(const std::vector<batch_seq>& batch, int block_size);
+  // attn_ = the log-sum-exp merge of the key-range parts' outputs.
+  void merge_key_parts(const std::vector<batch_seq>& batch);
   // Adds the output-normed rows of s's tokens (first: its first token in the step) into s.hidden_sum.
   void add_hidden_rows(const batch_seq& s, int first);
 
@@ -99,6 +105,16 @@ class forward_pass {
   std::vector<float> normed_; // (n_embd,) one normed row for a hidden_sum
   std::vector<float> logits_; // (rows, n_vocab)
   std::vector<int32_t> seq_first_;  // (n_seqs,) index of each sequence's first token in the step
+  struct attn_task {
+    int seq, kv_head;
+    int q_begin, q_end;       // the sequence's queries [q_begin, q_end) of this step
+    int key_begin, key_end;   // key range when part >= 0
+    int part;                 // -1: all keys, written to attn_; else the part's buffers
+  };
+  std::vector<attn_task> attn_tasks_;
+  int n_key_parts_ = 1;
+  std::vector<float> part_out_;  // (n_key_parts, capacity T, n_head*hd) outputs of key-range parts
+  std::vector<float> part_lse_;  // (n_key_parts, capacity T, n_head) their log-sum-exp
 };
 
 }  // namespace cortex

@@ -2,44 +2,60 @@
 // into fixed-size blocks of tokens. Which blocks belong to which sequence is
 // decided elsewhere (the KV-cache manager); the forward pass reads and writes
 // blocks in place through each sequence's block table.
+//
+// Elements are stored as the arena's kv_type (kernels/kv_type.hpp): f32,
+// f16 (llama.cpp's default cache type), bf16 or q8_0 blocks along head_dim.
+// Writes convert from f32 (store_token); attention reads the stored type
+// directly (kernels/attention.hpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "kernels/attention.hpp"
+#include "kernels/kv_type.hpp"
+#include "model/expected.hpp"
 #include "model/model.hpp"
 
 namespace cortex {
 
 class kv_arena {
  public:
-  // REQUIRES: n_blocks > 0, block_size > 0.
-  kv_arena(const model_hparams& hp, int n_blocks, int block_size);
+  // REQUIRES: n_blocks > 0, block_size > 0, kv_type_fits(hp, type).
+  kv_arena(const model_hparams& hp, int n_blocks, int block_size, kernels::kv_type type);
 
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
-  // Layer l's keys: (n_blocks, block_size, n_head_kv, head_dim) f32.
-  float* k(int layer) { return data_.get() + static_cast<size_t>(layer) * 2 * layer_floats_; }
-  float* v(int layer) { return k(layer) + layer_floats_; }
-  const float* k(int layer) const { return data_.get() + static_cast<size_t>(layer) * 2 * layer_floats_; }
-  const float* v(int layer) const { return k(layer) + layer_floats_; }
-  // Floats per token per layer per K or V (n_head_kv * head_dim).
-  int token_stride() const { return token_floats_; }
-  size_t bytes() const { return static_cast<size_t>(n_layer_) * 2 * layer_floats_ * sizeof(float); }
-  // Bytes one token occupies across all layers (K and V).
-  static size_t bytes_per_token(const model_hparams& hp) {
-    return static_cast<size_t>(hp.n_layer) * 2 * hp.n_embd_kv() * sizeof(float);
-  }
+  kernels::kv_type type() const { return layout_.type; }
+  // The layout attention reads (block size, KV heads, head_dim, type).
+  const kernels::kv_layout& layout() const { return layout_; }
+  // Layer l's keys: (n_blocks, block_size, n_head_kv, row_bytes(head_dim)) bytes.
+  uint8_t* k(int layer) { return data_.get() + static_cast<size_t>(layer) * 2 * layer_bytes_; }
+  uint8_t* v(int layer) { return k(layer) + layer_bytes_; }
+  const uint8_t* k(int layer) const { return data_.get() + static_cast<size_t>(layer) * 2 * layer_bytes_; }
+  const uint8_t* v(int layer) const { return k(layer) + layer_bytes_; }
+  // Converts one token's K and V rows (n_head_kv * head_dim floats each) to
+  // the arena's type and writes them at slot (block * block_size + offset)
+  // of layer l. REQUIRES: slot < n_blocks * block_size.
+  void store_token(int layer, size_t slot, const float* k_row, const float* v_row);
+  size_t bytes() const { return static_cast<size_t>(n_layer_) * 2 * layer_bytes_; }
+  // Bytes one token occupies across all layers (K and V) with element type t.
+  static size_t bytes_per_token(const model_hparams& hp, kernels::kv_type t);
 
  private:
-  struct free_deleter { void operator()(float* p) const; };
+  struct free_deleter { void operator()(uint8_t* p) const; };
   int n_layer_;
   int n_blocks_;
   int block_size_;
-  int token_floats_;
-  size_t layer_floats_;
-  std::unique_ptr<float, free_deleter> data_;
+  kernels::kv_layout layout_;
+  size_t slot_bytes_;   // one token, one layer, K or V
+  size_t layer_bytes_;  // n_blocks * block_size * slot_bytes_
+  std::unique_ptr<uint8_t, free_deleter> data_;
 };
+
+// Whether heads of this model can be stored as t (q8_0 needs head_dim a
+// multiple of 32); the error names the option and what to choose instead.
+status kv_type_fits(const model_hparams& hp, kernels::kv_type t);
 
 }  // namespace cortex

@@ -13,8 +13,10 @@ namespace cortex {
 
 class single_sequence {
  public:
-  // Capacity: n_ctx tokens, in blocks of block_size.
-  single_sequence(const model& m, kernels::thread_pool& pool, int n_ctx, int block_size = 16);
+  // Capacity: n_ctx tokens, in blocks of block_size, K/V stored as kv
+  // (golden comparisons use f32: the references were made with an F32 cache).
+  // REQUIRES: kv_type_fits(m.hparams(), kv).
+  single_sequence(const model& m, kernels::thread_pool& pool, int n_ctx, kernels::kv_type kv, int block_size = 16);
 
   int n_ctx() const { return n_ctx_; }
   int n_past() const { return n_past_; }

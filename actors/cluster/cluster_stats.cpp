@@ -8,6 +8,11 @@ engine_stats sum_engine_stats(const std::vector<engine_stats>& workers) {
   engine_stats s;
   double batch_tokens = 0, batch_seqs = 0;
   for (const auto& w : workers) {
+    // The KV element type and size are the workers' when they agree; a
+    // cluster of mixed types says so and reports the largest size.
+    if (s.kv_type.empty()) s.kv_type = w.kv_type;
+    else if (s.kv_type != w.kv_type) s.kv_type = "mixed";
+    s.kv_bytes_per_token = std::max(s.kv_bytes_per_token, w.kv_bytes_per_token);
     s.running += w.running;
     s.waiting += w.waiting;
     s.kv_blocks_used += w.kv_blocks_used;

@@ -31,7 +31,7 @@ step_runner::step_runner(std::shared_ptr<const model> m, const executor_config& 
       cfg_(cfg),
       pool_(cfg.n_threads),
       fwd_(*model_, pool_),
-      kv_(model_->hparams(), cfg.n_kv_blocks, cfg.block_size) {}
+      kv_(model_->hparams(), cfg.n_kv_blocks, cfg.block_size, cfg.kv_type) {}
 
 void step_runner::open(const sequence_open& o) {
   seqs_.erase(o.rid);

@@ -28,6 +28,7 @@ struct executor_config {
   int n_threads = 2;
   int n_kv_blocks = 256;  // K/V arena size, in blocks
   int block_size = 16;
+  kernels::kv_type kv_type = kernels::kv_type::f16;  // element type of the arena
   // Injected faults (actors/runtime/fault_plan.hpp); 0: off.
   uint64_t fault_fail_step = 0;   // the step with this id fails
   uint64_t fault_stall_step = 0;  // the step with this id first sleeps fault_stall_ms

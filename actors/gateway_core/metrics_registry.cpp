@@ -69,6 +69,7 @@ void metrics_registry::set_requests_running(double v) { locked([&] { running_ = 
 void metrics_registry::set_requests_waiting(double v) { locked([&] { waiting_ = v; }); }
 void metrics_registry::set_kv_blocks_used(double v) { locked([&] { kv_used_ = v; }); }
 void metrics_registry::set_kv_blocks_total(double v) { locked([&] { kv_total_ = v; }); }
+void metrics_registry::set_kv_bytes_per_token(double v) { locked([&] { kv_bytes_per_token_ = v; }); }
 void metrics_registry::set_connections(std::string_view gateway, double v) {
   locked([&] { connections_[std::string(gateway)] = v; });
 }
@@ -131,6 +132,8 @@ std::string metrics_registry::render() const {
   gauge(w, "cortex_requests_waiting", "Requests queued.", waiting_);
   gauge(w, "cortex_kv_blocks_used", "KV cache blocks in use.", kv_used_);
   gauge(w, "cortex_kv_blocks_total", "KV cache blocks in the pool.", kv_total_);
+  gauge(w, "cortex_kv_bytes_per_token", "KV cache bytes one token takes (K and V, all layers, the cache's element type).",
+        kv_bytes_per_token_);
   by_label(w, "cortex_connections", "gauge", "Open client connections, by gateway.", "gateway", connections_);
   gauge(w, "cortex_model_loaded", "1 once the model is loaded.", model_loaded_);
   if (!workers_.empty()) {

@@ -9,7 +9,8 @@
 //              cortex_preemptions_total, cortex_malformed_messages_total{gateway},
 //              cortex_rejections_total{code[, key]}
 //   gauges     cortex_requests_running, cortex_requests_waiting, cortex_kv_blocks_used,
-//              cortex_kv_blocks_total, cortex_connections{gateway}, cortex_model_loaded;
+//              cortex_kv_blocks_total, cortex_kv_bytes_per_token, cortex_connections{gateway},
+//              cortex_model_loaded;
 //              on a router (issue 14), per worker "host:port": cortex_worker_up{worker},
 //              cortex_worker_requests_running{worker}, cortex_worker_requests_waiting{worker},
 //              cortex_worker_kv_blocks_used{worker}, cortex_worker_requests_in_flight{worker}
@@ -62,6 +63,7 @@ class metrics_registry {
   void set_requests_waiting(double v);
   void set_kv_blocks_used(double v);
   void set_kv_blocks_total(double v);
+  void set_kv_bytes_per_token(double v);
   void set_connections(std::string_view gateway, double v);
   void set_model_loaded(bool loaded);
   // A router's worker (its last stats; in_flight: the router's requests on it).
@@ -105,7 +107,7 @@ class metrics_registry {
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, prefix_cache_hit_tokens_ = 0, preemptions_ = 0;
   std::map<std::string, uint64_t> malformed_;    // by gateway
   std::map<std::pair<std::string, std::string>, uint64_t> rejections_;   // by (code, key)
-  double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, model_loaded_ = 0;
+  double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, kv_bytes_per_token_ = 0, model_loaded_ = 0;
   std::map<std::string, double> connections_;    // by gateway
   std::map<std::string, worker_gauges> workers_;  // by worker (router only)
   std::map<std::string, double> affinity_picks_;  // by outcome (router only)

@@ -332,6 +332,7 @@ void handle_metrics(self_ptr self, uint64_t conn) {
       reg->set_requests_waiting(e->waiting);
       reg->set_kv_blocks_used(e->kv_blocks_used);
       reg->set_kv_blocks_total(e->kv_blocks_total);
+      reg->set_kv_bytes_per_token(e->kv_bytes_per_token);
     }
     http_response_out r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";

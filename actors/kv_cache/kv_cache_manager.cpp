@@ -14,7 +14,8 @@ int32_t blocks_for(int32_t n_tokens, int32_t block_size) {
 }  // namespace
 
 kv_cache_manager::kv_cache_manager(const kv_cache_config& cfg)
-    : pool_(cfg.n_blocks, cfg.block_size), enable_prefix_caching_(cfg.enable_prefix_caching) {
+    : pool_(cfg.n_blocks, cfg.block_size), enable_prefix_caching_(cfg.enable_prefix_caching), kv_type_(cfg.kv_type),
+      kv_bytes_per_token_(cfg.kv_bytes_per_token) {
   for (int32_t i = 0; i < cfg.fault_pinned_blocks && pool_.n_free() > 0; ++i) pool_.allocate();  // held for good
 }
 

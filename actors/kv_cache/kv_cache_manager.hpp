@@ -30,6 +30,10 @@ struct kv_cache_config {
   int32_t block_size = 16;          // tokens per block (> 0)
   bool enable_prefix_caching = true;
   int32_t fault_pinned_blocks = 0;  // injected fault (fault_plan.hpp): blocks taken at start, never freed
+  // What a block holds, for stats only (the arena itself is the executor's):
+  // the element type's name and the bytes one token takes over all layers.
+  std::string kv_type = "f32";
+  uint32_t kv_bytes_per_token = 0;
 };
 
 // One sequence's demand in a step: its table must cover positions
@@ -79,6 +83,8 @@ class kv_cache_manager {
   int32_t block_size() const { return pool_.block_size(); }
   int32_t n_blocks() const { return pool_.n_blocks(); }
   bool prefix_caching() const { return enable_prefix_caching_; }
+  const std::string& kv_type() const { return kv_type_; }
+  uint32_t kv_bytes_per_token() const { return kv_bytes_per_token_; }
 
   // Attaches the longest run of cached full blocks that starts `tokens`
   // (ref_count++ each) as the start of rid's table and returns how many
@@ -129,6 +135,8 @@ class kv_cache_manager {
 
   block_pool pool_;
   bool enable_prefix_caching_;
+  std::string kv_type_;
+  uint32_t kv_bytes_per_token_;
   std::unordered_map<request_id, seq_blocks> seqs_;
   uint64_t generation_ = 0;  // bumped by every mutation; stale plans are refused
   uint64_t n_tokens_queried_ = 0;

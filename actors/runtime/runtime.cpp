@@ -41,9 +41,11 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   rt->model_ = std::move(m);
   const auto& hp = rt->model_->hparams();
   rt->n_ctx_ = c.n_ctx > 0 ? std::min(c.n_ctx, hp.n_ctx_train) : hp.n_ctx_train;
+  if (auto s = kv_type_fits(hp, c.kv_type); !s) return s;
+  const size_t kv_bytes_per_token = kv_arena::bytes_per_token(hp, c.kv_type);
   rt->kv_blocks_ = c.kv_blocks > 0 ? c.kv_blocks
                                    : static_cast<int>((static_cast<size_t>(c.kv_memory_mb) << 20) /
-                                                      (kv_arena::bytes_per_token(hp) * static_cast<size_t>(c.block_size)));
+                                                      (kv_bytes_per_token * static_cast<size_t>(c.block_size)));
   if (rt->kv_blocks_ < 1) return fail(errc::invalid_param, "option kv-memory-mb is too small for one block of this model");
   // One request may not need more blocks than the whole pool.
   rt->n_ctx_ = std::min(rt->n_ctx_, rt->kv_blocks_ * c.block_size);
@@ -59,6 +61,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ec.n_threads = threads;
   ec.n_kv_blocks = rt->kv_blocks_;
   ec.block_size = c.block_size;
+  ec.kv_type = c.kv_type;
   ec.fault_fail_step = c.faults.executor_fail_step;
   ec.fault_stall_step = c.faults.executor_stall_step;
   ec.fault_stall_ms = c.faults.executor_stall_ms;
@@ -73,6 +76,8 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   kc.n_blocks = rt->kv_blocks_;
   kc.block_size = c.block_size;
   kc.enable_prefix_caching = c.prefix_cache;
+  kc.kv_type = kernels::kv_type_name(c.kv_type);
+  kc.kv_bytes_per_token = static_cast<uint32_t>(kv_bytes_per_token);
   kc.fault_pinned_blocks = c.faults.kv_pinned_blocks;
   rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc, c.on_step);
   intake_config ic;
@@ -85,9 +90,10 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ic.fault_session_crash_rid = c.faults.session_crash_rid;
   if (c.faults.any()) spdlog::warn("fault injection is on (tests only): see actors/runtime/fault_plan.hpp");
   rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic);
-  spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({:.0f} MiB), context {} per request",
+  spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({} KV, {} bytes per token, {:.0f} MiB), context {} per request",
                rt->model_->name(), rt->model_->quant_name(), threads, rt->kv_blocks_, c.block_size,
-               rt->kv_blocks_ * c.block_size * kv_arena::bytes_per_token(hp) / 1048576.0, rt->n_ctx_);
+               kernels::kv_type_name(c.kv_type), kv_bytes_per_token,
+               rt->kv_blocks_ * c.block_size * kv_bytes_per_token / 1048576.0, rt->n_ctx_);
   return rt;
 }
 

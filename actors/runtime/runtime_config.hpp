@@ -9,6 +9,7 @@
 #include <string>
 
 #include "actors/runtime/fault_plan.hpp"
+#include "kernels/kv_type.hpp"
 #include "model/expected.hpp"
 
 namespace cortex {
@@ -31,6 +32,10 @@ struct runtime_config {
   int block_size = 16;          // tokens per KV block
   int kv_memory_mb = 1024;      // K/V arena size; the block count follows from the model
   int kv_blocks = 0;            // > 0 overrides kv_memory_mb (tests)
+  // Element type of the K/V cache (kernels/kv_type.hpp), llama.cpp's default.
+  // kv_memory_mb is bytes, so f16 holds twice the tokens of f32 in the same
+  // memory and q8_0 (34 bytes per 32 values) 3.8x; kv_blocks is tokens.
+  kernels::kv_type kv_type = kernels::kv_type::f16;
   int max_batch_tokens = 512;   // tokens computed per engine step
   int max_running = 64;         // sequences decoding at once
   int max_prefill_chunk = 0;    // prefill tokens of one sequence per step; 0 = up to the budget

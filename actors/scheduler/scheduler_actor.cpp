@@ -129,6 +129,8 @@ engine_stats make_stats(const scheduler_state& st) {
   s.kv_blocks_used = static_cast<uint32_t>(kv.n_blocks_used);
   s.kv_blocks_total = static_cast<uint32_t>(kv.n_blocks_total);
   s.kv_blocks_cached = static_cast<uint32_t>(kv.n_blocks_cached);
+  s.kv_type = st.kv->kv_type();
+  s.kv_bytes_per_token = st.kv->kv_bytes_per_token();
   s.prefix_cache_hit_rate = kv.hit_rate();
   s.prefix_tokens_queried = kv.n_tokens_queried;
   s.prefix_tokens_hit = kv.n_tokens_hit;

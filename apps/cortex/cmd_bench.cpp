@@ -23,8 +23,8 @@ struct batch_runner {
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> pos;
 
-  batch_runner(const model& mm, kernels::thread_pool& pool, int n_seqs, int n_ctx, int block_size)
-      : m(mm), fwd(mm, pool), kv(mm.hparams(), n_seqs * ((n_ctx + block_size - 1) / block_size), block_size),
+  batch_runner(const model& mm, kernels::thread_pool& pool, int n_seqs, int n_ctx, int block_size, kernels::kv_type kv_type)
+      : m(mm), fwd(mm, pool), kv(mm.hparams(), n_seqs * ((n_ctx + block_size - 1) / block_size), block_size, kv_type),
         blocks_per_seq((n_ctx + block_size - 1) / block_size) {
     tables.resize(static_cast<size_t>(n_seqs));
     for (int s = 0; s < n_seqs; ++s) {
@@ -65,35 +65,42 @@ int cmd_bench(int argc, char** argv) {
           {"prompt-tokens", "N", "prefill prompt length", "128"},
           {"decode-tokens", "N", "decode steps timed per batch size", "32"},
           {"batches", "LIST", "decode batch sizes", "1,4,16"},
+          {"context", "N", "tokens every sequence holds before decode is timed (prefilled in chunks of 512)", "8"},
+          kv_type_option_spec(),
           {"repeat", "N", "repetitions; the best is reported", "2"},
           {"json", "", "also print the results as one JSON object on stdout", ""}});
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
   auto n_prompt = a.get_int("prompt-tokens"), n_decode = a.get_int("decode-tokens"), repeat = a.get_int("repeat");
+  auto n_context = a.get_int("context");
   std::vector<int32_t> batches;
-  if (!n_prompt || !n_decode || !repeat || *n_prompt < 1 || *n_decode < 1 || *repeat < 1 || !parse_id_list(a.get("batches"), batches)) {
-    std::fprintf(stderr, "cortex: --prompt-tokens, --decode-tokens, --repeat must be positive integers and --batches a list like 1,4,16\n");
+  if (!n_prompt || !n_decode || !repeat || !n_context || *n_prompt < 1 || *n_decode < 1 || *repeat < 1 || *n_context < 1 ||
+      !parse_id_list(a.get("batches"), batches)) {
+    std::fprintf(stderr, "cortex: --prompt-tokens, --decode-tokens, --repeat, --context must be positive integers and --batches a list like 1,4,16\n");
     return 2;
   }
   auto m = load_model(a);
   if (!m) return 1;
   const auto& hp = m->hparams();
+  kernels::kv_type kv_type;
+  if (!read_kv_type(a, *m, kv_type)) return 2;
   kernels::thread_pool pool(thread_count(a));
-  const int n_ctx = static_cast<int>(*n_prompt + *n_decode + 8);
+  const int n_ctx = static_cast<int>(std::max(*n_prompt, *n_context) + *n_decode + 8);
   if (n_ctx > hp.n_ctx_train) std::fprintf(stderr, "[bench] note: %d tokens exceed the model's training context %d\n", n_ctx, hp.n_ctx_train);
 
-  std::fprintf(stderr, "[bench] %s: %s, %d threads, %.1f MiB of weights per token\n", m->name().c_str(), m->quant_name().c_str(),
-               pool.size(), m->bytes_per_token() / 1048576.0);
+  std::fprintf(stderr, "[bench] %s: %s, %d threads, %.1f MiB of weights per token, %s K/V (%zu bytes per token)\n", m->name().c_str(),
+               m->quant_name().c_str(), pool.size(), m->bytes_per_token() / 1048576.0, kernels::kv_type_name(kv_type),
+               kv_arena::bytes_per_token(hp, kv_type));
   const double bw = kernels::measure_read_bandwidth(pool, size_t(512) << 20, 3);
   std::fprintf(stderr, "[bench] memory read bandwidth: %.2f GB/s\n", bw / 1e9);
 
-  std::vector<int32_t> prompt(static_cast<size_t>(*n_prompt));
+  std::vector<int32_t> prompt(static_cast<size_t>(std::max(*n_prompt, *n_context)));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(hp.n_vocab));
   double best_prefill = 1e30;
   for (int r = 0; r < *repeat; ++r) {
-    batch_runner br(*m, pool, 1, n_ctx, 16);
-    best_prefill = std::min(best_prefill, br.step(prompt, logits_mode::last));
+    batch_runner br(*m, pool, 1, n_ctx, 16, kv_type);
+    best_prefill = std::min(best_prefill, br.step({prompt.begin(), prompt.begin() + *n_prompt}, logits_mode::last));
   }
-  const double prefill_tps = prompt.size() / best_prefill;
+  const double prefill_tps = static_cast<double>(*n_prompt) / best_prefill;
   std::fprintf(stderr, "[bench] prefill %lld tokens: %.1f tok/s\n", (long long)*n_prompt, prefill_tps);
 
   std::string json = "{\"model\": \"" + m->name() + "\", \"quant\": \"" + m->quant_name() + "\", \"threads\": " + std::to_string(pool.size()) +
@@ -104,8 +111,12 @@ int cmd_bench(int argc, char** argv) {
     const int B = batches[bi];
     double best = 1e30;
     for (int r = 0; r < *repeat; ++r) {
-      batch_runner br(*m, pool, B, n_ctx, 16);
-      br.step({prompt.begin(), prompt.begin() + 8}, logits_mode::last);  // some context for every sequence
+      batch_runner br(*m, pool, B, n_ctx, 16, kv_type);
+      // The context of every sequence, in chunks of 512 (a step's budget).
+      for (int64_t at = 0; at < *n_context; at += 512) {
+        const auto end = prompt.begin() + std::min<int64_t>(*n_context, at + 512);
+        br.step({prompt.begin() + at, end}, logits_mode::last);
+      }
       double total = 0;
       for (int s = 0; s < *n_decode; ++s) total += br.step({static_cast<int32_t>((s * 31 + 7) % hp.n_vocab)}, logits_mode::last);
       best = std::min(best, total);
@@ -114,7 +125,7 @@ int cmd_bench(int argc, char** argv) {
     const double tps = steps_per_s * B;
     const double eff = static_cast<double>(m->bytes_per_token()) * steps_per_s / bw;
     if (B == 1) decode_b1 = tps;
-    std::fprintf(stderr, "[bench] decode batch %2d: %.1f tok/s aggregate (%.1f steps/s, weight-read efficiency %.0f%% of bandwidth)%s\n", B, tps,
+    std::fprintf(stderr, "[bench] decode batch %2d at context %lld: %.1f tok/s aggregate (%.1f steps/s, weight-read efficiency %.0f%% of bandwidth)%s\n", B, (long long)*n_context, tps,
                  steps_per_s, eff * 100, decode_b1 > 0 && B > 1 ? (" x" + std::to_string(tps / decode_b1).substr(0, 4) + " batch 1").c_str() : "");
     json += std::string(bi ? ", " : "") + "{\"batch\": " + std::to_string(B) + ", \"tps\": " + std::to_string(tps) +
             ", \"efficiency\": " + std::to_string(eff) + "}";

@@ -46,7 +46,8 @@ int cmd_embed(int argc, char** argv) {
     return 2;
   }
   kernels::thread_pool pool(thread_count(a));
-  single_sequence seq(*m, pool, static_cast<int>(ids.size()));
+  // An F32 cache, as llama-embedding's reference outputs were made with.
+  single_sequence seq(*m, pool, static_cast<int>(ids.size()), kernels::kv_type::f32);
   auto e = embed_tokens(seq, *m, ids, static_cast<int>(*chunk));
   if (!e) {
     std::fprintf(stderr, "cortex: %s\n", e.error().message.c_str());

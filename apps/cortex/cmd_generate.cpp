@@ -60,6 +60,7 @@ int cmd_generate(int argc, char** argv) {
           {"seed", "S", "RNG seed (same seed, same output); random when absent", ""},
           {"ctx", "N", "context size in tokens; 0 = the model's", "0"},
           {"threads", "N", "compute threads; 0 = one per core", "0"},
+          kv_type_option_spec(),
           {"no-bos", "", "do not add the BOS token", ""},
           {"ignore-eos", "", "keep generating past end-of-sequence", ""},
           {"no-summary", "", "do not print the summary to stderr", ""}});
@@ -84,6 +85,8 @@ int cmd_generate(int argc, char** argv) {
   if (*max_tokens < 0) { std::fprintf(stderr, "cortex: --max-tokens must be >= 0\n"); return 2; }
   auto m = load_model(a);
   if (!m) return 1;
+  kernels::kv_type kv_type;
+  if (!read_kv_type(a, *m, kv_type)) return 2;
   const auto& tok = m->tokenizer();
   const int n_ctx = *ctx_opt > 0 ? static_cast<int>(*ctx_opt) : m->hparams().n_ctx_train;
   std::vector<int32_t> ids = tok.encode(prompt, !a.has("no-bos"));
@@ -98,7 +101,7 @@ int cmd_generate(int argc, char** argv) {
   const int n_gen_max = std::min<int>(static_cast<int>(*max_tokens), n_ctx - static_cast<int>(ids.size()));
 
   kernels::thread_pool pool(thread_count(a));
-  single_sequence seq(*m, pool, n_ctx);
+  single_sequence seq(*m, pool, n_ctx, kv_type);
   sampler smp(sp);
   incremental_detokenizer detok(tok, /*continues_text=*/true);
   std::vector<int32_t> history = ids;

@@ -76,7 +76,8 @@ int cmd_logits(int argc, char** argv) {
     }
   }
   kernels::thread_pool pool(thread_count(a));
-  single_sequence seq(*m, pool, static_cast<int>(ids.size()));
+  // An F32 cache: the logits are compared with references made that way.
+  single_sequence seq(*m, pool, static_cast<int>(ids.size()), kernels::kv_type::f32);
   const int rows = seq.feed(ids, logits_mode::all, static_cast<int>(*chunk));
   const int k = std::min<int>(static_cast<int>(*top), n_vocab);
   std::vector<int32_t> order(static_cast<size_t>(n_vocab));
@@ -136,7 +137,12 @@ int cmd_info(int argc, char** argv) {
   std::printf("n_vocab %d, n_ctx_train %d, n_embd %d, n_layer %d, n_head %d, n_head_kv %d, head_dim %d, n_ff %d, n_rot %d\n",
               hp.n_vocab, hp.n_ctx_train, hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_rot);
   std::printf("rms_eps %g, rope_freq_base %g, rope %s\n", hp.rms_eps, hp.rope_freq_base, hp.rope_neox ? "neox" : "normal");
-  std::printf("weights streamed per decoded token: %.2f MiB\n\nmetadata (%zu keys):\n", m->bytes_per_token() / 1048576.0, f.metadata().size());
+  std::printf("weights streamed per decoded token: %.2f MiB\n", m->bytes_per_token() / 1048576.0);
+  std::printf("K/V cache bytes per token:");
+  for (auto t : {kernels::kv_type::f32, kernels::kv_type::f16, kernels::kv_type::bf16, kernels::kv_type::q8_0}) {
+    if (kv_type_fits(hp, t)) std::printf(" %s %zu", kernels::kv_type_name(t), kv_arena::bytes_per_token(hp, t));
+  }
+  std::printf("\n\nmetadata (%zu keys):\n", f.metadata().size());
   for (auto& [k, v] : f.metadata()) std::printf("  %-42s %s\n", k.c_str(), value_summary(v).c_str());
   std::map<std::string, std::pair<int, uint64_t>> by_type;
   for (auto& t : f.tensors()) {

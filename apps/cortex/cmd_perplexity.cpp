@@ -18,7 +18,8 @@ int cmd_perplexity(int argc, char** argv) {
          {{"model", "PATH", "GGUF model file", ""},
           {"file", "PATH", "text file ('-' = stdin)", ""},
           {"ctx", "N", "window size in tokens", "128"},
-          {"threads", "N", "compute threads; 0 = one per core", "0"}});
+          {"threads", "N", "compute threads; 0 = one per core", "0"},
+          kv_type_option_spec()});
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
   std::string text;
   if (!a.has("file")) { std::fprintf(stderr, "cortex: --file PATH is required\n"); return 2; }
@@ -27,6 +28,8 @@ int cmd_perplexity(int argc, char** argv) {
   if (!ctx || *ctx < 8) { std::fprintf(stderr, "cortex: --ctx must be an integer >= 8\n"); return 2; }
   auto m = load_model(a);
   if (!m) return 1;
+  kernels::kv_type kv_type;
+  if (!read_kv_type(a, *m, kv_type)) return 2;
   const auto& tok = m->tokenizer();
   const int n_ctx = static_cast<int>(*ctx);
   auto ids = tok.encode(text, true);
@@ -36,7 +39,7 @@ int cmd_perplexity(int argc, char** argv) {
     return 2;
   }
   kernels::thread_pool pool(thread_count(a));
-  single_sequence seq(*m, pool, n_ctx);
+  single_sequence seq(*m, pool, n_ctx, kv_type);
   const int n_vocab = m->hparams().n_vocab;
   const int first = n_ctx / 2;
   double nll = 0;

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <thread>
 
+#include "model/kv_arena.hpp"
+
 namespace cortex::cli {
 
 int parse_args(args& a, int argc, char** argv) {
@@ -65,6 +67,22 @@ bool read_text(const std::string& path, std::string& out) {
     ss << f.rdbuf();
   }
   out = ss.str();
+  return true;
+}
+
+option_spec kv_type_option_spec() {
+  return {"kv-type", "T", "K/V cache element type: f32, f16 (llama.cpp's default), bf16, q8_0", "f16"};
+}
+
+bool read_kv_type(args& a, const model& m, kernels::kv_type& out) {
+  if (!kernels::parse_kv_type(a.get("kv-type"), out)) {
+    std::fprintf(stderr, "cortex: --kv-type must be one of %s, got '%s'\n", kernels::kv_type_choices(), a.get("kv-type").c_str());
+    return false;
+  }
+  if (auto s = kv_type_fits(m.hparams(), out); !s) {
+    std::fprintf(stderr, "cortex: %s\n", s.message.c_str());
+    return false;
+  }
   return true;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "apps/common/args.hpp"
+#include "kernels/kv_type.hpp"
 #include "model/model.hpp"
 
 namespace cortex::cli {
@@ -17,6 +18,10 @@ int parse_args(args& a, int argc, char** argv);
 std::unique_ptr<model> load_model(args& a, bool vocab_only = false);
 // The --threads value (0 = one per core).
 int thread_count(args& a);
+// The --kv-type option (kv_type_option_spec()) checked against m's head_dim;
+// false after printing what to fix.
+bool read_kv_type(args& a, const model& m, kernels::kv_type& out);
+option_spec kv_type_option_spec();
 // "1,2,3" -> ids; false on a malformed list.
 bool parse_id_list(const std::string& s, std::vector<int32_t>& out);
 // Whole file, or stdin for "-".

@@ -17,8 +17,9 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"chat-template", "FILE", "Jinja chat template for `messages` instead of the model's (ChatML when it has none)", ""},
       {"config", "FILE", "settings file in CAF's config format, section [cortex] (e.g. configs/cortexstream.ini)", ""},
       {"threads", "N", "compute threads; 0 = one per core", "0"},
-      {"kv-memory-mb", "MB", "memory for the K/V cache", "1024"},
-      {"kv-blocks", "N", "K/V blocks (overrides kv-memory-mb)", "0"},
+      {"kv-memory-mb", "MB", "memory for the K/V cache (bytes: f16 holds twice the tokens of f32)", "1024"},
+      {"kv-blocks", "N", "K/V blocks, in tokens of block-size (overrides kv-memory-mb)", "0"},
+      {"kv-type", "T", "K/V cache element type: f32, f16, bf16 or q8_0 (head_dim a multiple of 32)", "f16"},
       {"block-size", "N", "tokens per K/V block", "16"},
       {"max-batch-tokens", "N", "tokens computed per engine step", "512"},
       {"max-running", "N", "sequences running at once", "64"},
@@ -285,6 +286,9 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
   if (pc == "on" || pc == "true" || pc == "1") r.prefix_cache = true;
   else if (pc == "off" || pc == "false" || pc == "0") r.prefix_cache = false;
   else return fail(errc::invalid_param, "option prefix-cache must be on or off, got '" + pc + "'");
+  if (!kernels::parse_kv_type(kv["kv-type"], r.kv_type))
+    return fail(errc::invalid_param, std::string("option kv-type must be one of ") + kernels::kv_type_choices() + ", got '" +
+                                         kv["kv-type"] + "'");
   const std::string aging = kv["aging-per-step"];
   char* end = nullptr;
   r.aging_per_step = std::strtod(aging.c_str(), &end);

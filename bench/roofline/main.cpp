@@ -212,8 +212,20 @@ int roofline_main(const options& o) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
     auto run = [&](int n_q, int pos0) {
       pool.parallel_for(hp.n_head_kv, [&](int kvh, int) {
-        kernels::attention_paged(x.data(), n_q, pos0, hp.n_head, kvh * group, (kvh + 1) * group, k.data(), v.data(),
-                                 table.data(), layout, scale, y.data());
+        kernels::attention_args a;
+        a.q = x.data();
+        a.n_q = n_q;
+        a.pos0 = pos0;
+        a.n_heads = hp.n_head;
+        a.head_begin = kvh * group;
+        a.head_end = (kvh + 1) * group;
+        a.k_arena = k.data();
+        a.v_arena = v.data();
+        a.block_table = table.data();
+        a.layout = layout;
+        a.scale = scale;
+        a.out = y.data();
+        kernels::attention_paged(a);
       });
     };
     const double kv_bytes = 2.0 * 4 * dkv;  // per position, K and V
@@ -246,7 +258,7 @@ int roofline_main(const options& o) {
   const double params = static_cast<double>(m.n_params());
   auto step_row = [&](const std::string& name, int n_seqs, int n_tok, int ctx0) {
     const int bs = 16, per_seq = (ctx0 + n_tok + bs - 1) / bs + 1;
-    kv_arena kv(hp, n_seqs * per_seq, bs);
+    kv_arena kv(hp, n_seqs * per_seq, bs, kernels::kv_type::f16);  // the daemon's default
     std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n_seqs));
     std::vector<int32_t> toks(static_cast<size_t>(std::max(n_tok, ctx0)));
     for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(hp.n_vocab));

@@ -23,6 +23,22 @@ struct avx512_traits {
   static vec vmin(vec a, vec b) { return _mm512_min_ps(a, b); }
   static float hsum(vec v) { return _mm512_reduce_add_ps(v); }
   static float hmax(vec v) { return _mm512_reduce_max_ps(v); }
+  static __m256 fold(vec v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+  static void hsum4(vec a, vec b, vec c, vec d, float* out) {
+    // hadd pairs lanes within each 128-bit half: [a b c d] sums per half, then the halves.
+    const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+  }
+  static vec load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static vec load_bf16(const uint16_t* p) {
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+  }
+  static vec load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
 };
 
 }  // namespace

@@ -11,7 +11,10 @@
 //   vec, ivec     GCC vector types of `width` floats / int32 (vector ops work)
 //   width         floats per vec
 //   load(p), store(p, v), set1(f), fmadd(a, b, c) = a*b+c,
-//   vmax(a, b), vmin(a, b), hsum(v), hmax(v)
+//   vmax(a, b), vmin(a, b), hsum(v), hmax(v), hsum4(a, b, c, d, out) (out[0..3]
+//   = hsum of each),
+//   load_f16(p), load_bf16(p) (width halves / bfloat16 at p, widened),
+//   load_i8(p) (width int8 at p, converted)
 #pragma once
 
 #include <cmath>
@@ -19,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/attention.hpp"
+#include "kernels/fp16.hpp"
 #include "kernels/x86/vec_entries.hpp"
 
 namespace cortex::kernels::detail {
@@ -64,6 +68,27 @@ float dot_v(const float* a, const float* b, int n) {
   float s = V::hsum(s0 + s1);
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
+}
+
+// out[c] = a . b_c for the 4 vectors b_c = b + c * stride (n,): one pass over
+// a, and one 4-way horizontal sum (V::hsum4) instead of four.
+template <class V>
+void dot4_v(const float* a, const float* b, size_t stride, int n, float* out) {
+  using vec = typename V::vec;
+  constexpr int w = V::width;
+  vec s0 = V::set1(0.0f), s1 = V::set1(0.0f), s2 = V::set1(0.0f), s3 = V::set1(0.0f);
+  int i = 0;
+  for (; i + w <= n; i += w) {
+    const vec x = V::load(a + i);
+    s0 = V::fmadd(x, V::load(b + i), s0);
+    s1 = V::fmadd(x, V::load(b + stride + i), s1);
+    s2 = V::fmadd(x, V::load(b + 2 * stride + i), s2);
+    s3 = V::fmadd(x, V::load(b + 3 * stride + i), s3);
+  }
+  V::hsum4(s0, s1, s2, s3, out);
+  for (; i < n; ++i) {
+    for (int c = 0; c < 4; ++c) out[c] += a[i] * b[c * stride + i];
+  }
 }
 
 // y (n,) += sum_j a[j] * x_j (n,) for j < m, x_j = x + j * stride. y stays in
@@ -173,26 +198,64 @@ constexpr int attn_chunk = 32;      // positions scored at once (<= one block)
 
 // State of one tile: up to attn_tile_rows rows, each a (query, head) pair,
 // with its online-softmax running max m, sum l and the unnormalised output
-// acc (head_dim,). Rows of the same KV head are adjacent, so a K/V chunk is
-// read from memory once and then from L1 for the other rows.
+// acc (head_dim,). Rows of the same KV head share each K/V chunk: it is read
+// from the arena once (and widened to f32 once, into kbuf / vbuf, when the
+// cache is not f32), then from L1 for the other rows.
 struct attn_tile {
   const float* q[attn_tile_rows];
   float* out[attn_tile_rows];
+  float* lse[attn_tile_rows];  // nullptr: not asked for
   int kv_head[attn_tile_rows];
   int limit[attn_tile_rows];  // last position the row attends to
   float m[attn_tile_rows];
   float l[attn_tile_rows];
   alignas(64) float acc[attn_tile_rows][attn_max_head_dim];
   alignas(64) float s[attn_chunk];
+  alignas(64) float kbuf[attn_chunk * attn_max_head_dim];  // (n, head_dim) widened K rows
+  alignas(64) float vbuf[attn_chunk * attn_max_head_dim];
 };
 
+// n rows of head_dim values stored as t (row r at src + r * stride bytes)
+// -> dst (n, head_dim) f32. The SIMD twin of kv_traits(t).load_row.
+template <class V>
+void kv_widen_rows_v(kv_type t, const uint8_t* src, size_t stride, int n, int head_dim, float* dst) {
+  constexpr int w = V::width;
+  for (int r = 0; r < n; ++r, src += stride, dst += head_dim) {
+    int d = 0;
+    if (t == kv_type::f16 || t == kv_type::bf16) {
+      const auto* h = reinterpret_cast<const uint16_t*>(src);
+      if (t == kv_type::f16) {
+        for (; d + w <= head_dim; d += w) V::store(dst + d, V::load_f16(h + d));
+        for (; d < head_dim; ++d) dst[d] = fp16_to_fp32(h[d]);
+      } else {
+        for (; d + w <= head_dim; d += w) V::store(dst + d, V::load_bf16(h + d));
+        for (; d < head_dim; ++d) dst[d] = bf16_to_fp32(h[d]);
+      }
+    } else if (t == kv_type::q8_0) {
+      // Blocks of 34 bytes: f16 scale, then 32 int8 codes.
+      for (const uint8_t* b = src; d < head_dim; d += 32, b += 34) {
+        const typename V::vec scale = V::set1(fp16_to_fp32(static_cast<uint16_t>(b[0] | b[1] << 8)));
+        const auto* qs = reinterpret_cast<const int8_t*>(b + 2);
+        for (int j = 0; j < 32; j += w) V::store(dst + d + j, V::load_i8(qs + j) * scale);
+      }
+    } else {
+      const auto* f = reinterpret_cast<const float*>(src);
+      for (; d + w <= head_dim; d += w) V::store(dst + d, V::load(f + d));
+      for (; d < head_dim; ++d) dst[d] = f[d];
+    }
+  }
+}
+
 // Folds positions [p, p + n) (n <= attn_chunk, all in one block; k, v point
-// at position p's head and advance by stride) into row r of the tile.
+// at position p's head and advance by stride floats) into row r of the tile.
 template <class V>
 void attn_row_update(attn_tile& t, int r, const float* k, const float* v, size_t stride, int n,
                      int head_dim, float scale) {
   float* s = t.s;
-  for (int j = 0; j < n; ++j) s[j] = dot_v<V>(t.q[r], k + j * stride, head_dim) * scale;
+  int j = 0;
+  for (; j + 4 <= n; j += 4) dot4_v<V>(t.q[r], k + j * stride, stride, head_dim, s + j);
+  for (; j < n; ++j) s[j] = dot_v<V>(t.q[r], k + j * stride, head_dim);
+  scale_v<V>(s, scale, s, n);
   const float chunk_max = max_v<V>(s, n);
   const float m_old = t.m[r];
   const float m_new = chunk_max > m_old ? chunk_max : m_old;
@@ -210,86 +273,110 @@ void attn_row_update(attn_tile& t, int r, const float* k, const float* v, size_t
 }
 
 template <class V>
-void attn_tile_run(attn_tile& t, int n_rows, const float* k_arena,
-                   const float* v_arena, const int32_t* block_table, const kv_layout& layout,
-                   float scale) {
+void attn_tile_run(attn_tile& t, int n_rows, const attention_args& a) {
+  const kv_layout& layout = a.layout;
   const int head_dim = layout.head_dim;
   const int bs = layout.block_size;
-  const size_t stride = static_cast<size_t>(layout.n_kv_heads) * head_dim;
-  int last = 0;
+  const size_t slot_bytes = layout.slot_bytes();
+  const size_t row_bytes = layout.row_bytes();
+  const bool widen = layout.type != kv_type::f32;
+  const auto* k_arena = static_cast<const uint8_t*>(a.k_arena);
+  const auto* v_arena = static_cast<const uint8_t*>(a.v_arena);
+  int last = -1;
+  int heads[attn_tile_rows];  // distinct KV heads of the rows, in order
+  int n_kv = 0;
   for (int r = 0; r < n_rows; ++r) {
     t.m[r] = -INFINITY;
     t.l[r] = 0.0f;
     for (int d = 0; d < head_dim; ++d) t.acc[r][d] = 0.0f;
     last = t.limit[r] > last ? t.limit[r] : last;
+    bool seen = false;
+    for (int j = 0; j < n_kv; ++j) seen = seen || heads[j] == t.kv_head[r];
+    if (!seen) heads[n_kv++] = t.kv_head[r];
   }
-  for (int p = 0; p <= last;) {
+  const int p_end = last + 1 < a.key_end ? last + 1 : a.key_end;
+  for (int p = a.key_begin; p < p_end;) {
     const int slot = p % bs;
     int n = bs - slot;
     n = n < attn_chunk ? n : attn_chunk;
-    n = n < last + 1 - p ? n : last + 1 - p;
-    const size_t base = (static_cast<size_t>(block_table[p / bs]) * bs + slot) * stride;
-    for (int r = 0; r < n_rows; ++r) {
-      if (p > t.limit[r]) continue;
-      const int n_row = n < t.limit[r] + 1 - p ? n : t.limit[r] + 1 - p;
-      const size_t off = base + static_cast<size_t>(t.kv_head[r]) * head_dim;
-      attn_row_update<V>(t, r, k_arena + off, v_arena + off, stride, n_row, head_dim, scale);
+    n = n < p_end - p ? n : p_end - p;
+    const size_t base = (static_cast<size_t>(a.block_table[p / bs]) * bs + slot) * slot_bytes;
+    for (int j = 0; j < n_kv; ++j) {
+      const int g = heads[j];
+      bool needed = false;
+      for (int r = 0; r < n_rows; ++r) needed = needed || (t.kv_head[r] == g && p <= t.limit[r]);
+      if (!needed) continue;
+      const uint8_t* kb = k_arena + base + static_cast<size_t>(g) * row_bytes;
+      const uint8_t* vb = v_arena + base + static_cast<size_t>(g) * row_bytes;
+      const float* k = reinterpret_cast<const float*>(kb);
+      const float* v = reinterpret_cast<const float*>(vb);
+      size_t stride = slot_bytes / sizeof(float);
+      if (widen) {
+        kv_widen_rows_v<V>(layout.type, kb, slot_bytes, n, head_dim, t.kbuf);
+        kv_widen_rows_v<V>(layout.type, vb, slot_bytes, n, head_dim, t.vbuf);
+        k = t.kbuf;
+        v = t.vbuf;
+        stride = static_cast<size_t>(head_dim);
+      }
+      for (int r = 0; r < n_rows; ++r) {
+        if (t.kv_head[r] != g || p > t.limit[r]) continue;
+        const int n_row = n < t.limit[r] + 1 - p ? n : t.limit[r] + 1 - p;
+        attn_row_update<V>(t, r, k, v, stride, n_row, head_dim, a.scale);
+      }
     }
     p += n;
   }
-  for (int r = 0; r < n_rows; ++r) scale_v<V>(t.acc[r], 1.0f / t.l[r], t.out[r], head_dim);
+  for (int r = 0; r < n_rows; ++r) {
+    // A row with no position in [key_begin, key_end) (a key-range part past
+    // its query) contributes nothing to a merge: out 0, lse -inf.
+    const bool none = t.l[r] == 0.0f;
+    scale_v<V>(t.acc[r], none ? 0.0f : 1.0f / t.l[r], t.out[r], head_dim);
+    if (t.lse[r]) *t.lse[r] = none ? -INFINITY : t.m[r] + logf(t.l[r]);
+  }
 }
 
 // Runs rows (i, h) for i in [0, n_q), h in [h_lo, h_hi), query-major, in
 // tiles of attn_tile_rows.
 template <class V>
-void attn_rows_run(attn_tile& tile, const float* q, int n_q, int pos0, int n_heads, int h_lo,
-                   int h_hi, const float* k_arena, const float* v_arena,
-                   const int32_t* block_table, const kv_layout& layout, float scale, float* out) {
-  const int head_dim = layout.head_dim;
-  const int group = n_heads / layout.n_kv_heads;
+void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi) {
+  const int head_dim = a.layout.head_dim;
+  const int group = a.n_heads / a.layout.n_kv_heads;
   const int n_h = h_hi - h_lo;
-  const int n_rows_total = n_q * n_h;
+  const int n_rows_total = a.n_q * n_h;
   for (int row0 = 0; row0 < n_rows_total; row0 += attn_tile_rows) {
     const int left = n_rows_total - row0;
     const int n_rows = left < attn_tile_rows ? left : attn_tile_rows;
     for (int r = 0; r < n_rows; ++r) {
       const int i = (row0 + r) / n_h;
       const int h = h_lo + (row0 + r) % n_h;
-      const size_t at = (static_cast<size_t>(i) * n_heads + h) * head_dim;
-      tile.q[r] = q + at;
-      tile.out[r] = out + at;
+      const size_t at = static_cast<size_t>(i) * a.n_heads + h;
+      tile.q[r] = a.q + at * head_dim;
+      tile.out[r] = a.out + at * head_dim;
+      tile.lse[r] = a.lse ? a.lse + at : nullptr;
       tile.kv_head[r] = h / group;
-      tile.limit[r] = pos0 + i;
+      tile.limit[r] = a.pos0 + i;
     }
-    attn_tile_run<V>(tile, n_rows, k_arena, v_arena, block_table, layout, scale);
+    attn_tile_run<V>(tile, n_rows, a);
   }
 }
 
 template <class V>
-void attention_paged_v(const float* q, int n_q, int pos0, int n_heads, int head_begin,
-                       int head_end, const float* k_arena, const float* v_arena,
-                       const int32_t* block_table, const kv_layout& layout, float scale,
-                       float* out) {
+void attention_paged_v(const attention_args& a) {
   attn_tile tile;
-  const int group = n_heads / layout.n_kv_heads;
-  if (n_q * group < attn_tile_rows) {
+  const int group = a.n_heads / a.layout.n_kv_heads;
+  if (a.n_q * group < attn_tile_rows) {
     // Few queries (decode): one tile spans several KV heads, so each K/V
     // slot (all KV heads of a position, contiguous) is read as one run
     // instead of one head_dim stride per KV head.
-    attn_rows_run<V>(tile, q, n_q, pos0, n_heads, head_begin, head_end, k_arena, v_arena,
-                     block_table, layout, scale, out);
+    attn_rows_run<V>(tile, a, a.head_begin, a.head_end);
     return;
   }
   // Many queries (prefill): tiles within one KV head, so each K/V chunk is
   // reused by attn_tile_rows rows.
-  for (int g = 0; g < layout.n_kv_heads; ++g) {
-    const int h_lo = g * group > head_begin ? g * group : head_begin;
-    const int h_hi = (g + 1) * group < head_end ? (g + 1) * group : head_end;
-    if (h_lo < h_hi) {
-      attn_rows_run<V>(tile, q, n_q, pos0, n_heads, h_lo, h_hi, k_arena, v_arena, block_table,
-                       layout, scale, out);
-    }
+  for (int g = 0; g < a.layout.n_kv_heads; ++g) {
+    const int h_lo = g * group > a.head_begin ? g * group : a.head_begin;
+    const int h_hi = (g + 1) * group < a.head_end ? (g + 1) * group : a.head_end;
+    if (h_lo < h_hi) attn_rows_run<V>(tile, a, h_lo, h_hi);
   }
 }
 

@@ -13,10 +13,7 @@ namespace cortex::kernels::detail {
 
 struct vec_entries {
   // See attention_paged in attention.hpp.
-  void (*attention_paged)(const float* q, int n_q, int pos0, int n_heads, int head_begin,
-                          int head_end, const float* k_arena, const float* v_arena,
-                          const int32_t* block_table, const kv_layout& layout, float scale,
-                          float* out);
+  void (*attention_paged)(const attention_args& a);
   // x (n,) -> out (n,): out[i] = exp(x[i] - shift); returns the sum of the
   // outputs accumulated in double. out may be nullptr (sum only) or alias x.
   double (*exp_shift_sum)(const float* x, float* out, int n, float shift);

@@ -26,6 +26,7 @@ runtime_config model_config(const std::string& model_file) {
   c.model_path = testing::model_path(model_file);
   c.threads = 2;
   c.kv_blocks = 256;
+  c.kv_type = kernels::kv_type::f32;  // the golden embeddings were made with an F32 cache
   c.max_batch_tokens = 32;
   c.max_prefill_chunk = 7;
   c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";

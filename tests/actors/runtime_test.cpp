@@ -23,6 +23,7 @@ runtime_config stories_config() {
   c.model_path = testing::shared_dir() + "/models/stories260K.gguf";
   c.threads = 2;
   c.kv_blocks = 1024;
+  c.kv_type = kernels::kv_type::f32;  // the golden texts were made with an F32 cache
   c.max_batch_tokens = 256;
   c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
@@ -280,6 +281,39 @@ TEST(runtime, high_priority_goes_first_and_low_priority_still_finishes) {
     EXPECT_NE(r.finished->reason, finish_reason::error);
     EXPECT_LT(h.first_token_order, r.first_token_order) << "low" << i << " got a token before the high-priority request";
   }
+}
+
+// kv-memory-mb is bytes: the block count follows from the element type, and
+// stats report it. stories260K: 5 layers x (K, V) x 4 KV heads x head_dim 8
+// = 320 values per token; 1 MiB / (bytes per token x 16-token blocks).
+TEST(runtime, kv_memory_holds_more_tokens_in_smaller_types_and_stats_say_so) {
+  struct expect_row { kernels::kv_type type; const char* name; uint32_t bytes_per_token; };
+  for (const auto& e : {expect_row{kernels::kv_type::f32, "f32", 1280}, expect_row{kernels::kv_type::f16, "f16", 640},
+                        expect_row{kernels::kv_type::bf16, "bf16", 640}}) {
+    auto cfg = stories_config();
+    cfg.kv_blocks = 0;
+    cfg.kv_memory_mb = 1;
+    cfg.kv_type = e.type;
+    runtime_fixture fx(cfg);
+    ASSERT_TRUE(fx.ok()) << fx.error();
+    const auto s = fx.stats();
+    EXPECT_EQ(s.kv_type, e.name);
+    EXPECT_EQ(s.kv_bytes_per_token, e.bytes_per_token);
+    EXPECT_EQ(s.kv_blocks_total, (1u << 20) / (e.bytes_per_token * 16)) << e.name;
+    // And it still generates the golden text's start (f16 / bf16 round the cache).
+    fx.submit(greedy_request("kv", "Once upon a time", 12));
+    ASSERT_TRUE(fx.log().wait_done({"kv"}));
+    EXPECT_EQ(fx.log().get("kv").text().rfind(", there was a little girl", 0), 0u) << e.name << ": " << fx.log().get("kv").text();
+  }
+}
+
+TEST(runtime, q8_0_kv_on_a_model_whose_heads_are_not_blocks_of_32_is_refused) {
+  auto cfg = stories_config();
+  cfg.kv_type = kernels::kv_type::q8_0;  // stories260K's head_dim is 8
+  runtime_fixture fx(cfg);
+  ASSERT_FALSE(fx.ok());
+  EXPECT_NE(fx.error().find("kv-type q8_0"), std::string::npos) << fx.error();
+  EXPECT_NE(fx.error().find("head_dim is 8"), std::string::npos) << fx.error();
 }
 
 TEST(runtime, deadline_ends_a_request) {

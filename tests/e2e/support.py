@@ -92,10 +92,14 @@ class Cortexd:
         for attempt in range(3):  # the free port may be taken between probe and bind
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
             http_args = []
+            # The golden data these tests compare with was made with an F32
+            # K/V cache: servers use one unless a test picks a type.
+            if "--kv-type" not in self.args:
+                http_args += ["--kv-type", "f32"]
             if "--http" not in self.args:
                 port = free_port()
                 self.http = "http://127.0.0.1:%d" % port
-                http_args = ["--http", "127.0.0.1:%d" % port]
+                http_args += ["--http", "127.0.0.1:%d" % port]
             if self._log is not None:
                 self._log.close()
             self._log = tempfile.TemporaryFile(mode="w+b")

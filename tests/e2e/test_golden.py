@@ -110,3 +110,23 @@ class GoldenOverTheWireTest(support.ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GoldenWithF16CacheTest(support.ServerTestCase):
+    """cortexd's default cache type, f16 (llama.cpp's), changes no token of
+    the golden (F32-cache) text; stats report the type and its size."""
+
+    SERVER_ARGS = ("--kv-type", "f16")
+
+    def test_greedy_text_and_stats(self):
+        c = self.client()
+        for case in support.golden_cases():
+            if case["prompt"] is None:
+                continue
+            with self.subTest(prompt=case["prompt"]):
+                text, fin = c.complete(prompt=case["prompt"], max_tokens=case["n_gen"], temperature=0)
+                self.assertEqual(text, case["text"])
+        st = c.stats()
+        self.assertEqual(st["kv_type"], "f16")
+        # stories260K: 5 layers x (K, V) x 4 KV heads x head_dim 8 x 2 bytes.
+        self.assertEqual(st["kv_bytes_per_token"], 640)

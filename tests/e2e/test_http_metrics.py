@@ -15,7 +15,7 @@ COUNTERS = ["cortex_requests_total", "cortex_prompt_tokens_total", "cortex_gener
             "cortex_prefix_cache_hit_tokens_total", "cortex_preemptions_total", "cortex_malformed_messages_total",
             "cortex_rejections_total"]
 GAUGES = ["cortex_requests_running", "cortex_requests_waiting", "cortex_kv_blocks_used", "cortex_kv_blocks_total",
-          "cortex_connections", "cortex_model_loaded"]
+          "cortex_kv_bytes_per_token", "cortex_connections", "cortex_model_loaded"]
 HISTOGRAMS = ["cortex_time_to_first_token_seconds", "cortex_inter_token_latency_seconds",
               "cortex_request_duration_seconds", "cortex_queue_time_seconds", "cortex_step_duration_seconds",
               "cortex_step_batch_tokens"]
@@ -149,6 +149,9 @@ class HttpMetricsTest(support.ServerTestCase):
     def test_gauges_agree_with_stats(self):
         g = lambda fam, **kw: http_support.sample_sum(self.families, fam, **kw)  # noqa: E731
         self.assertEqual(g("cortex_kv_blocks_total"), self.stats["kv_blocks_total"])
+        self.assertEqual(g("cortex_kv_bytes_per_token"), self.stats["kv_bytes_per_token"])
+        # stories260K, f32 (support.Cortexd's default for golden tests): 5 layers x (K, V) x 4 KV heads x 8 x 4 bytes.
+        self.assertEqual(self.stats["kv_bytes_per_token"], 1280)
         self.assertEqual(g("cortex_kv_blocks_used"), 0)
         self.assertEqual(g("cortex_requests_running"), 0)
         self.assertEqual(g("cortex_requests_waiting"), 0)

@@ -81,7 +81,7 @@ TEST(MetricsRegistry, EveryFamilyOfHttpMdWithItsType) {
       {"cortex_preemptions", "counter"}, {"cortex_malformed_messages", "counter"},
       {"cortex_rejections", "counter"}, {"cortex_requests_running", "gauge"},
       {"cortex_requests_waiting", "gauge"}, {"cortex_kv_blocks_used", "gauge"},
-      {"cortex_kv_blocks_total", "gauge"}, {"cortex_connections", "gauge"},
+      {"cortex_kv_blocks_total", "gauge"}, {"cortex_kv_bytes_per_token", "gauge"}, {"cortex_connections", "gauge"},
       {"cortex_model_loaded", "gauge"}, {"cortex_time_to_first_token_seconds", "histogram"},
       {"cortex_inter_token_latency_seconds", "histogram"}, {"cortex_request_duration_seconds", "histogram"},
       {"cortex_queue_time_seconds", "histogram"}, {"cortex_step_duration_seconds", "histogram"},
@@ -109,6 +109,7 @@ TEST(MetricsRegistry, RecordedValuesParseBack) {
   m.set_requests_waiting(2);
   m.set_kv_blocks_used(40);
   m.set_kv_blocks_total(512);
+  m.set_kv_bytes_per_token(22528);
   m.set_connections("http", 7);
   m.set_connections("zmq", 1);
   m.set_model_loaded(true);
@@ -131,6 +132,7 @@ TEST(MetricsRegistry, RecordedValuesParseBack) {
   EXPECT_EQ(value(f, "cortex_requests_waiting", "cortex_requests_waiting", json::object()), 2);
   EXPECT_EQ(value(f, "cortex_kv_blocks_used", "cortex_kv_blocks_used", json::object()), 40);
   EXPECT_EQ(value(f, "cortex_kv_blocks_total", "cortex_kv_blocks_total", json::object()), 512);
+  EXPECT_EQ(value(f, "cortex_kv_bytes_per_token", "cortex_kv_bytes_per_token", json::object()), 22528);
   EXPECT_EQ(value(f, "cortex_connections", "cortex_connections", {{"gateway", "http"}}), 7);
   EXPECT_EQ(value(f, "cortex_connections", "cortex_connections", {{"gateway", "zmq"}}), 1);
   EXPECT_EQ(value(f, "cortex_model_loaded", "cortex_model_loaded", json::object()), 1);

@@ -1,6 +1,8 @@
 // Paged flash attention against the naive reference, over shuffled
-// non-contiguous block tables, GQA ratios, chunked prefill and head ranges,
-// on every ISA path this CPU can run.
+// non-contiguous block tables, GQA ratios, chunked prefill, head ranges and
+// key-range splits, for every K/V element type, on every ISA path this CPU
+// can run. Typed caches are also held to an error bound derived from their
+// rounding against attention over the unrounded f32 values.
 #include "kernels/attention.hpp"
 
 #include <gtest/gtest.h>
@@ -22,14 +24,41 @@ struct attention_case {
   float value_range;  // q/k entries drawn from [-r, r]: large r = peaked softmax
 };
 
+// Largest |x - load(store(x))| a type allows for each element of a row, from
+// its definition: f16 keeps 11 significant bits (2^-24 absolute below its
+// normal range), bf16 8; q8_0 rounds x / d to an integer (half a step) and
+// stores d = amax / 127 as f16 (a relative 2^-11 on each of up to 127 steps).
+std::vector<float> rounding_bound(kv_type t, const float* x, int n) {
+  std::vector<float> b(static_cast<size_t>(n), 0.0f);
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (t == kv_type::f16) b[static_cast<size_t>(i)] = std::max(ax * 0x1p-11f, 0x1p-24f);
+    if (t == kv_type::bf16) b[static_cast<size_t>(i)] = ax * 0x1p-8f;
+  }
+  if (t == kv_type::q8_0) {
+    for (int i0 = 0; i0 < n; i0 += 32) {
+      float amax = 0.0f;
+      for (int i = i0; i < i0 + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const float d = amax / 127.0f;
+      for (int i = i0; i < i0 + 32; ++i) b[static_cast<size_t>(i)] = d * (0.5f + 127.0f * 0x1p-11f);
+    }
+  }
+  return b;
+}
+
 struct arena_fixture {
   kv_layout layout;
+  kv_layout layout_f32;
   int n_heads;
-  std::vector<float> k, v, q;
+  std::vector<float> k32, v32, q;          // exact values, f32 arena layout
+  std::vector<float> k_err, v_err;         // per-element rounding bounds
+  std::vector<uint8_t> k, v;               // the typed arena
   std::vector<int32_t> table;
 
-  arena_fixture(const attention_case& c, uint64_t seed)
-      : layout{c.block_size, c.n_kv_heads, c.head_dim}, n_heads(c.n_kv_heads * c.group) {
+  arena_fixture(const attention_case& c, kv_type type, uint64_t seed)
+      : layout{c.block_size, c.n_kv_heads, c.head_dim, type},
+        layout_f32{c.block_size, c.n_kv_heads, c.head_dim, kv_type::f32},
+        n_heads(c.n_kv_heads * c.group) {
     std::mt19937_64 rng(seed);
     const int n_pos = c.pos0 + c.n_q;
     const int n_used = (n_pos + c.block_size - 1) / c.block_size;
@@ -38,30 +67,87 @@ struct arena_fixture {
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng);
     table.assign(ids.begin(), ids.begin() + n_used);
-    const size_t per_block = static_cast<size_t>(c.block_size) * c.n_kv_heads * c.head_dim;
+    const size_t n_rows = static_cast<size_t>(n_blocks) * c.block_size * c.n_kv_heads;
     std::uniform_real_distribution<float> kq(-c.value_range, c.value_range), vv(-1.0f, 1.0f);
-    k.resize(per_block * n_blocks);
-    v.resize(per_block * n_blocks);
-    for (auto& x : k) x = kq(rng);
-    for (auto& x : v) x = vv(rng);
+    k32.resize(n_rows * c.head_dim);
+    v32.resize(n_rows * c.head_dim);
+    for (auto& x : k32) x = kq(rng);
+    for (auto& x : v32) x = vv(rng);
     q.resize(static_cast<size_t>(c.n_q) * n_heads * c.head_dim);
     for (auto& x : q) x = kq(rng);
+    const auto& tr = kv_traits(type);
+    const size_t rb = tr.row_bytes(c.head_dim);
+    k.resize(n_rows * rb);
+    v.resize(n_rows * rb);
+    for (size_t r = 0; r < n_rows; ++r) {
+      const float* kr = k32.data() + r * c.head_dim;
+      const float* vr = v32.data() + r * c.head_dim;
+      tr.store_row(kr, k.data() + r * rb, c.head_dim);
+      tr.store_row(vr, v.data() + r * rb, c.head_dim);
+      auto ek = rounding_bound(type, kr, c.head_dim), ev = rounding_bound(type, vr, c.head_dim);
+      k_err.insert(k_err.end(), ek.begin(), ek.end());
+      v_err.insert(v_err.end(), ev.begin(), ev.end());
+    }
+  }
+
+  attention_args args(const attention_case& c, int head_begin, int head_end, float* out) const {
+    attention_args a;
+    a.q = q.data();
+    a.n_q = c.n_q;
+    a.pos0 = c.pos0;
+    a.n_heads = n_heads;
+    a.head_begin = head_begin;
+    a.head_end = head_end;
+    a.k_arena = k.data();
+    a.v_arena = v.data();
+    a.block_table = table.data();
+    a.layout = layout;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.out = out;
+    return a;
+  }
+
+  // Bound on |attention over the typed cache - attention over k32 / v32| for
+  // query i, head h: scores move by at most delta = scale * sum_d |q_d| *
+  // k_err, so each softmax weight by a factor within e^(+-2 delta), and the
+  // output by (e^(2 delta) - 1) * max|v| plus the largest V rounding.
+  double bound(const attention_case& c, int i, int h) const {
+    const int hd = c.head_dim, g = h / c.group;
+    const float* qh = q.data() + (static_cast<size_t>(i) * n_heads + h) * hd;
+    double delta = 0, ev = 0;
+    for (int p = 0; p <= c.pos0 + i; ++p) {
+      const size_t slot = static_cast<size_t>(table[p / c.block_size]) * c.block_size + p % c.block_size;
+      const size_t row = (slot * c.n_kv_heads + g) * hd;
+      double dp = 0;
+      for (int d = 0; d < hd; ++d) {
+        dp += std::fabs(qh[d]) * k_err[row + d];
+        ev = std::max(ev, static_cast<double>(v_err[row + d]));
+      }
+      delta = std::max(delta, dp / std::sqrt(static_cast<double>(hd)));
+    }
+    return std::expm1(2 * delta) * 1.0 + ev + 2e-5;
   }
 };
 
-void expect_paged_matches_reference(const attention_case& c, int head_begin, int head_end,
+// The kernel against the reference over the same typed cache (tight: only
+// float summation order differs), and the typed reference against the f32
+// values within the type's rounding bound.
+void expect_paged_matches_reference(const attention_case& c, kv_type type, int head_begin, int head_end,
                                     uint64_t seed) {
-  arena_fixture f(c, seed);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  arena_fixture f(c, type, seed);
   const size_t n_out = f.q.size();
   const float sentinel = 12345.0f;
-  std::vector<float> got(n_out, sentinel), want(n_out, sentinel);
-  attention_paged(f.q.data(), c.n_q, c.pos0, f.n_heads, head_begin, head_end, f.k.data(),
-                  f.v.data(), f.table.data(), f.layout, scale, got.data());
-  attention_reference(f.q.data(), c.n_q, c.pos0, f.n_heads, head_begin, head_end, f.k.data(),
-                      f.v.data(), f.table.data(), f.layout, scale, want.data());
+  std::vector<float> got(n_out, sentinel), want(n_out, sentinel), exact(n_out, sentinel);
+  attention_paged(f.args(c, head_begin, head_end, got.data()));
+  attention_reference(f.args(c, head_begin, head_end, want.data()));
+  attention_args a32 = f.args(c, head_begin, head_end, exact.data());
+  a32.k_arena = f.k32.data();
+  a32.v_arena = f.v32.data();
+  a32.layout = f.layout_f32;
+  attention_reference(a32);
   for (int i = 0; i < c.n_q; ++i) {
     for (int h = 0; h < f.n_heads; ++h) {
+      const double tol = f.bound(c, i, h);
       for (int d = 0; d < c.head_dim; ++d) {
         const size_t at = (static_cast<size_t>(i) * f.n_heads + h) * c.head_dim + d;
         if (h < head_begin || h >= head_end) {
@@ -69,18 +155,27 @@ void expect_paged_matches_reference(const attention_case& c, int head_begin, int
           continue;
         }
         ASSERT_NEAR(got[at], want[at], 2e-5)
-            << "bs=" << c.block_size << " kv=" << c.n_kv_heads << " group=" << c.group
-            << " hd=" << c.head_dim << " n_q=" << c.n_q << " pos0=" << c.pos0 << " i=" << i
-            << " h=" << h << " d=" << d;
+            << kv_type_name(type) << " bs=" << c.block_size << " kv=" << c.n_kv_heads << " group=" << c.group
+            << " hd=" << c.head_dim << " n_q=" << c.n_q << " pos0=" << c.pos0 << " i=" << i << " h=" << h
+            << " d=" << d;
+        ASSERT_NEAR(want[at], exact[at], tol) << kv_type_name(type) << " rounding bound, i=" << i << " h=" << h;
       }
     }
   }
 }
 
-class attention : public ::testing::TestWithParam<isa> {
+struct isa_and_type {
+  isa i;
+  kv_type t;
+};
+
+class attention : public ::testing::TestWithParam<isa_and_type> {
  protected:
-  void SetUp() override { set_isa_for_testing(GetParam()); }
+  void SetUp() override { set_isa_for_testing(GetParam().i); }
   void TearDown() override { restore_default_isa(); }
+  kv_type type() const { return GetParam().t; }
+  // q8_0 stores blocks of 32 along head_dim: smaller heads are not allowed.
+  bool fits(int head_dim) const { return kv_traits(type()).fits_head_dim(head_dim); }
 };
 
 TEST_P(attention, paged_matches_reference_over_shapes) {
@@ -90,7 +185,7 @@ TEST_P(attention, paged_matches_reference_over_shapes) {
       for (int n_q : {1, 2, 5, 13, 20}) {
         for (int pos0 : {0, 3, 30}) {
           const attention_case c{block_size, 2, group, 64, n_q, pos0, 1.0f};
-          expect_paged_matches_reference(c, 0, 2 * group, seed++);
+          expect_paged_matches_reference(c, type(), 0, 2 * group, seed++);
         }
       }
     }
@@ -99,10 +194,11 @@ TEST_P(attention, paged_matches_reference_over_shapes) {
 
 TEST_P(attention, odd_head_dims_and_large_blocks) {
   uint64_t seed = 100;
-  for (int head_dim : {8, 20, 72, 128, 256}) {
+  for (int head_dim : {8, 20, 32, 72, 128, 256}) {
+    if (!fits(head_dim)) continue;
     for (int block_size : {1, 48, 64}) {
       const attention_case c{block_size, 2, 2, head_dim, 9, 70, 1.0f};
-      expect_paged_matches_reference(c, 0, 4, seed++);
+      expect_paged_matches_reference(c, type(), 0, 4, seed++);
     }
   }
 }
@@ -112,41 +208,103 @@ TEST_P(attention, head_ranges_write_only_their_heads) {
   const attention_case c{7, 2, 4, 32, 6, 11, 1.0f};
   const int ranges[][2] = {{0, 8}, {0, 1}, {3, 5}, {5, 8}, {2, 2}, {7, 8}};
   uint64_t seed = 200;
-  for (const auto& r : ranges) expect_paged_matches_reference(c, r[0], r[1], seed++);
+  for (const auto& r : ranges) expect_paged_matches_reference(c, type(), r[0], r[1], seed++);
 }
 
 TEST_P(attention, peaked_scores_stay_finite_and_exact) {
   // |q.k| * scale reaches hundreds: the online max must shift before exp.
   const attention_case c{16, 1, 4, 64, 20, 150, 6.0f};
-  expect_paged_matches_reference(c, 0, 4, 300);
+  expect_paged_matches_reference(c, type(), 0, 4, 300);
 }
 
 TEST_P(attention, long_decode_context) {
-  const attention_case c{16, 4, 2, 128, 1, 1500, 1.0f};
-  expect_paged_matches_reference(c, 0, 8, 400);
+  // GQA 8 as TinyLlama, head_dim 128 as Llama 2/3, past many block edges.
+  const attention_case c{16, 4, 8, 128, 1, 1500, 1.0f};
+  expect_paged_matches_reference(c, type(), 0, 32, 400);
 }
 
 TEST_P(attention, long_prefill_chunk) {
   const attention_case c{16, 2, 4, 64, 100, 37, 1.0f};
-  expect_paged_matches_reference(c, 0, 8, 500);
+  expect_paged_matches_reference(c, type(), 0, 8, 500);
 }
 
-INSTANTIATE_TEST_SUITE_P(isas, attention, ::testing::ValuesIn(runnable_isas()),
-                         [](const auto& info) { return isa_name(info.param); });
+TEST_P(attention, key_range_parts_merge_to_the_whole) {
+  // Decode and a short prefill split into key ranges cut inside blocks, one
+  // of them past some queries (those rows get out 0, lse -inf); merged, they
+  // equal attention over all positions.
+  for (int n_q : {1, 7}) {
+    const attention_case c{16, 2, 4, 64, n_q, 200, 1.0f};
+    arena_fixture f(c, type(), 600 + n_q);
+    const int n_rows = n_q * f.n_heads;
+    const int cuts[] = {0, 37, 150, 203, 207};
+    std::vector<std::vector<float>> outs, lses;
+    for (int j = 0; j + 1 < 5; ++j) {
+      outs.emplace_back(static_cast<size_t>(n_rows) * c.head_dim, 7.0f);
+      lses.emplace_back(static_cast<size_t>(n_rows), 7.0f);
+      attention_args a = f.args(c, 0, f.n_heads, outs.back().data());
+      a.key_begin = cuts[j];
+      a.key_end = cuts[j + 1];
+      a.lse = lses.back().data();
+      attention_paged(a);
+    }
+    EXPECT_EQ(lses[3][0], -INFINITY) << "query 0 (position 200) has no key in [203, 207)";
+    const float* o[4] = {outs[0].data(), outs[1].data(), outs[2].data(), outs[3].data()};
+    const float* l[4] = {lses[0].data(), lses[1].data(), lses[2].data(), lses[3].data()};
+    std::vector<float> merged(static_cast<size_t>(n_rows) * c.head_dim), want(merged.size());
+    attention_merge(o, l, 4, n_rows, c.head_dim, merged.data());
+    attention_reference(f.args(c, 0, f.n_heads, want.data()));
+    for (size_t x = 0; x < merged.size(); ++x) ASSERT_NEAR(merged[x], want[x], 2e-5) << "n_q=" << n_q << " at " << x;
+  }
+}
+
+std::vector<isa_and_type> all_params() {
+  std::vector<isa_and_type> out;
+  for (isa i : runnable_isas()) {
+    for (kv_type t : {kv_type::f32, kv_type::f16, kv_type::bf16, kv_type::q8_0}) out.push_back({i, t});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(isas, attention, ::testing::ValuesIn(all_params()), [](const auto& info) {
+  return std::string(isa_name(info.param.i)) + "_" + kv_type_name(info.param.t);
+});
 
 TEST(attention_reference, single_position_returns_its_value) {
   // One position: softmax weight 1, so the output is exactly v.
-  const kv_layout layout{4, 1, 3};
   std::vector<float> k(12, 0.5f), v(12, 0.0f);
   const float v0[3] = {1.0f, -2.0f, 3.0f};
   const int32_t table[1] = {0};
   std::copy(v0, v0 + 3, v.begin());  // position 0 = block 0, slot 0
   const float q[3] = {1.0f, 1.0f, 1.0f};
-  float out[3];
-  attention_reference(q, 1, 0, 1, 0, 1, k.data(), v.data(), table, layout, 1.0f, out);
+  float out[3], lse = 0.0f;
+  attention_args a;
+  a.q = q;
+  a.k_arena = k.data();
+  a.v_arena = v.data();
+  a.block_table = table;
+  a.layout = kv_layout{4, 1, 3, kv_type::f32};
+  a.out = out;
+  a.lse = &lse;
+  attention_reference(a);
   for (int d = 0; d < 3; ++d) EXPECT_FLOAT_EQ(out[d], v0[d]);
-  attention_paged(q, 1, 0, 1, 0, 1, k.data(), v.data(), table, layout, 1.0f, out);
+  EXPECT_FLOAT_EQ(lse, 1.5f) << "log(exp(q.k)) = 3 * 0.5";
+  attention_paged(a);
   for (int d = 0; d < 3; ++d) EXPECT_FLOAT_EQ(out[d], v0[d]);
+  EXPECT_NEAR(lse, 1.5f, 1e-6);
+}
+
+TEST(attention_merge, weights_parts_by_their_sums) {
+  // Part 0 holds one key of score log 1, part 1 one of score log 3: the
+  // whole weighs them 1:3.
+  const float o0[2] = {1.0f, 0.0f}, o1[2] = {0.0f, 2.0f};
+  const float l0 = 0.0f, l1 = std::log(3.0f), l2 = -INFINITY;
+  const float o2[2] = {100.0f, 100.0f};  // a part with no keys: ignored
+  const float* outs[3] = {o0, o1, o2};
+  const float* lses[3] = {&l0, &l1, &l2};
+  float out[2];
+  attention_merge(outs, lses, 3, 1, 2, out);
+  EXPECT_FLOAT_EQ(out[0], 0.25f);
+  EXPECT_FLOAT_EQ(out[1], 1.5f);
 }
 
 }  // namespace

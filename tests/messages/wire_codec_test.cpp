@@ -279,6 +279,8 @@ TEST(wire_codec, stats_every_field) {
   s.engine.waiting = 4;
   s.engine.kv_blocks_used = 50;
   s.engine.kv_blocks_total = 64;
+  s.engine.kv_type = "q8_0";
+  s.engine.kv_bytes_per_token = 3740;
   s.engine.prefix_cache_hit_rate = 0.25;
   s.engine.tokens_generated = 1000;
   s.engine.tokens_prefilled = 5000;
@@ -291,7 +293,7 @@ TEST(wire_codec, stats_every_field) {
   s.uptime_s = 42.5;
   const server_message m = read(encode_stats("", 0, s));
   EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "running", "waiting", "kv_blocks_used", "kv_blocks_total",
-                                                  "prefix_cache_hit_rate", "tokens_generated", "tokens_prefilled",
+                                                  "kv_type", "kv_bytes_per_token", "prefix_cache_hit_rate", "tokens_generated", "tokens_prefilled",
                                                   "requests_finished", "preemptions", "malformed_messages",
                                                   "step_batch_tokens_mean", "ttft_ms", "itl_ms", "uptime_s"}));
   EXPECT_EQ(m.type(), "stats");
@@ -299,6 +301,8 @@ TEST(wire_codec, stats_every_field) {
   EXPECT_EQ(m.get_uint("waiting"), 4u);
   EXPECT_EQ(m.get_uint("kv_blocks_used"), 50u);
   EXPECT_EQ(m.get_uint("kv_blocks_total"), 64u);
+  EXPECT_EQ(m.get_string("kv_type"), "q8_0");
+  EXPECT_EQ(m.get_uint("kv_bytes_per_token"), 3740u);
   EXPECT_EQ(m.get_double("prefix_cache_hit_rate"), 0.25);
   EXPECT_EQ(m.get_uint("tokens_generated"), 1000u);
   EXPECT_EQ(m.get_uint("tokens_prefilled"), 5000u);

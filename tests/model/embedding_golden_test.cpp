@@ -51,7 +51,7 @@ class golden_embedding : public ::testing::TestWithParam<std::string> {
     for (const auto& c : golden_["cases"]) {
       const auto ids = c["ids"].get<std::vector<int32_t>>();
       const auto ref = c["embedding"].get<std::vector<double>>();
-      single_sequence seq(*model_, pool_, static_cast<int>(ids.size()));
+      single_sequence seq(*model_, pool_, static_cast<int>(ids.size()), kernels::kv_type::f32);
       auto e = embed_tokens(seq, *model_, ids, chunk);
       EXPECT_TRUE(e) << e.error();
       if (!e) continue;
@@ -89,7 +89,7 @@ TEST_P(golden_embedding, chunks_of_7_match_reference) {
 }
 
 TEST_P(golden_embedding, bad_input_is_an_error) {
-  single_sequence seq(*model_, pool_, 4);
+  single_sequence seq(*model_, pool_, 4, kernels::kv_type::f32);
   EXPECT_FALSE(embed_tokens(seq, *model_, {}));
   EXPECT_FALSE(embed_tokens(seq, *model_, {1, 2, 3, 4, 5}));
   EXPECT_FALSE(embed_tokens(seq, *model_, {1, model_->hparams().n_vocab}));

@@ -109,7 +109,7 @@ TEST_P(golden_generation, logits_and_greedy_match_reference) {
     const auto tokens = c["tokens"].get<std::vector<int32_t>>();
     const auto greedy = c["greedy"].get<std::vector<int32_t>>();
     const std::string tag = GetParam() + " case " + std::to_string(case_no++);
-    single_sequence seq(*model_, pool_, static_cast<int>(tokens.size() + greedy.size()) + 1);
+    single_sequence seq(*model_, pool_, static_cast<int>(tokens.size() + greedy.size()) + 1, kernels::kv_type::f32);
     ASSERT_EQ(seq.feed(tokens, logits_mode::all), static_cast<int>(tokens.size()));
     for (size_t p = 0; p < tokens.size(); ++p) {
       checks.check_top8(seq.logits(static_cast<int>(p)), c["prefill_top8"][p], tol_, tag + " prefill pos " + std::to_string(p));
@@ -138,29 +138,43 @@ TEST_P(golden_generation, logits_and_greedy_match_reference) {
 // ties (golden README), so quantized files are not instantiated here.
 class golden_generation_exact : public golden_generation {};
 
+// Greedy ids after `tokens` with the K/V cache stored as kv.
+std::vector<int32_t> greedy_ids(const model& m, kernels::thread_pool& pool, const std::vector<int32_t>& tokens, size_t n,
+                                kernels::kv_type kv) {
+  single_sequence seq(m, pool, static_cast<int>(tokens.size() + n) + 1, kv);
+  seq.feed(tokens, logits_mode::last);
+  std::vector<int32_t> ours;
+  for (size_t j = 0; j < n; ++j) {
+    ours.push_back(argmax(seq.logits(0), m.hparams().n_vocab));
+    if (j + 1 < n) seq.feed({ours.back()}, logits_mode::last);
+  }
+  return ours;
+}
+
+// Free-running greedy text with the cache as the references were made (F32)
+// and, for the trained stories260K files, also with llama.cpp's default F16
+// cache, whose rounding must not change a single token (llama.cpp's own
+// -ctk f16 -ctv f16 run gives the same text).
 TEST_P(golden_generation_exact, free_running_greedy_text) {
   ASSERT_TRUE(tol_.greedy_must_match);
-  const int n_vocab = model_->hparams().n_vocab;
+  std::vector<kernels::kv_type> kv_types = {kernels::kv_type::f32};
+  if (GetParam().rfind("stories260K", 0) == 0) kv_types.push_back(kernels::kv_type::f16);
   for (const auto& c : golden_["cases"]) {
     const auto tokens = c["tokens"].get<std::vector<int32_t>>();
     const auto greedy = c["greedy"].get<std::vector<int32_t>>();
     if (c.contains("text")) {
       EXPECT_EQ(model_->tokenizer().encode(c["text"].get<std::string>(), true), tokens) << "tokenizer disagrees on the prompt";
     }
-    single_sequence seq(*model_, pool_, static_cast<int>(tokens.size() + greedy.size()) + 1);
-    seq.feed(tokens, logits_mode::last);
-    std::vector<int32_t> ours;
-    for (size_t j = 0; j < greedy.size(); ++j) {
-      ours.push_back(argmax(seq.logits(0), n_vocab));
-      if (j + 1 < greedy.size()) seq.feed({ours.back()}, logits_mode::last);
-    }
-    EXPECT_EQ(ours, greedy);
-    if (c.contains("greedy_bytes_hex")) {
-      // llama.cpp's bytes are each generated token's piece (control tokens
-      // render as nothing), with no leading-space removal: a continuation.
-      std::string text;
-      for (int32_t id : ours) text += model_->tokenizer().rendered_piece(id);
-      EXPECT_EQ(text, testing::hex_to_bytes(c["greedy_bytes_hex"].get<std::string>()));
+    for (auto kv : kv_types) {
+      const auto ours = greedy_ids(*model_, pool_, tokens, greedy.size(), kv);
+      EXPECT_EQ(ours, greedy) << kernels::kv_type_name(kv) << " K/V";
+      if (c.contains("greedy_bytes_hex")) {
+        // llama.cpp's bytes are each generated token's piece (control tokens
+        // render as nothing), with no leading-space removal: a continuation.
+        std::string text;
+        for (int32_t id : ours) text += model_->tokenizer().rendered_piece(id);
+        EXPECT_EQ(text, testing::hex_to_bytes(c["greedy_bytes_hex"].get<std::string>())) << kernels::kv_type_name(kv) << " K/V";
+      }
     }
   }
 }
@@ -172,7 +186,7 @@ TEST_P(golden_generation, chunked_and_batched_prefill_match_reference) {
   logit_checks chunked{!is_relaxed(GetParam())}, batched{!is_relaxed(GetParam())};
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const auto tokens = cases[ci]["tokens"].get<std::vector<int32_t>>();
-    single_sequence seq(*model_, pool_, static_cast<int>(tokens.size()));
+    single_sequence seq(*model_, pool_, static_cast<int>(tokens.size()), kernels::kv_type::f32);
     ASSERT_EQ(seq.feed(tokens, logits_mode::all, 7), static_cast<int>(tokens.size()));
     for (size_t p = 0; p < tokens.size(); ++p) {
       chunked.check_top8(seq.logits(static_cast<int>(p)), cases[ci]["prefill_top8"][p], tol_,
@@ -187,7 +201,7 @@ TEST_P(golden_generation, chunked_and_batched_prefill_match_reference) {
     toks.push_back(c["tokens"].get<std::vector<int32_t>>());
     n_blocks_total += static_cast<int>((toks.back().size() + bs - 1) / bs);
   }
-  kv_arena kv(model_->hparams(), n_blocks_total, bs);
+  kv_arena kv(model_->hparams(), n_blocks_total, bs, kernels::kv_type::f32);
   std::vector<int32_t> free_ids(static_cast<size_t>(n_blocks_total));
   for (int b = 0; b < n_blocks_total; ++b) free_ids[static_cast<size_t>(b)] = n_blocks_total - 1 - b;  // reversed: non-contiguous
   std::vector<batch_seq> batch;

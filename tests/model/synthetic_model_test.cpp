@@ -48,7 +48,7 @@ TEST_P(synthetic_model, loads_tokenizes_and_runs) {
   EXPECT_EQ(tok.decode(std::vector<int32_t>(ids.begin() + 1, ids.end())), text);
 
   kernels::thread_pool pool(2);
-  single_sequence seq(**m, pool, 64);
+  single_sequence seq(**m, pool, 64, kernels::kv_type::f32);
   ASSERT_EQ(seq.feed(ids, logits_mode::last), 1);
   for (int v = 0; v < hp.n_vocab; ++v) ASSERT_TRUE(std::isfinite(seq.logits(0)[v])) << "token " << v;
 }
