@@ -22,7 +22,7 @@
 # counted where it arrives; llama-server's count its tokens_predicted.
 set -euo pipefail
 
-usage_lines=23
+usage_lines=22
 if [[ $# -ge 1 && "$1" != -* && ! -e "$1" ]]; then  # make the model first: compare_common checks it is there
   mk_bin=${CORTEX_BIN_DIR:-$(cd "$(dirname "$0")" && pwd)/../../build/bin}
   echo "== making $1 (tinyllama-1.1b shape, q4_0, random weights)"

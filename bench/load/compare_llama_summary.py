@@ -3,7 +3,9 @@ cortex_load JSON first, then one per cortexd --itl-target-ms setting.
 
     python3 compare_llama_summary.py LLAMA.json CORTEXD_1.json [CORTEXD_2.json ...]
 
-Prints per run: tok/s, TTFT p50/p99 and ITL p50/p99 (ms), then per cortexd
+Prints per run: tok/s, TTFT p50/p99 and ITL p50/p99 (ms), the 1-minute load
+average and the server's CPU as % of one core over the run (on a shared
+machine the share each run got differs: compare with it in mind), then per cortexd
 run its ratios to llama-server (throughput x, TTFT p50 and ITL p99 as
 fractions) against issue 12's done-when: throughput >= 3x, TTFT p50 <= 1/5,
 ITL p99 <= 1/2. A cortexd file's setting is read from its name
@@ -21,7 +23,8 @@ def load(path):
         doc = json.load(f)
     r = doc["results"]
     return {"tok_s": r["tok_per_s"], "ttft": r["ttft_ms"], "itl": r["itl_ms"],
-            "ok": r["requests_ok"], "total": r["requests_total"], "load": doc["load_average"][0]}
+            "ok": r["requests_ok"], "total": r["requests_total"], "load": doc["load_average"][0],
+            "srv_pct": 100 * r.get("server_cpu_s", 0) / r["wall_s"] if r.get("wall_s") else 0}
 
 
 def setting(path):
@@ -35,11 +38,12 @@ def main(args):
         sys.exit(__doc__)
     base = load(args[0])
     rows = [("llama-server", base)] + [("cortexd " + setting(p), load(p)) for p in args[1:]]
-    print("%-22s %8s %10s %10s %9s %9s %6s %7s" % ("run", "tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "ok", "load1"))
+    print("%-22s %8s %10s %10s %9s %9s %6s %7s %6s"
+          % ("run", "tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "ok", "load1", "srv%"))
     for name, r in rows:
-        print("%-22s %8.1f %10.0f %10.0f %9.0f %9.0f %3d/%-2d %7.2f"
+        print("%-22s %8.1f %10.0f %10.0f %9.0f %9.0f %3d/%-2d %7.2f %6.0f"
               % (name, r["tok_s"], r["ttft"]["p50"], r["ttft"]["p99"], r["itl"]["p50"], r["itl"]["p99"],
-                 r["ok"], r["total"], r["load"]))
+                 r["ok"], r["total"], r["load"], r["srv_pct"]))
     print("ratios to llama-server (done when: tok/s >= 3x, TTFT p50 <= 0.20, ITL p99 <= 0.50)")
     for name, r in rows[1:]:
         ratios = (r["tok_s"] / base["tok_s"] if base["tok_s"] else float("nan"),
