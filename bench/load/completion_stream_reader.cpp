@@ -7,6 +7,16 @@ namespace cortex::load {
 
 using json = nlohmann::json;
 
+std::string error_name(const json& error, const std::string& fallback) {
+  // cortexd names the error in `code`; llama-server's code is the HTTP status and `type` the name.
+  std::string name = fallback;
+  for (const char* key : {"type", "code"}) {
+    if (!error.is_object()) break;
+    if (auto v = error.find(key); v != error.end() && v->is_string()) name = v->get<std::string>();
+  }
+  return name;
+}
+
 void completion_stream_reader::feed(std::string_view bytes, load_clock::time_point at, std::vector<load_event>& out) {
   while (!bytes.empty() && !done_) {
     const size_t nl = bytes.find('\n');
@@ -50,8 +60,7 @@ void completion_stream_reader::dispatch(const std::string& data, load_clock::tim
   if (auto err = j.find("error"); err != j.end()) {
     done_ = true;
     e.what = load_event::kind::error;
-    e.error_name = err->is_object() ? err->value("code", std::string("error")) : std::string("error");
-    if (err->is_object() && err->contains("type") && e.error_name == "error") e.error_name = err->value("type", e.error_name);
+    e.error_name = error_name(*err, "error");
     out.push_back(std::move(e));
     return;
   }

@@ -36,6 +36,9 @@ namespace cortex::load {
 
 enum class completion_format { openai, llama_server };
 
+// The name of an `error` object of either format (its string code or type), else `fallback`.
+std::string error_name(const nlohmann::json& error, const std::string& fallback);
+
 class completion_stream_reader {
  public:
   explicit completion_stream_reader(int request, completion_format format = completion_format::openai)

@@ -137,7 +137,7 @@ struct http_transport::impl {
     if (status != 200) {
       const json j = json::parse(s.error_body, nullptr, false);
       std::string name = "http_" + std::to_string(status);
-      if (j.is_object() && j.contains("error") && j["error"].is_object()) name = j["error"].value("code", name);
+      if (j.is_object() && j.contains("error")) name = error_name(j["error"], name);
       push_error(s.request, status, name);
     } else if (!s.reader->done()) {
       push_error(s.request, 0, "incomplete_stream");
