@@ -13,6 +13,8 @@ status runtime_config::validate() const {
   if (max_running < 1) return bad("max-running", "must be >= 1");
   if (max_prefill_chunk < 0) return bad("max-prefill-chunk", "must be >= 0");
   if (max_prefill_with_decode < 0) return bad("max-prefill-with-decode", "must be >= 0 (0 = up to the budget)");
+  if (itl_target_ms < -1) return bad("itl-target-ms", "must be off, auto or a number of ms >= 1");
+  if (min_prefill_with_decode < 1) return bad("min-prefill-with-decode", "must be >= 1 (waiting prompts must progress)");
   if (max_waiting < 1) return bad("max-waiting", "must be >= 1");
   if (max_queued_tokens < 1) return bad("max-queued-tokens", "must be >= 1");
   if (aging_per_step < 0) return bad("aging-per-step", "must be >= 0");

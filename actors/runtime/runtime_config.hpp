@@ -40,6 +40,10 @@ struct runtime_config {
   int max_running = 64;         // sequences decoding at once
   int max_prefill_chunk = 0;    // prefill tokens of one sequence per step; 0 = up to the budget
   int max_prefill_with_decode = 128;  // prefill tokens per step while sequences decode; 0 = up to the budget
+  // Time budget of a step carrying decode tokens (scheduler_config::itl_target_ms):
+  // < 0 off (max_prefill_with_decode only), 0 auto (2x the step's decode part), > 0 ms.
+  int itl_target_ms = 0;
+  int min_prefill_with_decode = 16;  // prefill tokens such a step gets at least (>= 1)
   int max_waiting = 256;        // admission: requests waiting to start (429 beyond)
   int max_queued_tokens = 262144;  // admission: prompt tokens waiting to start (429 beyond)
   bool prefix_cache = true;

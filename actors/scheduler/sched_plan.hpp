@@ -20,6 +20,8 @@ struct sched_stats {
   int32_t n_preemptions = 0;      // sequences preempted while planning this step
   int32_t n_running = 0;          // after planning
   int32_t n_waiting = 0;          // after planning (includes preempted)
+  double predicted_ms = 0;        // the step cost model's forecast; 0 while uncalibrated
+  double target_ms = 0;           // the time budget applied to this step; 0: none
 };
 
 struct sched_plan {

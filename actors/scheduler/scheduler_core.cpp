@@ -65,9 +65,7 @@ sched_plan scheduler_core::schedule() {
       schedule_running(s, 1, true, plan, budget);
     }
   }
-  if (cfg_.max_prefill_with_decode > 0 && !plan.entries.empty()) {
-    budget = std::min(budget, cfg_.max_prefill_with_decode);  // decodes are in: short prefill chunks
-  }
+  limit_prefill(plan, budget);
   for (const request_id id : order) {  // then prefill chunks of admitted sequences
     if (budget == 0) break;
     const auto it = seqs_.find(id);
@@ -79,7 +77,9 @@ sched_plan scheduler_core::schedule() {
   // blocks would go straight to a newcomer and the preemption would repeat.
   if (plan.stats.n_preemptions == 0 || plan.entries.empty()) admit_waiting(plan, budget);
 
+  step_work work;
   for (const step_entry& e : plan.entries) {
+    work += step_work::entry(e.pos0, e.n_tokens());
     plan.stats.n_tokens_batch += e.n_tokens();
     (e.is_decode ? plan.stats.n_tokens_decode : plan.stats.n_tokens_prefill) += e.n_tokens();
   }
@@ -89,15 +89,41 @@ sched_plan scheduler_core::schedule() {
   plan.stats.n_blocks_total = kv_stats.n_blocks_total;
   plan.stats.n_running = n_running();
   plan.stats.n_waiting = n_waiting();
+  plan.stats.predicted_ms = cost_.calibrated() ? cost_.predict_ms(work) : 0;
+  plan.stats.target_ms = limit_.active ? limit_.target_ms : 0;
+  limit_ = {};
   totals_.n_steps += 1;
   step_in_flight_ = !plan.entries.empty();
   return plan;
 }
 
+void scheduler_core::limit_prefill(const sched_plan& plan, int32_t& budget) {
+  limit_ = {};
+  if (plan.entries.empty()) return;  // nothing decodes: prefill takes the whole budget
+  if (cfg_.itl_target_ms < 0 || !cost_.calibrated()) {
+    if (cfg_.max_prefill_with_decode > 0) budget = std::min(budget, cfg_.max_prefill_with_decode);
+    return;
+  }
+  limit_.active = true;
+  for (const step_entry& e : plan.entries) limit_.work += step_work::entry(e.pos0, e.n_tokens());
+  limit_.target_ms = cfg_.itl_target_ms > 0 ? cfg_.itl_target_ms : 2 * cost_.predict_ms(limit_.work);
+}
+
 int32_t scheduler_core::prefill_chunk(const sequence& s, int32_t budget) const {
   int32_t n = std::min(s.n_tokens_uncomputed(), budget);
   if (cfg_.max_prefill_chunk > 0) n = std::min(n, cfg_.max_prefill_chunk);
+  if (limit_.active) {
+    const int32_t n_in_time = cost_.max_tokens_within(limit_.work, s.n_tokens_computed, n, limit_.target_ms);
+    const int32_t n_floor = std::max(0, cfg_.min_prefill_with_decode - limit_.n_prefill);  // prompts never starve
+    n = std::max(n_in_time, std::min(n, n_floor));
+  }
   return n;
+}
+
+void scheduler_core::observe_step(const sched_plan& plan, double ms) {
+  step_work work;
+  for (const step_entry& e : plan.entries) work += step_work::entry(e.pos0, e.n_tokens());
+  cost_.observe(work, ms);
 }
 
 int32_t scheduler_core::n_tokens_fitting(const sequence& s, int32_t n_want) const {
@@ -120,6 +146,10 @@ void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sc
   plan.entries.push_back(std::move(e));
   in_flight_.insert(s.rid);
   budget -= n_tokens;
+  if (limit_.active && !is_decode) {  // (decode entries were all planned before the limit started)
+    limit_.work += step_work::entry(s.n_tokens_computed, n_tokens);
+    limit_.n_prefill += n_tokens;
+  }
 }
 
 void scheduler_core::schedule_running(sequence& s, int32_t n_want, bool is_decode, sched_plan& plan,

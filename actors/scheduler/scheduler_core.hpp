@@ -12,6 +12,15 @@
 // lowest by the policy is preempted: its blocks are freed and it waits to
 // recompute its prompt and generated tokens.
 //
+// Step budget in time: the owner reports each step's measured time
+// (observe_step), a step_cost_model learns what steps cost, and a step that
+// carries decode tokens gets only as many prefill tokens as keep it under
+// the inter-token latency target (itl_target_ms), but at least
+// min_prefill_with_decode, so waiting prompts always progress. A step with
+// no decode tokens takes prefill up to the token budget. Until the model is
+// calibrated (and with the budget off) the static max_prefill_with_decode
+// cap applies instead.
+//
 // finish() and cancel() take effect at step boundaries: immediately for a
 // sequence outside the step in flight, at update() / abort_step() for one
 // inside it. Every sequence added ends exactly once, reported through
@@ -30,6 +39,7 @@
 #include "actors/scheduler/scheduling_policy.hpp"
 #include "actors/scheduler/sequence.hpp"
 #include "actors/scheduler/sched_plan.hpp"
+#include "actors/scheduler/step_cost_model.hpp"
 #include "model/expected.hpp"
 
 namespace cortex {
@@ -43,6 +53,13 @@ struct scheduler_config {
   // to the budget. On a CPU a 512-token prefill chunk takes seconds, and every
   // decoding sequence waits for it: this bounds their inter-token latency.
   int32_t max_prefill_with_decode = 0;
+  // Time budget of a step that carries decode tokens, in ms: < 0 off (the
+  // static cap above only), 0 auto (twice the predicted time of the step's
+  // decode tokens alone), > 0 that many ms.
+  double itl_target_ms = 0;
+  // Prefill tokens a step carrying decode tokens gets at least, whatever the
+  // target says (when prompts are waiting): time to first token stays bounded.
+  int32_t min_prefill_with_decode = 16;
 };
 
 struct scheduler_totals {
@@ -77,6 +94,10 @@ class scheduler_core {
   void update(const sched_plan& plan, const std::vector<sched_sampled>& sampled);
   // The executor failed `plan`: its sequences finish with error.
   void abort_step(const sched_plan& plan);
+  // `plan`'s forward pass took `ms` (measured by the executor): teaches the
+  // step cost model. Any time after schedule() returned it.
+  void observe_step(const sched_plan& plan, double ms);
+  const step_cost_model& cost_model() const { return cost_; }
 
   // Ends a sequence (blocks freed) at the next step boundary. Returns false
   // if the id is unknown or already finished.
@@ -115,10 +136,22 @@ class scheduler_core {
   void preempt(sequence& s, sched_plan& plan, int32_t& budget);
   void finish_now(sequence& s, finish_reason reason, status error = status::ok());
   void end_step();
+  // Prefill tokens of s this step: within the token budget, max_prefill_chunk
+  // and, while the step carries decode tokens, the time budget.
   int32_t prefill_chunk(const sequence& s, int32_t budget) const;
+  // Starts the time budget of a step whose decode entries are planned.
+  void limit_prefill(const sched_plan& plan, int32_t& budget);
 
   scheduler_config cfg_;
   scheduling_policy policy_;
+  step_cost_model cost_;
+  struct step_limit {  // the time budget of the step being planned
+    bool active = false;
+    double target_ms = 0;
+    step_work work;           // of the entries planned so far
+    int32_t n_prefill = 0;    // prefill tokens planned so far
+  };
+  step_limit limit_;
   kv_cache_manager& kv_;
   std::unordered_map<request_id, sequence> seqs_;  // live sequences only
   std::vector<request_id> running_;

@@ -27,6 +27,14 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"max-prefill-with-decode", "N",
        "prefill tokens per step while requests are decoding (bounds their inter-token latency); 0 = up to the budget",
        "128"},
+      {"itl-target-ms", "MS|auto|off",
+       "time budget of a step that carries decode tokens: the scheduler learns what steps cost from their measured "
+       "times and gives such a step only the prefill tokens that keep it under MS (their inter-token latency); auto = "
+       "twice the time of the step's decode tokens alone; off = only --max-prefill-with-decode (which also applies "
+       "until the first steps have been timed). Lower: smoother streams, slower time to first token",
+       "auto"},
+      {"min-prefill-with-decode", "N", "prefill tokens a step carrying decode tokens gets at least, whatever --itl-target-ms says",
+       "16"},
       {"max-waiting", "N", "requests waiting to start before 429 overloaded", "256"},
       {"max-queued-tokens", "N", "prompt tokens waiting to start before 429 overloaded", "262144"},
       {"prefix-cache", "on|off", "share full prompt blocks between requests", "on"},
@@ -293,6 +301,12 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
   char* end = nullptr;
   r.aging_per_step = std::strtod(aging.c_str(), &end);
   if (aging.empty() || *end) return fail(errc::invalid_param, "option aging-per-step expects a number, got '" + aging + "'");
+  const std::string itl = kv["itl-target-ms"];
+  long long itl_ms = 0;
+  if (itl == "auto") r.itl_target_ms = 0;
+  else if (itl == "off") r.itl_target_ms = -1;
+  else if (to_int(itl, itl_ms) && itl_ms >= 1 && itl_ms <= 600000) r.itl_target_ms = int(itl_ms);
+  else return fail(errc::invalid_param, "option itl-target-ms expects auto, off or milliseconds in [1, 600000], got '" + itl + "'");
   struct int_opt { const char* name; long long lo, hi; std::function<void(long long)> set; };
   const std::vector<int_opt> ints = {
       {"threads", 0, 1024, [&](long long v) { r.threads = int(v); }},
@@ -303,6 +317,7 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
       {"max-running", 1, 1 << 16, [&](long long v) { r.max_running = int(v); }},
       {"max-prefill-chunk", 0, 1 << 20, [&](long long v) { r.max_prefill_chunk = int(v); }},
       {"max-prefill-with-decode", 0, 1 << 20, [&](long long v) { r.max_prefill_with_decode = int(v); }},
+      {"min-prefill-with-decode", 1, 1 << 20, [&](long long v) { r.min_prefill_with_decode = int(v); }},
       {"max-waiting", 1, 1 << 24, [&](long long v) { r.max_waiting = int(v); }},
       {"max-queued-tokens", 1, 1ll << 31, [&](long long v) { r.max_queued_tokens = int(v); }},
       {"ctx", 0, 1 << 24, [&](long long v) { r.n_ctx = int(v); }},

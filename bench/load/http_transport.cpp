@@ -11,8 +11,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "bench/load/completion_stream_reader.hpp"
-
 namespace cortex::load {
 
 namespace net = boost::asio;
@@ -46,7 +44,15 @@ struct http_stream {
   std::string error_body;                          // any other
 };
 
-std::string request_body(const planned_request& r, bool logprobs) {
+std::string request_body(const planned_request& r, bool logprobs, completion_format format) {
+  if (format == completion_format::llama_server) {
+    return json({{"prompt", r.tokens},
+                 {"n_predict", r.max_tokens},
+                 {"temperature", 0.0},
+                 {"ignore_eos", true},
+                 {"stream", true}})
+        .dump();
+  }
   json body = {{"prompt", r.tokens},
                {"max_tokens", r.max_tokens},
                {"temperature", 0.0},
@@ -66,6 +72,7 @@ struct http_transport::impl {
   std::string host;  // the Host header
   std::string model;
   bool logprobs = false;
+  completion_format format = completion_format::openai;
   std::vector<std::unique_ptr<http_stream>> streams;
   std::vector<load_event> events;  // produced by handlers, handed out by poll
 
@@ -81,7 +88,7 @@ struct http_transport::impl {
   }
 
   void send(http_stream& s) {
-    s.req = {bhttp::verb::post, "/v1/completions", 11};
+    s.req = {bhttp::verb::post, format == completion_format::llama_server ? "/completion" : "/v1/completions", 11};
     s.req.set(bhttp::field::host, host);
     s.req.set(bhttp::field::content_type, "application/json");
     s.req.set(bhttp::field::accept, "text/event-stream");
@@ -100,7 +107,7 @@ struct http_transport::impl {
     bhttp::async_read_header(s.sock, s.buf, *s.parser, [this, &s](beast::error_code ec, size_t) {
       if (ec) return retry_or_fail(s);
       s.got_head = true;
-      if (s.parser->get().result_int() == 200) s.reader.emplace(s.request);
+      if (s.parser->get().result_int() == 200) s.reader.emplace(s.request, format);
       read_body(s);
     });
   }
@@ -130,7 +137,7 @@ struct http_transport::impl {
     if (status != 200) {
       const json j = json::parse(s.error_body, nullptr, false);
       std::string name = "http_" + std::to_string(status);
-      if (j.is_object() && j.contains("error") && j["error"].is_object()) name = j["error"].value("code", name);
+      if (j.is_object() && j.contains("error")) name = error_name(j["error"], name);
       push_error(s.request, status, name);
     } else if (!s.reader->done()) {
       push_error(s.request, 0, "incomplete_stream");
@@ -187,7 +194,7 @@ struct http_transport::impl {
     s.got_head = false;
     s.retried = false;
     s.request = r.index;
-    s.body = request_body(r, logprobs);
+    s.body = request_body(r, logprobs, format);
     start(s);
   }
 
@@ -236,7 +243,8 @@ struct http_transport::impl {
 };
 
 expected<std::unique_ptr<http_transport>> http_transport::connect(const std::string& url, int n_streams,
-                                                                  double ready_timeout_s, bool logprobs) {
+                                                                  double ready_timeout_s, bool logprobs,
+                                                                  completion_format format) {
   const std::string scheme = "http://";
   std::string rest = url.compare(0, scheme.size(), scheme) == 0 ? url.substr(scheme.size()) : "";
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
@@ -254,21 +262,24 @@ expected<std::unique_ptr<http_transport>> http_transport::connect(const std::str
   impl& im = *t->impl_;
   im.host = rest;
   im.logprobs = logprobs;
+  im.format = format;
   beast::error_code ec;
   im.endpoints = tcp::resolver(im.ioc).resolve(host, port, ec);
   if (ec) return fail(errc::invalid_param, "cannot resolve '" + rest + "': " + ec.message());
   for (int i = 0; i < n_streams; ++i) im.streams.push_back(std::make_unique<http_stream>(im.ioc));
 
-  // cortexd listens before it loads the model: wait for /health/ready.
+  // Both servers listen before they load the model: wait for readiness.
+  const bool llama = format == completion_format::llama_server;
+  const std::string health = llama ? "/health" : "/health/ready";
   const auto until = load_clock::now() + std::chrono::duration<double>(ready_timeout_s);
   std::string last = "no reply";
   for (;;) {
-    auto h = im.get("/health/ready", std::chrono::milliseconds(1000));
+    auto h = im.get(health, std::chrono::milliseconds(1000));
     if (h && h->first == 200) break;
-    last = h ? "GET /health/ready answered " + std::to_string(h->first) : h.error().message;
+    last = h ? "GET " + health + " answered " + std::to_string(h->first) : h.error().message;
     if (load_clock::now() >= until) {
       return cortex::fail(errc::not_ready, "server at '" + url + "' not ready within " + std::to_string(int(ready_timeout_s)) + " s (" +
-                        last + "); is cortexd serving HTTP there?");
+                        last + "); is " + (llama ? "llama-server" : "cortexd") + " serving HTTP there?");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling readiness, bounded by `until`
   }

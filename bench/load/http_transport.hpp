@@ -6,11 +6,17 @@
 // where it arrives), read as server-sent events (completion_stream_reader).
 // Boost.Beast over one Asio io_context that poll() runs on the
 // controller's thread: no thread of its own.
+//
+// The same client drives llama.cpp's llama-server (completion_format::
+// llama_server): POST /completion with the same token ids, n_predict,
+// temperature 0 and ignore_eos, stream: true; readiness is its GET /health.
+// Both servers are then timed by this one piece of code.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "bench/load/completion_stream_reader.hpp"
 #include "bench/load/load_run.hpp"
 #include "model/expected.hpp"
 
@@ -19,10 +25,11 @@ namespace cortex::load {
 class http_transport : public load_transport {
  public:
   // `url`: http://HOST:PORT. Waits (up to `ready_timeout_s`) until GET
-  // /health/ready answers 200, then reads the model id from GET /v1/models.
-  // The error says what failed (address, timeout, reply).
+  // /health/ready (llama-server: /health) answers 200, then reads the model
+  // id from GET /v1/models. The error says what failed (address, timeout, reply).
   static expected<std::unique_ptr<http_transport>> connect(const std::string& url, int n_streams, double ready_timeout_s,
-                                                           bool logprobs);
+                                                           bool logprobs,
+                                                           completion_format format = completion_format::openai);
   ~http_transport() override;
 
   const std::string& model_id() const;

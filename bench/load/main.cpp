@@ -29,7 +29,10 @@ const char* k_summary =
     "  --http URL      over HTTP to a running cortexd's OpenAI API (URL http://HOST:PORT; one keep-alive\n"
     "                  connection per stream, streamed POST /v1/completions read as server-sent events;\n"
     "                  --model names the GGUF file cortexd serves, read for its vocabulary size only), or\n"
-    "  --in-process    through the embedded API in this process (--model and the runtime options below).\n"
+    "  --in-process    through the embedded API in this process (--model and the runtime options below), or\n"
+    "  --llama-server URL  over HTTP to llama.cpp's llama-server (its POST /completion, streamed; the same client\n"
+    "                  code and prompts as --http; --model as for --http), for a comparison timed alike:\n"
+    "                  bench/load/compare_llama_server.sh.\n"
     "Same --seed and load options = the same prompts in every mode; bench/load/compare_wire_vs_inprocess.sh\n"
     "and bench/load/compare_http_vs_wire.sh run two modes alternately, bench/load/compare_curve.sh the wire\n"
     "mode against a plaintext and a CURVE cortexd (--curve-server-key FILE --curve-key NAME).\n"
@@ -56,6 +59,7 @@ std::vector<cortex::cli::option_spec> option_specs() {
   std::vector<cortex::cli::option_spec> specs = {
       {"endpoint", "E", "wire mode: cortexd's endpoint (tcp://127.0.0.1:PORT or ipc://PATH)", ""},
       {"http", "URL", "HTTP mode: cortexd's HTTP address, http://HOST:PORT (needs --model)", ""},
+      {"llama-server", "URL", "llama-server mode: its address, http://HOST:PORT (needs --model)", ""},
       {"in-process", "", "in-process mode: run the engine in this process (needs --model)", ""},
       {"model", "PATH", "in-process: GGUF model file; HTTP: the file cortexd serves (for its vocabulary size)", ""},
       {"http-logprobs", "", "HTTP: ask logprobs: 0, so TTFT and ITL count every token (the server computes a logprob each)", ""},
@@ -64,6 +68,7 @@ std::vector<cortex::cli::option_spec> option_specs() {
       {"max-batch-tokens", "N", "in-process: tokens computed per engine step", "512"},
       {"max-running", "N", "in-process: sequences running at once", "64"},
       {"max-prefill-with-decode", "N", "in-process: prefill tokens per step while requests decode; 0 = up to the budget", "128"},
+      {"itl-target-ms", "MS", "in-process: time budget of a step carrying decode tokens; 0 = auto, -1 = off (cortexd --help)", "0"},
       {"streams", "N", "concurrent clients", "16"},
       {"requests", "R", "measured requests in total; default = --streams", ""},
       {"prompt-tokens", "P", "prompt length in token ids", "128"},
@@ -97,24 +102,22 @@ int main(int argc, char** argv) {
     std::fputs(a.usage().c_str(), stdout);
     return 0;
   }
-  const bool in_process = a.has("in-process"), over_http = a.has("http");
-  if (int(in_process) + int(over_http) + int(a.has("endpoint")) != 1) {
-    return fail("give exactly one of --endpoint E (wire), --http URL or --in-process (see --help)");
+  const bool in_process = a.has("in-process"), llama = a.has("llama-server"), over_http = a.has("http") || llama;
+  if (int(in_process) + int(a.has("http")) + int(llama) + int(a.has("endpoint")) != 1) {
+    return fail("give exactly one of --endpoint E (wire), --http URL, --llama-server URL or --in-process (see --help)");
   }
   // "wire-curve": the wire mode over CURVE (its own name, so comparisons label it).
-  const char* mode = in_process ? "in-process" : over_http ? "http" : a.has("curve-key") ? "wire-curve" : "wire";
-  if ((in_process || over_http) && a.get("model").empty()) {
-    return fail(std::string("--") + (over_http ? "http" : "in-process") + " needs --model PATH (a GGUF file)");
-  }
-  if (!over_http && a.has("http-logprobs")) return fail("--http-logprobs applies to --http only");
+  const char* mode = in_process ? "in-process" : llama ? "llama-server" : over_http ? "http" : a.has("curve-key") ? "wire-curve" : "wire";
+  if ((in_process || over_http) && a.get("model").empty()) return fail(std::string("--") + mode + " needs --model PATH (a GGUF file)");
+  if (!a.has("http") && a.has("http-logprobs")) return fail("--http-logprobs applies to --http only");
   for (const char* o : {"curve-server-key", "curve-key", "api-key"}) {
     if (!a.has("endpoint") && a.has(o)) return fail(std::string("--") + o + " applies to --endpoint (wire) only");
   }
   if (!in_process) {
-    for (const char* o : {"threads", "kv-memory-mb", "max-batch-tokens", "max-running", "max-prefill-with-decode"}) {
+    for (const char* o : {"threads", "kv-memory-mb", "max-batch-tokens", "max-running", "max-prefill-with-decode", "itl-target-ms"}) {
       if (a.has(o)) return fail(std::string("--") + o + " applies to --in-process only; give it to cortexd instead");
     }
-    if (!over_http && a.has("model")) return fail("--model applies to --in-process and --http only; give it to cortexd instead");
+    if (!over_http && a.has("model")) return fail("--model applies to --in-process, --http and --llama-server only; give it to cortexd instead");
   }
 
   load_spec spec;
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
       {"threads", 0, 1024, &rc.threads},             {"kv-memory-mb", 1, 1 << 20, &rc.kv_memory_mb},
       {"max-batch-tokens", 1, 1 << 20, &rc.max_batch_tokens}, {"max-running", 1, 1 << 16, &rc.max_running},
       {"max-prefill-with-decode", 0, 1 << 20, &rc.max_prefill_with_decode},
+      {"itl-target-ms", -1, 600000, &rc.itl_target_ms},
   };
   for (auto& o : ints) {
     auto v = a.get_int(o.name);
@@ -178,17 +182,18 @@ int main(int argc, char** argv) {
     n_ctx = (*t)->n_ctx();
     target = {{"model", rc.model_path}, {"threads", rc.threads}, {"kv_memory_mb", rc.kv_memory_mb},
               {"max_batch_tokens", rc.max_batch_tokens}, {"max_running", rc.max_running},
-              {"max_prefill_with_decode", rc.max_prefill_with_decode}};
+              {"max_prefill_with_decode", rc.max_prefill_with_decode}, {"itl_target_ms", rc.itl_target_ms}};
     transport = std::move(*t);
   } else if (over_http) {
-    const std::string url = a.get("http");
+    const std::string url = a.get(llama ? "llama-server" : "http");
     auto vocab = cortex::model::load_vocab_only(a.get("model"));
     if (!vocab) return fail("--model: " + vocab.error().message);
     n_vocab = (*vocab)->hparams().n_vocab;  // the context is the server's to enforce (a 400 counts as an error)
     if (!quiet) std::printf("connecting %d streams to %s...\n", spec.streams, url.c_str());
-    auto t = http_transport::connect(url, spec.streams, *ready_timeout, a.has("http-logprobs"));
+    auto t = http_transport::connect(url, spec.streams, *ready_timeout, a.has("http-logprobs"),
+                                     llama ? completion_format::llama_server : completion_format::openai);
     if (!t) return fail(t.error().message, 1);
-    target = {{"http", url}, {"model", (*t)->model_id()}, {"model_file", a.get("model")},
+    target = {{llama ? "llama_server" : "http", url}, {"model", (*t)->model_id()}, {"model_file", a.get("model")},
               {"logprobs", a.has("http-logprobs")}};
     transport = std::move(*t);
   } else {

@@ -121,6 +121,7 @@ TEST(embedding_runtime_kv, preempted_embed_request_still_gives_the_golden_embedd
   auto cfg = model_config("stories260K.gguf");
   cfg.kv_blocks = 20;  // four 60-token prompts decoding to 70 tokens fill all 20 blocks of 16
   cfg.max_prefill_with_decode = 2;
+  cfg.itl_target_ms = -1;  // the static cap only: the time budget would size chunks by this machine's speed
   runtime_fixture fx(cfg);
   ASSERT_TRUE(fx.ok()) << fx.error();
   std::vector<std::string> ids;

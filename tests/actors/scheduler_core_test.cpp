@@ -310,6 +310,112 @@ TEST(scheduler_core, prefill_is_capped_while_sequences_decode) {
   EXPECT_EQ(h.exec.generated_[1], h.expected_output(1, 300, 1));
 }
 
+// The step time budget. A synthetic machine whose steps cost
+// 30 ms + 4.5 ms per token (+ attention) reports every step's time; once the
+// cost model is calibrated, a step carrying decode tokens is planned under
+// the target, prefill fills the rest, and a step with nothing decoding
+// prefills up to the token budget.
+double synthetic_step_ms(const sched_plan& plan) {
+  double ms = 30;
+  for (const step_entry& e : plan.entries) {
+    const double n = e.n_tokens(), p = e.pos0;
+    ms += 4.5 * n + 0.4 * (n * p + n * (n + 1) / 2) / 1024;
+  }
+  return ms;
+}
+
+sched_plan timed_step(harness& h) {
+  const sched_plan plan = h.step();
+  h.core.observe_step(plan, synthetic_step_ms(plan));
+  return plan;
+}
+
+// Calibrates the cost model with a few requests of mixed sizes, run to completion.
+void calibrate(harness& h, request_id first_id) {
+  h.add(first_id, iota_tokens(200, 3), 4);
+  h.add(first_id + 1, iota_tokens(40, 700), 6);
+  for (int i = 0; i < 200 && h.core.has_work(); ++i) timed_step(h);
+  ASSERT_FALSE(h.core.has_work());
+  ASSERT_TRUE(h.core.cost_model().calibrated());
+}
+
+TEST(scheduler_core, steps_carrying_decode_tokens_stay_under_the_itl_target) {
+  scheduler_config cfg = sched_cfg(512, 32);
+  cfg.itl_target_ms = 150;
+  cfg.max_prefill_with_decode = 128;  // what would apply without the time budget
+  harness h(cfg, kv_cfg(512, 16, true));
+  calibrate(h, 900);
+  for (request_id id = 1; id <= 8; ++id) h.add(id, iota_tokens(20, int32_t(id) * 50), 40);
+  EXPECT_EQ(timed_step(h).stats.n_tokens_prefill, 160);  // nothing decodes yet: the whole prompts at once
+  h.add(100, iota_tokens(400, 1000), 2);  // a long prompt arrives while 8 sequences decode
+  int n_mixed = 0;
+  while (h.core.find(100) != nullptr && h.core.find(100)->n_tokens_generated() == 0) {
+    const int32_t n_left = 400 - h.core.find(100)->n_tokens_computed;
+    const sched_plan plan = timed_step(h);
+    ASSERT_EQ(plan.stats.n_tokens_decode, 8) << "step " << plan.stats.step;
+    EXPECT_DOUBLE_EQ(plan.stats.target_ms, 150);
+    EXPECT_LE(synthetic_step_ms(plan), 150 * 1.02) << "step " << plan.stats.step;
+    // 30 + 4.5 * (8 + n) <= 150: n <= 18 (attention takes a little), never the static 128.
+    EXPECT_GE(plan.stats.n_tokens_prefill, std::min(16, n_left));
+    EXPECT_LE(plan.stats.n_tokens_prefill, 19);
+    ++n_mixed;
+    ASSERT_LT(n_mixed, 40);
+  }
+  EXPECT_GE(n_mixed, 400 / 19);
+  ASSERT_TRUE(h.run_until_idle(200));
+  EXPECT_EQ(h.exec.generated_[100], h.expected_output(100, 400, 2));
+}
+
+TEST(scheduler_core, auto_itl_target_is_twice_the_decode_part_of_the_step) {
+  scheduler_config cfg = sched_cfg(512, 32);
+  cfg.itl_target_ms = 0;  // auto
+  harness h(cfg, kv_cfg(512, 16, true));
+  calibrate(h, 900);
+  for (request_id id = 1; id <= 4; ++id) h.add(id, iota_tokens(20, int32_t(id) * 50), 30);
+  timed_step(h);
+  h.add(100, iota_tokens(300, 1000), 2);
+  const sched_plan plan = timed_step(h);
+  ASSERT_EQ(plan.stats.n_tokens_decode, 4);
+  // Decode part 30 + 4 * 4.5 = 48 ms: target ~96 ms, room for ~10 prefill tokens, floored at 16.
+  EXPECT_NEAR(plan.stats.target_ms, 96, 3);
+  EXPECT_EQ(plan.stats.n_tokens_prefill, 16);
+}
+
+TEST(scheduler_core, time_budget_never_starves_prefill) {
+  scheduler_config cfg = sched_cfg(512, 32);
+  cfg.itl_target_ms = 1;  // far below any step: only the floor lets prompts in
+  cfg.min_prefill_with_decode = 24;
+  harness h(cfg, kv_cfg(512, 16, true));
+  calibrate(h, 900);
+  h.add(1, iota_tokens(10, 50), 100);
+  timed_step(h);
+  h.add(2, iota_tokens(240, 1000), 1);
+  int n_steps = 0;
+  while (h.finished.count(2) == 0) {
+    const sched_plan plan = timed_step(h);
+    EXPECT_EQ(plan.stats.n_tokens_decode, 1);
+    EXPECT_EQ(plan.stats.n_tokens_prefill, 24);
+    ASSERT_LT(++n_steps, 20);
+  }
+  EXPECT_EQ(n_steps, 10);  // 240 / 24
+}
+
+TEST(scheduler_core, time_budget_off_or_uncalibrated_uses_the_static_cap) {
+  for (const bool off : {true, false}) {
+    scheduler_config cfg = sched_cfg(512, 32);
+    cfg.itl_target_ms = off ? -1 : 0;
+    cfg.max_prefill_with_decode = 100;
+    harness h(cfg, kv_cfg(512, 16, true));
+    if (off) calibrate(h, 900);
+    h.add(1, iota_tokens(10, 50), 100);
+    timed_step(h);
+    h.add(2, iota_tokens(300, 1000), 1);
+    const sched_plan plan = h.step();  // (uncalibrated: one step time is not enough to plan on)
+    EXPECT_EQ(plan.stats.n_tokens_prefill, 100) << (off ? "off" : "uncalibrated");
+    EXPECT_EQ(plan.stats.target_ms, 0);
+  }
+}
+
 TEST(scheduler_core, cancel_while_waiting_in_prefill_and_in_decode_frees_blocks) {
   harness h(sched_cfg(32, 3), kv_cfg(64, 16, true));
   h.add(1, iota_tokens(8, 1), 50);      // decoding
