@@ -29,4 +29,11 @@ size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n);
 // True for f32, f16, bf16, q4_0, q8_0, q4_K, q5_K, q6_K.
 bool quantize_supported(ggml_type t);
 
+// quantize_row without the k-quants' scale searches (q4_K, q5_K: the
+// min/max fit only; q6_K: no perturbed scales): the same block formats
+// with somewhat more rounding error, not llama.cpp's bytes, 20-40x faster.
+// Other types quantize exactly as quantize_row. For synthetic models, where
+// the searches would make an 8B Q4_K_M take about an hour on 2 cores.
+size_t quantize_row_fast(ggml_type t, const float* src, void* dst, int64_t n);
+
 }  // namespace cortex

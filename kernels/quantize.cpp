@@ -156,20 +156,21 @@ void quantize_k_scales_mins(const float* x, int nmax, float rmin, int nstep, hal
   }
 }
 
-void quantize_q4_k(const float* x, block_q4_k* y, int64_t nb) {
+// nstep -1: no grid search (the min/max fit only), for quantize_row_fast.
+void quantize_q4_k(const float* x, block_q4_k* y, int64_t nb, int nstep = 20) {
   uint8_t L[qk_k];
   for (int64_t i = 0; i < nb; ++i, x += qk_k) {
-    quantize_k_scales_mins(x, 15, -1.0f, 20, &y[i].d, &y[i].dmin, y[i].scales, L);
+    quantize_k_scales_mins(x, 15, -1.0f, nstep, &y[i].d, &y[i].dmin, y[i].scales, L);
     for (int c = 0; c < qk_k / 64; ++c) {
       for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
     }
   }
 }
 
-void quantize_q5_k(const float* x, block_q5_k* y, int64_t nb) {
+void quantize_q5_k(const float* x, block_q5_k* y, int64_t nb, int nstep = 15) {
   uint8_t L[qk_k];
   for (int64_t i = 0; i < nb; ++i, x += qk_k) {
-    quantize_k_scales_mins(x, 31, -0.5f, 15, &y[i].d, &y[i].dmin, y[i].scales, L);
+    quantize_k_scales_mins(x, 31, -0.5f, nstep, &y[i].d, &y[i].dmin, y[i].scales, L);
     std::memset(y[i].qh, 0, sizeof(y[i].qh));
     for (int s = 0; s < qk_k / 32; ++s) {
       for (int l = 0; l < 32; ++l) {
@@ -186,8 +187,9 @@ void quantize_q5_k(const float* x, block_q5_k* y, int64_t nb) {
 }
 
 // Symmetric fit x[i] ~ scale * (L[i] - nmax), L in [0, 2*nmax), weighted by
-// x^2, searching 18 perturbed scales (llama.cpp's make_qx_quants, rmse_type 1).
-float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
+// x^2, searching 2 * n_perturb perturbed scales (llama.cpp's make_qx_quants,
+// rmse_type 1, searches 18: n_perturb 9).
+float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L, int n_perturb = 9) {
   float amax = 0, vmax = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -211,7 +213,7 @@ float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
   }
   float scale = sum_l2 != 0 ? sum_lx / sum_l2 : 0.0f;
   float best = scale * sum_lx;
-  for (int is = -9; is <= 9; ++is) {
+  for (int is = -n_perturb; is <= n_perturb; ++is) {
     if (is == 0) continue;
     iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / vmax;
     sum_lx = sum_l2 = 0;
@@ -230,13 +232,13 @@ float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L) {
   return scale;
 }
 
-void quantize_q6_k(const float* x, block_q6_k* y, int64_t nb) {
+void quantize_q6_k(const float* x, block_q6_k* y, int64_t nb, int n_perturb = 9) {
   int8_t L[qk_k];
   float scales[qk_k / 16];
   for (int64_t i = 0; i < nb; ++i, x += qk_k) {
     float max_scale = 0, max_abs_scale = 0;
     for (int s = 0; s < qk_k / 16; ++s) {
-      scales[s] = fit_scale_symmetric(16, 32, x + 16 * s, L + 16 * s);
+      scales[s] = fit_scale_symmetric(16, 32, x + 16 * s, L + 16 * s, n_perturb);
       if (std::fabs(scales[s]) > max_abs_scale) {
         max_abs_scale = std::fabs(scales[s]);
         max_scale = scales[s];
@@ -298,6 +300,18 @@ bool quantize_supported(ggml_type t) {
 size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n) {
   if (!quantize_supported(t)) return 0;
   quant_traits_of(t).quantize(src, dst, n);
+  return row_size(t, n);
+}
+
+size_t quantize_row_fast(ggml_type t, const float* src, void* dst, int64_t n) {
+  // The k-quants' scale searches are what make them slow; the rest already
+  // quantize in one pass.
+  switch (t) {
+    case ggml_type::q4_k: quantize_q4_k(src, static_cast<block_q4_k*>(dst), n / qk_k, -1); break;
+    case ggml_type::q5_k: quantize_q5_k(src, static_cast<block_q5_k*>(dst), n / qk_k, -1); break;
+    case ggml_type::q6_k: quantize_q6_k(src, static_cast<block_q6_k*>(dst), n / qk_k, 0); break;
+    default: return quantize_row(t, src, dst, n);
+  }
   return row_size(t, n);
 }
 

@@ -14,19 +14,20 @@ namespace cortex {
 forward_pass::forward_pass(const model& m, kernels::thread_pool& pool)
     : m_(m), pool_(pool), n_vocab_(m.hparams().n_vocab) {
   const auto& w = m.weights();
+  const auto& f = m.file();
   for (const auto& L : w.layers) {
     layer_linears ll;
-    ll.qkv = make_group({&L.wq, &L.wk, &L.wv}, pool);
-    ll.wo = make_group({&L.wo}, pool);
-    ll.gate_up = make_group({&L.w_gate, &L.w_up}, pool);
-    ll.down = make_group({&L.w_down}, pool);
+    ll.qkv = make_group({&L.wq, &L.wk, &L.wv}, pool, f);
+    ll.wo = make_group({&L.wo}, pool, f);
+    ll.gate_up = make_group({&L.w_gate, &L.w_up}, pool, f);
+    ll.down = make_group({&L.w_down}, pool, f);
     linears_.push_back(std::move(ll));
   }
-  output_ = make_group({&w.output}, pool);
+  output_ = make_group({&w.output}, pool, f);
 }
 
 forward_pass::linear_group forward_pass::make_group(const std::vector<const kernels::weight_view*>& parts,
-                                                    kernels::thread_pool& pool) {
+                                                    kernels::thread_pool& pool, const gguf::file& f) {
   // Runs of consecutive parts with one packable type and cols share a packed
   // matrix (one activation quantization, one parallel_for); others use matmul.
   linear_group g;
@@ -48,6 +49,10 @@ forward_pass::linear_group forward_pass::make_group(const std::vector<const kern
     }
     u.n = static_cast<int>(run.size());
     u.packed = kernels::pack_matrix(run.data(), u.n, pool);
+    // The packed copy is what the pass reads: the mapped originals leave the
+    // resident set (an 8B model would otherwise count twice), re-read from
+    // the file only if something else needs them.
+    for (const auto& v : run) f.release_pages(v.data, static_cast<size_t>(v.rows) * v.row_bytes);
     g.units.push_back(std::move(u));
   }
   return g;

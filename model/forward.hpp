@@ -41,7 +41,9 @@ class forward_pass {
   // (kernels/matmul_packed.hpp), the constructor repacks the matrices whose
   // type has a packed layout (q4_0, q8_0, q4_K, q6_K: their rows in
   // kernels/quant_traits.cpp) into a copy the pass owns (about the size of
-  // those weights); the model's mapping stays the source of truth.
+  // those weights); the model's mapping stays the source of truth, but the
+  // pages of the repacked weights are released from the resident set
+  // (gguf::file::release_pages), so memory is about the file's size, not twice.
   forward_pass(const model& m, kernels::thread_pool& pool);
 
   // Runs one step. Returns the number of logits rows written: for each
@@ -69,7 +71,8 @@ class forward_pass {
     linear_group qkv, wo, gate_up, down;
   };
 
-  static linear_group make_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool);
+  static linear_group make_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool,
+                                 const gguf::file& f);
   // ys[s] (n_tokens, rows of part s) = x (n_tokens, cols) @ part_s^T.
   void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);
   void ensure_capacity(int n_tokens, int n_rows);

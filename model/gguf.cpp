@@ -209,6 +209,16 @@ expected<std::unique_ptr<file>> file::parse(const uint8_t* data, size_t size, st
   return f;
 }
 
+void file::release_pages(const void* p, size_t n) const {
+  if (!mapped_ || n == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  const auto lo = reinterpret_cast<uintptr_t>(base_), hi = lo + size_;
+  if (begin < lo || end > hi || end <= begin) return;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 file::~file() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }

@@ -86,6 +86,12 @@ class file {
   const std::vector<std::string_view>* get_string_array(std::string_view key) const;
 
   const std::vector<tensor_info>& tensors() const { return tensors_; }
+  // Hint that [p, p + n) (inside the mapping) will not be read again soon,
+  // e.g. weights a forward pass has repacked into its own copy: the whole
+  // pages inside it leave this process's resident set (MADV_DONTNEED on the
+  // read-only private mapping; a later read faults them back in from the
+  // file, same bytes). No-op for parsed in-memory images.
+  void release_pages(const void* p, size_t n) const;
   const tensor_info* find_tensor(std::string_view name) const;
 
  private:

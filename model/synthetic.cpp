@@ -16,6 +16,13 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
       {"llama-3.2-1b", model_arch::llama, 128256, 8192, 2048, 16, 32, 8, 8192, 500000.0f, 1e-5f, true},
       {"qwen2.5-0.5b", model_arch::qwen2, 151936, 32768, 896, 24, 14, 2, 4864, 1000000.0f, 1e-6f, true},
       {"tiny", model_arch::llama, 1024, 2048, 256, 4, 8, 2, 768, 10000.0f, 1e-5f, false},
+      // The published shapes (the models' config.json on Hugging Face). Llama
+      // 3.1's "llama3" rope scaling (rope_freqs.weight in its GGUF files) and
+      // Mistral's 4096-token sliding window are left out: neither changes the
+      // bytes a step reads, and our loader implements neither.
+      {"llama-3.1-8b", model_arch::llama, 128256, 131072, 4096, 32, 32, 8, 14336, 500000.0f, 1e-5f, false, "llama3"},
+      {"qwen2.5-7b", model_arch::qwen2, 152064, 131072, 3584, 28, 28, 4, 18944, 1000000.0f, 1e-6f, false, "qwen3"},
+      {"mistral-7b", model_arch::llama, 32000, 32768, 4096, 32, 32, 8, 14336, 10000.0f, 1e-5f, false, "llama-spm"},
   };
   return shapes;
 }
@@ -27,6 +34,8 @@ const synthetic_shape* find_synthetic_shape(const std::string& name) {
   return nullptr;
 }
 
+const char* const default_vocab_dir = "../shared/golden/tokenizer/vocab";
+
 const std::vector<std::string>& synthetic_file_types() {
   static const std::vector<std::string> types = {"f32", "f16", "q8_0", "q4_0", "q4_k_m"};
   return types;
@@ -34,22 +43,25 @@ const std::vector<std::string>& synthetic_file_types() {
 
 namespace {
 
-// splitmix64: a tiny seeded generator; weights are reproducible per (seed, tensor).
-struct rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+// Counter-based splitmix64: element i of a row is a function of (row seed,
+// i) alone, so weights are reproducible per (seed, tensor, row) whatever the
+// threads, and a row fills in a loop the compiler can unroll freely.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// x[i] ~ approximately N(mean, stddev^2): the sum of four 16-bit uniforms of
+// one 64-bit draw (Irwin-Hall, variance-corrected).
+void fill_normal(float* x, int64_t n, uint64_t row_seed, float mean, float stddev) {
+  const float k = 1.7320508f * stddev;  // sqrt(3): the sum of 4 U(0,1) has variance 1/3
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t a = mix64(row_seed + static_cast<uint64_t>(i + 1) * 0x9e3779b97f4a7c15ull);
+    const auto u = static_cast<int32_t>((a & 0xffff) + ((a >> 16) & 0xffff) + ((a >> 32) & 0xffff) + (a >> 48));
+    x[i] = mean + (static_cast<float>(u) * (1.0f / 65536.0f) - 2.0f) * k;
   }
-  // Approximately normal (sum of 4 uniforms, variance-corrected).
-  float normal() {
-    uint64_t a = next(), b = next();
-    float u = (float)(a & 0xffffffffu) + (float)(a >> 32) + (float)(b & 0xffffffffu) + (float)(b >> 32);
-    return (u / 4294967296.0f - 2.0f) * 1.7320508f;
-  }
-};
+}
 
 uint64_t name_hash(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -113,6 +125,46 @@ void add_vocabulary(gguf::writer& w, int n_vocab) {
   w.set_bool("tokenizer.ggml.add_bos_token", true);
 }
 
+// Copies the tokenizer.* keys of a vocabulary-only GGUF, padding its token
+// list (and types, scores) to n_vocab with unused "[PADi]" tokens.
+status add_real_vocabulary(gguf::writer& w, const std::string& path, int n_vocab) {
+  auto f = gguf::file::open(path);
+  if (!f) {
+    return fail(errc::invalid_param, "vocabulary '" + path + "' cannot be read (" + f.error().message +
+                                         "); pass --vocab-dir with the folder of ggml-vocab-*.gguf files");
+  }
+  const auto* tokens = (*f)->get_string_array("tokenizer.ggml.tokens");
+  if (!tokens || tokens->size() > static_cast<size_t>(n_vocab)) {
+    return fail(errc::invalid_param, "vocabulary '" + path + "' has " + (tokens ? std::to_string(tokens->size()) : "no") +
+                                         " tokens, expected at most " + std::to_string(n_vocab));
+  }
+  for (const auto& [key, v] : (*f)->metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.set_value(key, v);
+  }
+  if (tokens->size() == static_cast<size_t>(n_vocab)) return status::ok();
+  std::vector<std::string> padded(tokens->begin(), tokens->end());
+  auto types = (*f)->get_i32_array("tokenizer.ggml.token_type");
+  auto scores = (*f)->get_f32_array("tokenizer.ggml.scores");
+  for (int i = static_cast<int>(padded.size()); i < n_vocab; ++i) {
+    padded.push_back("[PAD" + std::to_string(i) + "]");
+    if (types) types->push_back(5);  // unused
+    if (scores) scores->push_back(-1e9f);
+  }
+  w.set_string_array("tokenizer.ggml.tokens", padded);
+  if (types) w.set_i32_array("tokenizer.ggml.token_type", *types);
+  if (scores) w.set_f32_array("tokenizer.ggml.scores", *scores);
+  return status::ok();
+}
+
+// llama.cpp's llama_ftype of each file type (general.file_type).
+uint32_t llama_ftype(const std::string& ftype) {
+  if (ftype == "f16") return 1;
+  if (ftype == "q4_0") return 2;
+  if (ftype == "q8_0") return 7;
+  if (ftype == "q4_k_m") return 15;
+  return 0;  // f32
+}
+
 // llama-quantize's Q4_K_M rule: more bits for attn_v / ffn_down in the
 // first and last eighth of the layers and every third layer between.
 bool use_more_bits(int layer, int n_layer) {
@@ -133,7 +185,7 @@ ggml_type matrix_type(const std::string& ftype, const std::string& role, int lay
 }  // namespace
 
 status write_synthetic_model(const synthetic_shape& s, const std::string& ftype, uint64_t seed, const std::string& path,
-                             int n_threads, const std::function<void(int, int)>& progress) {
+                             int n_threads, const std::string& vocab_dir, const std::function<void(int, int)>& progress) {
   if (std::find(synthetic_file_types().begin(), synthetic_file_types().end(), ftype) == synthetic_file_types().end()) {
     return fail(errc::invalid_param, "unknown file type '" + ftype + "' (choose f32, f16, q8_0, q4_0 or q4_k_m)");
   }
@@ -141,7 +193,7 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   gguf::writer w;
   w.set_string("general.architecture", arch);
   w.set_string("general.name", "synthetic " + s.name + " " + ftype + " (random weights)");
-  w.set_u32("general.file_type", 0);
+  w.set_u32("general.file_type", llama_ftype(ftype));
   w.set_u32(arch + ".vocab_size", static_cast<uint32_t>(s.n_vocab));
   w.set_u32(arch + ".context_length", static_cast<uint32_t>(s.n_ctx));
   w.set_u32(arch + ".embedding_length", static_cast<uint32_t>(s.n_embd));
@@ -152,9 +204,14 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   w.set_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
   w.set_f32(arch + ".rope.freq_base", s.rope_freq_base);
   w.set_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
-  add_vocabulary(w, s.n_vocab);
+  if (s.vocab.empty()) {
+    add_vocabulary(w, s.n_vocab);
+  } else {
+    const std::string dir = vocab_dir.empty() ? default_vocab_dir : vocab_dir;
+    if (auto st = add_real_vocabulary(w, dir + "/ggml-vocab-" + s.vocab + ".gguf", s.n_vocab); !st) return st;
+  }
 
-  struct spec { std::string name; std::string role; int layer; int64_t cols, rows; bool is_norm; };
+  struct spec { std::string name; std::string role; int layer; int64_t cols, rows; bool is_norm; ggml_type type; };
   std::vector<spec> specs;
   const int64_t d = s.n_embd, hd = s.n_embd / s.n_head, dkv = hd * s.n_head_kv;
   specs.push_back({"token_embd.weight", "token_embd", -1, d, s.n_vocab, false});
@@ -178,16 +235,20 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   specs.push_back({"output_norm.weight", "norm", -1, d, 1, true});
   if (!s.tied_embeddings) specs.push_back({"output.weight", "output", -1, d, s.n_vocab, false});
 
-  const int n_total = static_cast<int>(specs.size());
-  int done = 0;
   for (auto& sp : specs) {
     ggml_type t = sp.is_norm ? ggml_type::f32 : matrix_type(ftype, sp.role, sp.layer, s.n_layer);
     if (t == ggml_type::q4_k && sp.cols % 256 != 0) t = ggml_type::q8_0;  // k-quants need rows of 256
     if (t == ggml_type::q6_k && sp.cols % 256 != 0) t = ggml_type::q8_0;
-    const size_t rb = row_size(t, sp.cols);
-    std::vector<uint8_t> data(rb * static_cast<size_t>(sp.rows));
+    sp.type = t;
+    w.declare_tensor(sp.name, t, sp.rows == 1 && sp.is_norm ? std::vector<int64_t>{sp.cols} : std::vector<int64_t>{sp.cols, sp.rows});
+  }
+
+  const int n_total = static_cast<int>(specs.size());
+  return w.write(path, [&](size_t i, std::vector<uint8_t>& data) {
+    const auto& sp = specs[i];
+    const size_t rb = row_size(sp.type, sp.cols);
     // Weights ~ N(0, 1/sqrt(cols)) keep activations at a stable scale; norms are
-    // near 1 and biases small, all seeded per tensor so threads do not matter.
+    // near 1 and biases small, all seeded per row so threads do not matter.
     const float stddev = sp.role == "bias" ? 0.02f : 1.0f / std::sqrt(static_cast<float>(sp.cols));
     const uint64_t tensor_seed = seed ^ name_hash(sp.name);
     const int nt = std::max(1, std::min<int>(n_threads, static_cast<int>(sp.rows)));
@@ -196,18 +257,20 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
       workers.emplace_back([&, ti] {
         std::vector<float> row(static_cast<size_t>(sp.cols));
         for (int64_t r = ti; r < sp.rows; r += nt) {
-          rng g{tensor_seed + static_cast<uint64_t>(r) * 0x2545f4914f6cdd1dull};
-          for (auto& x : row) x = sp.role == "norm" ? 1.0f + 0.1f * g.normal() : stddev * g.normal();
-          quantize_row(t, row.data(), data.data() + rb * static_cast<size_t>(r), sp.cols);
+          const uint64_t row_seed = mix64(tensor_seed + static_cast<uint64_t>(r) * 0x2545f4914f6cdd1dull);
+          if (sp.role == "norm") {
+            fill_normal(row.data(), sp.cols, row_seed, 1.0f, 0.1f);
+          } else {
+            fill_normal(row.data(), sp.cols, row_seed, 0.0f, stddev);
+          }
+          quantize_row_fast(sp.type, row.data(), data.data() + rb * static_cast<size_t>(r), sp.cols);
         }
       });
     }
     for (auto& th : workers) th.join();
-    std::vector<int64_t> ne = sp.rows == 1 && sp.is_norm ? std::vector<int64_t>{sp.cols} : std::vector<int64_t>{sp.cols, sp.rows};
-    w.add_tensor(sp.name, t, ne, std::move(data));
-    if (progress) progress(++done, n_total);
-  }
-  return w.write(path);
+    if (progress) progress(static_cast<int>(i) + 1, n_total);
+    return status::ok();
+  });
 }
 
 }  // namespace cortex

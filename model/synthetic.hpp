@@ -1,7 +1,11 @@
 // Synthetic models: real Llama/Qwen2 shapes with seeded random weights,
-// quantized by our own quantizers, plus a small SentencePiece-style
-// vocabulary, so benchmarks and demos run at real sizes with no download.
-// Their output is random text.
+// quantized by our own quantizers (kernels/quant.hpp's quantize_row_fast:
+// the k-quants without their scale searches, so an 8B Q4_K_M takes minutes,
+// not an hour), with either a small SentencePiece-style
+// vocabulary or, for the 7-8B shapes, a real one of the right size read
+// from a vocabulary-only GGUF (../shared/golden/tokenizer/vocab), so
+// benchmarks and demos run at real sizes with no download. Their output is
+// random text.
 #pragma once
 
 #include <cstdint>
@@ -20,18 +24,32 @@ struct synthetic_shape {
   int n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, n_ff;
   float rope_freq_base, rms_eps;
   bool tied_embeddings;
+  // Empty: the built-in SentencePiece vocabulary (filler tokens up to
+  // n_vocab). Else the X of a vocabulary file ggml-vocab-X.gguf whose
+  // tokenizer.* keys are copied, its token list padded to n_vocab with
+  // unused "[PADi]" tokens as llama.cpp's converter pads Qwen2.5's.
+  std::string vocab = {};
 };
 
-// Named shapes: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, tiny.
+// Named shapes: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, tiny, and the
+// published shapes of llama-3.1-8b, qwen2.5-7b and mistral-7b (v0.1).
+
 const std::vector<synthetic_shape>& synthetic_shapes();
 const synthetic_shape* find_synthetic_shape(const std::string& name);
 
 // File types as llama-quantize names them: f32, f16, q8_0, q4_0, q4_k_m.
 const std::vector<std::string>& synthetic_file_types();
 
-// Writes the model; `progress(done, total)` is called after each tensor.
+// Where ggml-vocab-X.gguf files are looked for when no folder is given:
+// the golden vocabularies beside a checkout, relative to the working directory.
+extern const char* const default_vocab_dir;
+
+// Writes the model, one tensor in memory at a time (generated and quantized
+// on n_threads threads, then written); `progress(done, total)` is called
+// after each tensor. A shape with a real vocabulary reads it from
+// vocab_dir ("" = default_vocab_dir); errors name the file to provide.
 status write_synthetic_model(const synthetic_shape& shape, const std::string& file_type, uint64_t seed,
-                             const std::string& path, int n_threads,
+                             const std::string& path, int n_threads, const std::string& vocab_dir = "",
                              const std::function<void(int, int)>& progress = {});
 
 }  // namespace cortex

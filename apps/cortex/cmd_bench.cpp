@@ -15,16 +15,17 @@ namespace cortex::cli {
 
 namespace {
 
+// A fresh K/V arena for n_seqs sequences over one forward pass (built once:
+// at 8B, repacking the weights for every run would dominate the bench).
 struct batch_runner {
-  const model& m;
-  forward_pass fwd;
+  forward_pass& fwd;
   kv_arena kv;
   int blocks_per_seq;
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> pos;
 
-  batch_runner(const model& mm, kernels::thread_pool& pool, int n_seqs, int n_ctx, int block_size, kernels::kv_type kv_type)
-      : m(mm), fwd(mm, pool), kv(mm.hparams(), n_seqs * ((n_ctx + block_size - 1) / block_size), block_size, kv_type),
+  batch_runner(const model& m, forward_pass& f, int n_seqs, int n_ctx, int block_size, kernels::kv_type kv_type)
+      : fwd(f), kv(m.hparams(), n_seqs * ((n_ctx + block_size - 1) / block_size), block_size, kv_type),
         blocks_per_seq((n_ctx + block_size - 1) / block_size) {
     tables.resize(static_cast<size_t>(n_seqs));
     for (int s = 0; s < n_seqs; ++s) {
@@ -52,6 +53,20 @@ struct batch_runner {
     return now_seconds() - t0;
   }
 };
+
+// This process's resident set (VmRSS of /proc/self/status) in bytes; 0 where
+// there is no procfs.
+size_t resident_bytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kib = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
 
 }  // namespace
 
@@ -93,25 +108,37 @@ int cmd_bench(int argc, char** argv) {
   const double bw = kernels::measure_read_bandwidth(pool, size_t(512) << 20, 3);
   std::fprintf(stderr, "[bench] memory read bandwidth: %.2f GB/s\n", bw / 1e9);
 
+  const double t_load = now_seconds();
+  forward_pass fwd(*m, pool);
   std::vector<int32_t> prompt(static_cast<size_t>(std::max(*n_prompt, *n_context)));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(hp.n_vocab));
   double best_prefill = 1e30;
+  size_t rss = 0, kv_bytes = 0;
   for (int r = 0; r < *repeat; ++r) {
-    batch_runner br(*m, pool, 1, n_ctx, 16, kv_type);
+    batch_runner br(*m, fwd, 1, n_ctx, 16, kv_type);
     best_prefill = std::min(best_prefill, br.step({prompt.begin(), prompt.begin() + *n_prompt}, logits_mode::last));
+    if (r == 0) {
+      rss = resident_bytes();
+      kv_bytes = br.kv.bytes();
+      std::fprintf(stderr, "[bench] ready in %.1f s; resident after load and one prefill: %.2f GiB = %.2fx (file %.2f GiB + K/V %.2f GiB)\n",
+                   now_seconds() - t_load, rss / 1073741824.0, static_cast<double>(rss) / (m->file().size() + kv_bytes),
+                   m->file().size() / 1073741824.0, kv_bytes / 1073741824.0);
+    }
   }
   const double prefill_tps = static_cast<double>(*n_prompt) / best_prefill;
   std::fprintf(stderr, "[bench] prefill %lld tokens: %.1f tok/s\n", (long long)*n_prompt, prefill_tps);
 
   std::string json = "{\"model\": \"" + m->name() + "\", \"quant\": \"" + m->quant_name() + "\", \"threads\": " + std::to_string(pool.size()) +
                      ", \"bandwidth_gbs\": " + std::to_string(bw / 1e9) + ", \"prefill_tokens\": " + std::to_string(*n_prompt) +
-                     ", \"prefill_tps\": " + std::to_string(prefill_tps) + ", \"decode\": [";
+                     ", \"prefill_tps\": " + std::to_string(prefill_tps) + ", \"rss_bytes\": " + std::to_string(rss) +
+                     ", \"file_bytes\": " + std::to_string(m->file().size()) + ", \"kv_bytes\": " + std::to_string(kv_bytes) +
+                     ", \"decode\": [";
   double decode_b1 = 0;
   for (size_t bi = 0; bi < batches.size(); ++bi) {
     const int B = batches[bi];
     double best = 1e30;
     for (int r = 0; r < *repeat; ++r) {
-      batch_runner br(*m, pool, B, n_ctx, 16, kv_type);
+      batch_runner br(*m, fwd, B, n_ctx, 16, kv_type);
       // The context of every sequence, in chunks of 512 (a step's budget).
       for (int64_t at = 0; at < *n_context; at += 512) {
         const auto end = prompt.begin() + std::min<int64_t>(*n_context, at + 512);

@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <string>
 
@@ -13,13 +15,17 @@ int cmd_make_model(int argc, char** argv) {
   for (auto& t : synthetic_file_types()) types += (types.empty() ? "" : ", ") + t;
   args a("make-model",
          "Writes a GGUF model with seeded random weights in a real model's shape, quantized with our own\n"
-         "quantizers and carrying a small SentencePiece vocabulary. For benchmarks and demos without a\n"
-         "download: its output is random text. Real models are GGUF files (e.g. from Hugging Face).",
+         "quantizers, carrying a small SentencePiece vocabulary or (7-8B shapes) a real one of the model's\n"
+         "size from --vocab-dir. Written one tensor at a time, so an 8B model needs no more memory than its\n"
+         "largest tensor. For benchmarks and demos without a download: its output is random text. Real\n"
+         "models are GGUF files (e.g. from Hugging Face).",
          {{"shape", "NAME", "one of: " + shapes, ""},
           {"type", "TYPE", "one of: " + types, "q4_0"},
           {"out", "PATH", "output file", ""},
           {"seed", "S", "weight seed", "1234"},
-          {"threads", "N", "quantization threads; 0 = one per core", "0"}});
+          {"threads", "N", "quantization threads; 0 = one per core", "0"},
+          {"vocab-dir", "DIR", "folder of ggml-vocab-*.gguf (llama-3.1-8b: llama3, qwen2.5-7b: qwen3, mistral-7b: llama-spm)",
+           default_vocab_dir}});
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
   const auto* shape = find_synthetic_shape(a.get("shape"));
   if (!shape) {
@@ -30,22 +36,24 @@ int cmd_make_model(int argc, char** argv) {
   auto seed = a.get_int("seed");
   if (!seed) { std::fprintf(stderr, "cortex: %s\n", a.error().c_str()); return 2; }
   const double t0 = now_seconds();
-  int last_pct = -1;
+  double last_print = t0;
   auto st = write_synthetic_model(*shape, a.get("type"), static_cast<uint64_t>(*seed), a.get("out"), thread_count(a),
-                                  [&](int done, int total) {
-                                    int pct = done * 100 / total;
-                                    if (pct / 10 != last_pct / 10) {
-                                      std::fprintf(stderr, "\r[make-model] %3d%% (%d/%d tensors, %.1f s)", pct, done, total, now_seconds() - t0);
-                                      last_pct = pct;
-                                    }
+                                  shape->vocab.empty() ? "" : a.get("vocab-dir"), [&](int done, int total) {
+                                    const double now = now_seconds();
+                                    if (now - last_print < 1.0 && done < total) return;  // at most once a second
+                                    last_print = now;
+                                    std::fprintf(stderr, "\r[make-model] %3d%% (%d/%d tensors, %.0f s)", done * 100 / total, done, total,
+                                                 now - t0);
                                   });
   std::fprintf(stderr, "\n");
   if (!st) {
     std::fprintf(stderr, "cortex: %s\n", st.message.c_str());
     return 1;
   }
-  std::fprintf(stderr, "[make-model] wrote %s (%s, %s, random weights) in %.1f s\n", a.get("out").c_str(), shape->name.c_str(),
-               a.get("type").c_str(), now_seconds() - t0);
+  struct stat st_out {};
+  const double gib = ::stat(a.get("out").c_str(), &st_out) == 0 ? st_out.st_size / 1073741824.0 : 0.0;
+  std::fprintf(stderr, "[make-model] wrote %s (%s, %s, random weights, %.2f GiB) in %.1f s\n", a.get("out").c_str(),
+               shape->name.c_str(), a.get("type").c_str(), gib, now_seconds() - t0);
   return 0;
 }
 

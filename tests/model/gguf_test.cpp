@@ -88,6 +88,20 @@ TEST(gguf_reader, opens_the_shared_models) {
   }
 }
 
+// Releasing a tensor's pages (after a forward pass repacked it) only drops
+// them from the resident set: the bytes read afterwards are the file's.
+TEST(gguf_reader, released_pages_read_back_the_same_bytes) {
+  auto f = file::open(testing::model_path("stories260K.gguf"));
+  ASSERT_TRUE(f) << f.error().message;
+  const auto* t = (*f)->find_tensor("token_embd.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_GT(t->n_bytes, 3u * 4096) << "spans whole pages";
+  const std::vector<uint8_t> before(t->data, t->data + t->n_bytes);
+  (*f)->release_pages(t->data, t->n_bytes);
+  (*f)->release_pages((*f)->tensors().back().data, 1 << 20);  // past the mapping's end: ignored
+  EXPECT_EQ(std::vector<uint8_t>(t->data, t->data + t->n_bytes), before);
+}
+
 void expect_error_containing(const std::vector<uint8_t>& image, const std::string& needle, errc code = errc::malformed) {
   auto f = file::parse(image.data(), image.size(), "broken");
   ASSERT_FALSE(f) << "expected an error mentioning '" << needle << "'";
