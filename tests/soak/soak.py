@@ -12,6 +12,9 @@ refused with 429. Invariants:
   stream has exactly one finish_reason, then [DONE], then its end;
 - greedy (temperature 0) results that end by length or stop equal the
   text of the same prompt run alone before the traffic (the reference);
+  HTTP chat (`messages`) equals the same messages run alone over ZeroMQ;
+- HTTP embeddings: one unit vector per input, in order, each within 1e-4
+  of that input embedded alone, usage the sum of their prompt tokens;
 - no request ends with an error other than overloaded (429) or draining,
   none is cancelled without a cancel, none ends by deadline without one;
 - `health` is answered within 1 s throughout (a probe every 0.2 s);
@@ -28,7 +31,7 @@ import threading
 import time
 
 from tests.e2e import support
-from tests.soak.http_traffic import HttpWorker
+from tests.soak.http_traffic import HttpWorker, chat_references, embedding_references
 from tests.soak.ledger import Ledger
 from tests.soak.wire_traffic import HealthProbe, WireWorker, greedy_keys
 
@@ -58,7 +61,7 @@ def reference_texts(server):
     """Every greedy case run alone, before the traffic: the texts the
     soak's greedy results must equal."""
     c = server.client(timeout_s=120)
-    ref = {}
+    ref = chat_references(c)
     for key in greedy_keys():
         prompt, max_tokens, ignore_eos = key
         text, fin = c.complete(prompt=prompt, max_tokens=max_tokens, temperature=0, ignore_eos=ignore_eos)
@@ -87,11 +90,12 @@ def run(seconds, n_wire, n_http, seed):
     ledger = None
     try:
         ledger = Ledger(reference_texts(server))
+        embeddings = embedding_references(server.http)
         stop = threading.Event()
         probe = HealthProbe(server.endpoint, ledger, stop)
         workers = [WireWorker("w%d" % i, server.endpoint, ledger, stop, seed * 1000 + i, MAX_WAITING)
                    for i in range(n_wire)]
-        workers += [HttpWorker("h%d" % i, server.http, ledger, stop, seed * 1000 + 500 + i) for i in range(n_http)]
+        workers += [HttpWorker("h%d" % i, server.http, ledger, stop, seed * 1000 + 500 + i, embeddings) for i in range(n_http)]
         probe.start()
         for w in workers:
             w.start()
@@ -130,10 +134,10 @@ def run(seconds, n_wire, n_http, seed):
         if code != 0:
             ledger.violation("cortexd exited with %s on SIGTERM" % code)
         outcomes = " ".join("%s=%d" % kv for kv in sorted(ledger.outcomes.items()))
-        print("SOAK %ds: %d requests (%s); greedy compared %d; preemptions %d; violations %d; "
+        print("SOAK %ds: %d requests (%s); greedy compared %d; embeddings compared %d; preemptions %d; violations %d; "
               "RSS start %.1f MiB end %.1f MiB; health p99 %.1f ms (%d probes); exit %s" % (
                   int(time.monotonic() - start), sum(ledger.outcomes.values()), outcomes, ledger.greedy_compared,
-                  st.get("preemptions", -1), len(ledger.violations), rss_start, rss_end, probe.p99_ms(),
+                  ledger.embeddings_compared, st.get("preemptions", -1), len(ledger.violations), rss_start, rss_end, probe.p99_ms(),
                   len(probe.latencies), code), flush=True)
         if ledger.violations:
             print("server log tail:\n%s" % server.log(4000), file=sys.stderr)
