@@ -20,11 +20,13 @@ refused with 429. Invariants:
 - `health` is answered within 1 s throughout (a probe every 0.2 s);
 - at the end, running, waiting and kv_blocks_used in `stats` return to 0;
 - RSS growth bounded: VmRSS at the end is at most RSS_SLACK_MB above its
-  value after the warm-up (see RSS_SLACK_MB);
+  value after the warm-up (see RSS_SLACK_MB; plus ASan's quarantine, made
+  small, under AddressSanitizer: see ASAN_QUARANTINE_MB);
 - SIGTERM makes the server exit with code 0.
 The last line printed is the figure line."""
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -47,6 +49,17 @@ MAX_WAITING = 16
 # and one of 4 KiB would not.
 RSS_SLACK_MB = 32.0
 WARMUP_FRACTION = 0.1
+# Under AddressSanitizer (scripts/test --sanitize address) freed memory waits
+# in a quarantine (256 MiB by default) before reuse, so RSS climbs for the
+# whole soak whatever the code does (~330 MiB). The server then runs with a
+# small quarantine released to the OS early, and the bound grows by exactly
+# that quarantine: ASan's allocator holds at most that much freed memory more
+# than glibc's would, and a leak still shows above it. Use-after-free within
+# the last ASAN_QUARANTINE_MB of frees is still caught; the rest of the suite
+# keeps the default quarantine.
+ASAN_QUARANTINE_MB = 16
+ASAN_SOAK_OPTIONS = ("quarantine_size_mb=%d:thread_local_quarantine_size_kb=256:"
+                     "allocator_release_to_os_interval_ms=500" % ASAN_QUARANTINE_MB)
 
 
 def vm_rss_mb(pid):
@@ -55,6 +68,13 @@ def vm_rss_mb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024.0
     return float("nan")
+
+
+def is_asan_build(exe):
+    """Whether the cortexd at `exe` is built with AddressSanitizer (its
+    runtime's entry point is named in the binary, linked either way)."""
+    with open(exe, "rb") as f:
+        return b"__asan_init" in f.read()
 
 
 def reference_texts(server):
@@ -84,8 +104,13 @@ def wait_drained(server, timeout_s=60.0):
 
 
 def run(seconds, n_wire, n_http, seed):
+    env, rss_slack_mb = None, RSS_SLACK_MB
+    if is_asan_build(os.path.join(support.BIN_DIR, "cortexd")):
+        # Appended: ASan reads its options in order, the last one wins.
+        env = {"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":" + ASAN_SOAK_OPTIONS}
+        rss_slack_mb += ASAN_QUARANTINE_MB
     server = support.Cortexd("--kv-blocks", str(KV_BLOCKS), "--max-waiting", str(MAX_WAITING),
-                             "--heartbeat-timeout-ms", "600000")
+                             "--heartbeat-timeout-ms", "600000", env=env)
     server.start()
     ledger = None
     try:
@@ -127,9 +152,9 @@ def run(seconds, n_wire, n_http, seed):
         rss_end = vm_rss_mb(server.proc.pid)
         if rss_start is None:
             rss_start = rss_end
-        if rss_end - rss_start > RSS_SLACK_MB:
+        if rss_end - rss_start > rss_slack_mb:
             ledger.violation("RSS grew %.1f MiB (from %.1f to %.1f), bound %.0f" % (
-                rss_end - rss_start, rss_start, rss_end, RSS_SLACK_MB))
+                rss_end - rss_start, rss_start, rss_end, rss_slack_mb))
         code = server.stop()
         if code != 0:
             ledger.violation("cortexd exited with %s on SIGTERM" % code)
