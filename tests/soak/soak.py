@@ -56,7 +56,8 @@ WARMUP_FRACTION = 0.1
 # that quarantine: ASan's allocator holds at most that much freed memory more
 # than glibc's would, and a leak still shows above it. Use-after-free within
 # the last ASAN_QUARANTINE_MB of frees is still caught; the rest of the suite
-# keeps the default quarantine.
+# keeps the default quarantine. Measured: 120 s, 686 requests, RSS 224.2 ->
+# 239.5 MiB (+15.3 against the bound's 48), no sanitizer report.
 ASAN_QUARANTINE_MB = 16
 ASAN_SOAK_OPTIONS = ("quarantine_size_mb=%d:thread_local_quarantine_size_kb=256:"
                      "allocator_release_to_os_interval_ms=500" % ASAN_QUARANTINE_MB)
