@@ -19,6 +19,7 @@ class Ledger:
         self.outcomes = collections.Counter()
         self.violations = []
         self.greedy_compared = 0
+        self.embeddings_compared = 0
         self._lock = threading.Lock()
 
     def outcome(self, kind):
@@ -42,6 +43,23 @@ class Ledger:
         if text != ref:
             self.violation("%s: greedy text differs from the reference for %r: got %r, want %r"
                            % (where, key, text[:200], ref[:200]))
+
+
+    def check_embedding(self, text, ref, got, tolerance, where):
+        """An embedding returned amid other traffic: the reference's length,
+        unit L2 norm and every component within `tolerance` of the reference
+        (the same input embedded alone)."""
+        with self._lock:
+            self.embeddings_compared += 1
+        if not isinstance(got, list) or len(got) != len(ref):
+            self.violation("%s: embedding of %r has %s components, want %d"
+                           % (where, text, len(got) if isinstance(got, list) else type(got).__name__, len(ref)))
+            return
+        norm = sum(x * x for x in got) ** 0.5
+        worst = max(abs(a - b) for a, b in zip(got, ref))
+        if abs(norm - 1.0) > tolerance or worst > tolerance:
+            self.violation("%s: embedding of %r: norm %.6f, largest difference from the reference %.2e (bound %.0e)"
+                           % (where, text, norm, worst, tolerance))
 
 
 def play(ledger, name, rng, stop, scenarios, on_raise=None):

@@ -22,6 +22,15 @@
 
 namespace cortex::testing {
 
+// The waits' default limits are for an optimized build; a sanitized one runs
+// the engine several times slower (TSan 5-15x), so they grow with it and a
+// slow build fails no test (style.md rule 7).
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr int k_wait_scale = 4;  // 480 s, inside CTest's 600 s per test
+#else
+constexpr int k_wait_scale = 1;
+#endif
+
 struct request_record {
   std::optional<request_accepted> accepted;
   std::vector<request_chunk> chunks;
@@ -54,11 +63,12 @@ class event_log {
   }
   // Waits until pred(records) holds; false on timeout.
   template <class Pred>
-  bool wait_for(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
+  bool wait_for(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(120 * k_wait_scale)) {
     std::unique_lock<std::mutex> lk(mu_);
     return cv_.wait_for(lk, timeout, [&] { return pred(records_); });
   }
-  bool wait_done(const std::vector<std::string>& ids, std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
+  bool wait_done(const std::vector<std::string>& ids,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(120 * k_wait_scale)) {
     return wait_for(
         [&](const std::map<std::string, request_record>& r) {
           for (auto& id : ids) {
@@ -149,7 +159,7 @@ class runtime_fixture {
     return out;
   }
   // Waits until the engine holds no sequence and no KV block.
-  bool wait_idle(std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  bool wait_idle(std::chrono::milliseconds timeout = std::chrono::seconds(30 * k_wait_scale)) {
     const auto until = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < until) {
       auto s = stats();
