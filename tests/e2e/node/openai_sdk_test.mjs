@@ -336,17 +336,28 @@ test('errors: each class the SDK surfaces, with the OpenAI error fields', async 
       assert.equal(e.type, 'invalid_request_error');
       return true;
     });
-  // 501 response_format json_schema.
+  // 400 for a JSON schema keyword structured output does not support, naming it.
   await assert.rejects(client.chat.completions.create({
     ...base,
-    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } },
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', not: { type: 'null' } } } },
   }), (e) => {
-    assert.ok(e instanceof InternalServerError, `got ${e}`);
-    assert.equal(e.status, 501);
-    assert.equal(e.type, 'server_error');
-    assert.equal(e.param, 'response_format');
+    assert.ok(e instanceof BadRequestError, `got ${e}`);
+    assert.equal(e.status, 400);
+    assert.equal(e.type, 'invalid_request_error');
+    assert.match(e.message, /'not'/);
     return true;
   });
+  // A supported schema: the content parses and has the required field.
+  const js = await client.chat.completions.create({
+    ...base, max_tokens: 64, temperature: 0,
+    response_format: { type: 'json_schema', json_schema: { name: 'p', strict: true, schema: {
+      type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 99 } },
+      required: ['n'], additionalProperties: false } } },
+  });
+  assert.equal(js.choices[0].finish_reason, 'stop', `content ${js.choices[0].message.content}`);
+  const doc = JSON.parse(js.choices[0].message.content);
+  assert.ok(Number.isInteger(doc.n) && doc.n >= 0 && doc.n <= 99, `got ${js.choices[0].message.content}`);
+  assert.deepEqual(Object.keys(doc), ['n']);
   // The server still serves after all of them.
   const r = await client.chat.completions.create({ ...base, max_tokens: chat.max_tokens, temperature: 0 });
   assert.equal(r.choices[0].message.content, chat.text);
