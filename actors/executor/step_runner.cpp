@@ -169,9 +169,11 @@ engine_step_result step_runner::run(const engine_step& step) {
       if (slot == by_context.size()) by_context.emplace_back();
       by_context[slot].push_back(sq->grammar.get());
     }
-    pool_.parallel_for(static_cast<int>(by_context.size()), [&](int k, int) {
-      for (constraint* c : by_context[static_cast<size_t>(k)]) compute_mask(*c);
-    });
+    if (!by_context.empty()) {  // most steps carry no grammar: no pool round trip for them
+      pool_.parallel_for(static_cast<int>(by_context.size()), [&](int k, int) {
+        for (constraint* c : by_context[static_cast<size_t>(k)]) compute_mask(*c);
+      });
+    }
     // Samplers are independent (own RNG, own history): sample them in
     // parallel on the compute pool; each task writes only its own slot.
     res.outputs.resize(todo.size());
