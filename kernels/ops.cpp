@@ -24,7 +24,8 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
   for (i = 0; i < n; ++i) out[i] = (x[i] * scale) * w[i];
 }
 
-void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox) {
+void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox, float freq_scale,
+          const float* freq_factors) {
   constexpr int max_pairs = 256;
   const int n_pairs = n_rot / 2;
   float cos_t[max_pairs];
@@ -32,8 +33,10 @@ void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_ba
   const float theta_scale = powf(freq_base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
   for (int i = 0; i < n_pairs; ++i) {
-    cos_t[i] = cosf(theta);
-    sin_t[i] = sinf(theta);
+    // ggml's rope_yarn order: divide by the factor, then scale.
+    const float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
+    cos_t[i] = cosf(t);
+    sin_t[i] = sinf(t);
     theta *= theta_scale;
   }
   // Pair i is (first + i*step_pair, first + i*step_pair + offset).

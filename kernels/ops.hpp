@@ -21,8 +21,15 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps);
 // theta_{i+1} = theta_i * theta_scale, cosf/sinf in float.
 //   neox == false: pair i is (2i, 2i+1)        (GGUF 'llama', rope mode 0)
 //   neox == true:  pair i is (i, i + n_rot/2)  (GGUF 'qwen2', mode NEOX)
-// REQUIRES: n_rot even, 0 < n_rot <= head_dim, n_rot <= 512, pos >= 0.
-void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox);
+// Scaled variants, as ggml_rope_ext with ext_factor 0 and attn_factor 1:
+// theta_i = freq_scale * (theta_i / freq_factors[i]). freq_scale is linear
+// scaling (1 / GGUF rope.scaling.factor); freq_factors (n_rot/2,) are Llama
+// 3.1's per-pair divisors (the rope_freqs.weight tensor), null for none.
+// With 1 and null theta is untouched, bit for bit.
+// REQUIRES: n_rot even, 0 < n_rot <= head_dim, n_rot <= 512, pos >= 0,
+// freq_factors (when given) > 0.
+void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox,
+          float freq_scale = 1.0f, const float* freq_factors = nullptr);
 
 // x (n,) in place: x[i] = exp(x[i] - max) / sum. Entries equal to -inf get
 // probability 0. REQUIRES: n > 0 and at least one finite entry.

@@ -259,12 +259,15 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
     add_bias(k_.data(), L.bk, n_tokens);
     add_bias(v_.data(), L.bv, n_tokens);
     {
+      const float* rope_freqs = w.rope_freqs.empty() ? nullptr : w.rope_freqs.data();
       int t = 0;
       for (const auto& s : batch) {
         for (int i = 0; i < s.n_tokens; ++i, ++t) {
           const int pos = s.pos0 + i;
-          kernels::rope(q_.data() + static_cast<size_t>(t) * dq, hp.n_head, hp.head_dim, hp.n_rot, pos, hp.rope_freq_base, hp.rope_neox);
-          kernels::rope(k_.data() + static_cast<size_t>(t) * dkv, hp.n_head_kv, hp.head_dim, hp.n_rot, pos, hp.rope_freq_base, hp.rope_neox);
+          kernels::rope(q_.data() + static_cast<size_t>(t) * dq, hp.n_head, hp.head_dim, hp.n_rot, pos, hp.rope_freq_base, hp.rope_neox,
+                        hp.rope_freq_scale, rope_freqs);
+          kernels::rope(k_.data() + static_cast<size_t>(t) * dkv, hp.n_head_kv, hp.head_dim, hp.n_rot, pos, hp.rope_freq_base,
+                        hp.rope_neox, hp.rope_freq_scale, rope_freqs);
         }
       }
     }

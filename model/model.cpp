@@ -1,5 +1,6 @@
 #include "model/model.hpp"
 
+#include <cmath>
 #include <map>
 
 #include "kernels/quant.hpp"
@@ -121,6 +122,21 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
   if (auto e = f.get_float(a + ".attention.layer_norm_rms_epsilon")) hp.rms_eps = static_cast<float>(*e);
   if (auto b = f.get_float(a + ".rope.freq_base")) hp.rope_freq_base = static_cast<float>(*b);
   if (hp.rms_eps <= 0 || !(hp.rope_freq_base > 0)) return err("invalid rms epsilon or rope base");
+  // RoPE scaling, as llama.cpp reads it. Linear scaling divides positions;
+  // YaRN and LongRoPE change the rotation itself and are refused rather than
+  // run with wrong logits.
+  const std::string scaling = f.get_string(a + ".rope.scaling.type") ? std::string(*f.get_string(a + ".rope.scaling.type")) : "";
+  if (!scaling.empty() && scaling != "none" && scaling != "linear") {
+    return err("rope scaling type '" + scaling + "' (" + a + ".rope.scaling.type) is not supported (supported: none, linear)",
+               errc::unsupported);
+  }
+  float rope_factor = 0.0f;
+  if (auto v = f.get_float(a + ".rope.scale_linear")) rope_factor = static_cast<float>(*v);
+  if (auto v = f.get_float(a + ".rope.scaling.factor"); v && scaling != "none") rope_factor = static_cast<float>(*v);
+  if (rope_factor != 0.0f) {
+    if (!(rope_factor > 0.0f) || !std::isfinite(rope_factor)) return err("invalid rope scaling factor " + std::to_string(rope_factor));
+    hp.rope_freq_scale = 1.0f / rope_factor;
+  }
 
   auto* embd = f.find_tensor("token_embd.weight");
   if (!embd) return err("missing tensor 'token_embd.weight'");
@@ -135,6 +151,10 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
     w.output = ld.matrix("output.weight", d, hp.n_vocab);
   } else {
     w.output = w.token_embd;  // tied embeddings
+  }
+  w.rope_freqs = ld.vec("rope_freqs.weight", hp.n_rot / 2, false);
+  for (float ff : w.rope_freqs) {
+    if (!(ff > 0.0f) || !std::isfinite(ff)) return err("tensor 'rope_freqs.weight' holds " + std::to_string(ff) + "; every factor must be positive and finite");
   }
   w.layers.resize(static_cast<size_t>(hp.n_layer));
   for (int l = 0; l < hp.n_layer && ld.ok(); ++l) {

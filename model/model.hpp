@@ -31,6 +31,8 @@ struct model_hparams {
   int n_rot = 0;        // rotated dims per head
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
+  // Linear RoPE scaling: 1 / GGUF rope.scaling.factor (or 1 / rope.scale_linear); 1 for none.
+  float rope_freq_scale = 1.0f;
   bool rope_neox = false;  // qwen2 rotates (i, i + n_rot/2) pairs
   int n_embd_kv() const { return n_head_kv * head_dim; }
 };
@@ -48,6 +50,9 @@ struct model_weights {
   kernels::weight_view token_embd;  // (n_vocab, n_embd), rows dequantized on lookup
   std::vector<float> output_norm;   // (n_embd,)
   kernels::weight_view output;      // (n_vocab, n_embd); token_embd when tied
+  // (n_rot/2,) Llama 3.1's RoPE frequency divisors (rope_freqs.weight, its
+  // "llama3" rope scaling baked in by the converter); empty when the file has none.
+  std::vector<float> rope_freqs;
   std::vector<layer_weights> layers;
 };
 

@@ -16,15 +16,35 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
       {"llama-3.2-1b", model_arch::llama, 128256, 8192, 2048, 16, 32, 8, 8192, 500000.0f, 1e-5f, true},
       {"qwen2.5-0.5b", model_arch::qwen2, 151936, 32768, 896, 24, 14, 2, 4864, 1000000.0f, 1e-6f, true},
       {"tiny", model_arch::llama, 1024, 2048, 256, 4, 8, 2, 768, 10000.0f, 1e-5f, false},
-      // The published shapes (the models' config.json on Hugging Face). Llama
-      // 3.1's "llama3" rope scaling (rope_freqs.weight in its GGUF files) and
-      // Mistral's 4096-token sliding window are left out: neither changes the
-      // bytes a step reads, and our loader implements neither.
-      {"llama-3.1-8b", model_arch::llama, 128256, 131072, 4096, 32, 32, 8, 14336, 500000.0f, 1e-5f, false, "llama3"},
+      // The published shapes (the models' config.json on Hugging Face), with
+      // Llama 3.1's rope_freqs.weight. Mistral's 4096-token sliding window is
+      // left out, as llama.cpp's 'llama' architecture also runs it.
+      {"llama-3.1-8b", model_arch::llama, 128256, 131072, 4096, 32, 32, 8, 14336, 500000.0f, 1e-5f, false, "llama3", true},
       {"qwen2.5-7b", model_arch::qwen2, 152064, 131072, 3584, 28, 28, 4, 18944, 1000000.0f, 1e-6f, false, "qwen3"},
       {"mistral-7b", model_arch::llama, 32000, 32768, 4096, 32, 32, 8, 14336, 10000.0f, 1e-5f, false, "llama-spm"},
   };
   return shapes;
+}
+
+std::vector<float> llama3_rope_factors(int head_dim, float freq_base) {
+  constexpr double factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, old_context = 8192.0;
+  constexpr double pi = 3.14159265358979323846;
+  const double low_freq_wavelen = old_context / low_freq_factor;
+  const double high_freq_wavelen = old_context / high_freq_factor;
+  std::vector<float> out;
+  for (int i = 0; i < head_dim; i += 2) {
+    const double freq = 1.0 / std::pow(static_cast<double>(freq_base), static_cast<double>(i) / head_dim);
+    const double wavelen = 2.0 * pi / freq;
+    double f = 1.0;
+    if (wavelen > low_freq_wavelen) {
+      f = factor;
+    } else if (wavelen >= high_freq_wavelen) {
+      const double smooth = (old_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f = 1.0 / ((1.0 - smooth) / factor + smooth);
+    }
+    out.push_back(static_cast<float>(f));
+  }
+  return out;
 }
 
 const synthetic_shape* find_synthetic_shape(const std::string& name) {
@@ -232,6 +252,7 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     specs.push_back({p + "ffn_up.weight", "ffn_up", l, d, s.n_ff, false});
     specs.push_back({p + "ffn_down.weight", "ffn_down", l, s.n_ff, d, false});
   }
+  if (s.llama3_rope) specs.push_back({"rope_freqs.weight", "rope_freqs", -1, hd / 2, 1, true});
   specs.push_back({"output_norm.weight", "norm", -1, d, 1, true});
   if (!s.tied_embeddings) specs.push_back({"output.weight", "output", -1, d, s.n_vocab, false});
 
@@ -258,7 +279,9 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
         std::vector<float> row(static_cast<size_t>(sp.cols));
         for (int64_t r = ti; r < sp.rows; r += nt) {
           const uint64_t row_seed = mix64(tensor_seed + static_cast<uint64_t>(r) * 0x2545f4914f6cdd1dull);
-          if (sp.role == "norm") {
+          if (sp.role == "rope_freqs") {
+            row = llama3_rope_factors(static_cast<int>(hd), s.rope_freq_base);
+          } else if (sp.role == "norm") {
             fill_normal(row.data(), sp.cols, row_seed, 1.0f, 0.1f);
           } else {
             fill_normal(row.data(), sp.cols, row_seed, 0.0f, stddev);

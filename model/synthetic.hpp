@@ -29,7 +29,16 @@ struct synthetic_shape {
   // tokenizer.* keys are copied, its token list padded to n_vocab with
   // unused "[PADi]" tokens as llama.cpp's converter pads Qwen2.5's.
   std::string vocab = {};
+  // Llama 3.1's "llama3" RoPE scaling (factor 8, low/high frequency factors
+  // 1 and 4, original context 8192), written as rope_freqs.weight the way
+  // llama.cpp's converter bakes it into the file.
+  bool llama3_rope = false;
 };
+
+// The (head_dim/2,) rope_freqs.weight divisors of Llama 3.1's published
+// rope_scaling (Meta's formula: wavelengths shorter than 8192/4 keep 1,
+// longer than 8192/1 get 8, a smooth blend between).
+std::vector<float> llama3_rope_factors(int head_dim, float freq_base);
 
 // Named shapes: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, tiny, and the
 // published shapes of llama-3.1-8b, qwen2.5-7b and mistral-7b (v0.1).

@@ -117,6 +117,46 @@ TEST(rope, pairs_adjacent_dims_normally_and_half_apart_in_neox) {
   }
 }
 
+// Scaling divides theta: a factor of 2 (rope_freqs divisor or linear
+// freq_scale 0.5) at position 2p rotates exactly as no scaling at p. Halving
+// is exact in float, so the results are equal bit for bit.
+TEST(rope, scaling_by_two_at_twice_the_position_equals_no_scaling) {
+  const int n_heads = 2, head_dim = 64;
+  const std::vector<float> twos(head_dim / 2, 2.0f);
+  for (bool neox : {false, true}) {
+    for (int p : {1, 7, 300}) {
+      const auto orig = random_vector(n_heads * head_dim, 5 + p);
+      auto plain = orig, by_factor = orig, by_scale = orig;
+      rope(plain.data(), n_heads, head_dim, head_dim, p, 500000.0f, neox);
+      rope(by_factor.data(), n_heads, head_dim, head_dim, 2 * p, 500000.0f, neox, 1.0f, twos.data());
+      rope(by_scale.data(), n_heads, head_dim, head_dim, 2 * p, 500000.0f, neox, 0.5f, nullptr);
+      EXPECT_EQ(by_factor, plain) << "neox=" << neox << " p=" << p;
+      EXPECT_EQ(by_scale, plain) << "neox=" << neox << " p=" << p;
+    }
+  }
+}
+
+TEST(rope, per_pair_factors_match_the_double_formula) {
+  const int n_heads = 2, head_dim = 32, pos = 123;
+  std::vector<float> factors(head_dim / 2);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.5f * static_cast<float>(i % 5);
+  for (bool neox : {false, true}) {
+    auto x = random_vector(n_heads * head_dim, 77);
+    const auto orig = x;
+    rope(x.data(), n_heads, head_dim, head_dim, pos, 10000.0f, neox, 0.25f, factors.data());
+    const int offset = neox ? head_dim / 2 : 1, step = neox ? 1 : 2;
+    for (int h = 0; h < n_heads; ++h) {
+      for (int i = 0; i < head_dim / 2; ++i) {
+        const double theta = 0.25 * pos * std::pow(10000.0, -2.0 * i / head_dim) / factors[static_cast<size_t>(i)];
+        const int a = h * head_dim + i * step, b = a + offset;
+        const double x0 = orig[static_cast<size_t>(a)], x1 = orig[static_cast<size_t>(b)];
+        ASSERT_NEAR(x[static_cast<size_t>(a)], x0 * std::cos(theta) - x1 * std::sin(theta), 2e-5) << h << " " << i;
+        ASSERT_NEAR(x[static_cast<size_t>(b)], x0 * std::sin(theta) + x1 * std::cos(theta), 2e-5) << h << " " << i;
+      }
+    }
+  }
+}
+
 TEST(rope, partial_rotation_leaves_the_rest_untouched) {
   const int n_heads = 4, head_dim = 16, n_rot = 8, pos = 21;
   for (bool neox : {false, true}) {
