@@ -225,7 +225,7 @@ def scaling_summary(results):
     ratio falls short of it by what other load took (cores_ours: the cores
     our processes got during the run)."""
     def med(key, f):
-        return statistics.median(f(r) for r in results[key])
+        return round(statistics.median(f(r) for r in results[key]), 3)
     alone, r1, r2 = ("worker alone", 1), ("router", 1), ("router", 2)
     total_ms = lambda r: sum(r["cpu_ms_per_token"].values())
     one_worker_ceiling = 1000.0 / med(r1, lambda r: r["cpu_ms_per_token"]["worker0"])
@@ -236,6 +236,12 @@ def scaling_summary(results):
         out[name + "_cpu_ms_per_token"] = {p: med(key, lambda r: r["cpu_ms_per_token"][p]) for p in results[key][0]["cpu_ms_per_token"]}
         out[name + "_cores_ours"] = round(med(key, lambda r: sum(r["cpu_s"].values()) / r["wall_s"]), 2)
     out["router_cost"] = round(1 - out["router_1_tok_s"] / out["worker_alone_tok_s"], 3)
+    # Each round's router run against the worker-alone run just before it:
+    # drift between rounds cancels; the standard error says what is noise.
+    paired = [1 - r["tok_s"] / w["tok_s"] for w, r in zip(results[alone], results[r1])]
+    out["router_cost_paired"] = round(statistics.mean(paired), 3)
+    if len(paired) > 1:
+        out["router_cost_paired_se"] = round(statistics.stdev(paired) / len(paired) ** 0.5, 3)
     out["router_cpu_share"] = round(out["router_1_cpu_ms_per_token"]["router1"] / out["router_1_cpu_ms_per_token"]["worker0"], 4)
     out["scaling_2_over_1"] = round(out["router_2_tok_s"] / out["router_1_tok_s"], 3)
     out["scaling_ceiling_own_machine"] = round(two_worker_ceiling / one_worker_ceiling, 3)
@@ -262,8 +268,11 @@ def cmd_scaling(a):
             c.close()
         procs = {"worker0": workers[0], "worker1": workers[1], "router1": routers[0], "router2": routers[1]}
         paths = [("worker alone", 1, workers[0].endpoint), ("router", 1, routers[0].endpoint), ("router", 2, routers[1].endpoint)]
+        # Warm-up: one full unmeasured round. A fresh worker's first run is
+        # some 4% slower (the first touch of its KV pages), which once made
+        # whichever path ran first look costlier.
         for _, n, ep in paths:
-            stream_load(ep, 2 * n, 8)  # warm-up
+            stream_load(ep, a.streams * (n if a.per_worker else 1), a.tokens)
         print(json.dumps({"bench": "scaling", "loadavg": os.getloadavg()}), flush=True)
         results = {}
         for rnd in range(a.rounds):
