@@ -7,9 +7,14 @@ per run on stdout, logs in a temporary directory (printed).
       8 in flight, through a router with --routing affinity and then
       round-robin (fresh workers each): the cluster prefix-cache hit rate
       (pooled over the workers) and TTFT p50/p90 (submit to first chunk).
-  bench/cluster/cluster_bench.py scaling --model M [--streams 16] [--tokens 64]
-      aggregate tok/s of N streams through a router over 1 worker, then 2
-      workers (1 thread each), and of the worker alone (router cost).
+  bench/cluster/cluster_bench.py scaling --model M [--streams 16] [--tokens 64] [--rounds 3] [--per-worker] [--threads]
+      aggregate tok/s of N streams to a worker alone (1 thread), through a
+      router over it, and through a router over it and a second one,
+      interleaved for --rounds rounds; each line has the CPU seconds of
+      every process and of the load client (per thread with --threads); the
+      last line has the medians, the router's cost and the 2-over-1 scaling,
+      and the ceiling of that ratio on a machine whose cores are all ours
+      (scaling_summary).
   bench/cluster/cluster_bench.py ttft [--model M] [--n 50]
       TTFT p50 of sequential 1-token requests: worker alone vs through a router.
 
@@ -81,8 +86,9 @@ def start_cluster(model, n_workers, threads, routing, extra=()):
 
 def run_requests(endpoint, requests, in_flight):
     """Sends requests (dicts of submit kwargs), `in_flight` at a time, each on
-    its own thread and connection. Returns (ttft list in ms, tokens, seconds)."""
-    ttfts, tokens = [], [0]
+    its own thread and connection. Returns (ttft list in ms, tokens, seconds,
+    chunk events received)."""
+    ttfts, tokens, chunks = [], [0], [0]
     lock = threading.Lock()
     queue = list(enumerate(requests))
 
@@ -97,14 +103,18 @@ def run_requests(endpoint, requests, in_flight):
                 t0 = time.monotonic()
                 first = None
                 s = c.submit(**req)
+                n_chunks = 0
                 for ev in s:
-                    if ev["t"] == "chunk" and first is None:
-                        first = time.monotonic()
+                    if ev["t"] == "chunk":
+                        n_chunks += 1
+                        if first is None:
+                            first = time.monotonic()
                 if s.finished is None:
                     raise SystemExit("request failed: %r" % (s.error,))
                 with lock:
                     ttfts.append(1000.0 * ((first or time.monotonic()) - t0))
                     tokens[0] += s.finished["usage"]["completion_tokens"]
+                    chunks[0] += n_chunks
         finally:
             c.close()
 
@@ -114,7 +124,7 @@ def run_requests(endpoint, requests, in_flight):
         t.start()
     for t in threads:
         t.join()
-    return ttfts, tokens[0], time.monotonic() - t0
+    return ttfts, tokens[0], time.monotonic() - t0, chunks[0]
 
 
 def pct(xs, p):
@@ -132,7 +142,7 @@ def cmd_affinity(a):
     for routing in ("affinity", "round-robin"):
         router, workers = start_cluster(a.model, a.workers, 1, routing)
         try:
-            ttfts, tokens, secs = run_requests(router.endpoint, requests, 8)
+            ttfts, tokens, secs, _ = run_requests(router.endpoint, requests, 8)
             c = router.client()
             time.sleep(0.5)  # one stats poll after the last request
             st = c.stats()
@@ -146,26 +156,138 @@ def cmd_affinity(a):
                 p.stop()
 
 
+def stream_requests(streams, n_tokens):
+    # Token ids in every chunk: each token is an event that crosses the
+    # router, whatever text the model makes (a model with random weights
+    # makes tokens that are no whole UTF-8 character, hence no text chunks).
+    return [{"prompt": "Story %d: once upon a time" % i, "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
+             "want_token_ids": True} for i in range(streams)]
+
+
 def stream_load(endpoint, streams, n_tokens):
-    reqs = [{"prompt": "Story %d: once upon a time" % i, "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True}
-            for i in range(streams)]
-    ttfts, tokens, secs = run_requests(endpoint, reqs, streams)
+    ttfts, tokens, secs, _ = run_requests(endpoint, stream_requests(streams, n_tokens), streams)
     return {"tok_s": round(tokens / secs, 1), "ttft_ms_p50": round(statistics.median(ttfts), 1)}
 
 
-def cmd_scaling(a):
-    for n in (1, 2):
-        router, workers = start_cluster(a.model, n, 1, "least-loaded")
+def proc_cpu_s(pid):
+    """CPU seconds (user + system) process `pid` has used, and per thread as
+    "name/tid" (/proc/<pid>/task/*: CAF names its threads, e.g. caf.multiplexer)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    def read(path):
+        with open(path) as f:
+            s = f.read()
+        fields = s[s.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+    by_name = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
         try:
-            stream_load(router.endpoint, 2 * n, 8)  # warm-up
-            r = stream_load(router.endpoint, a.streams, a.tokens)
-            print(json.dumps(dict(bench="scaling", path="router", workers=n, streams=a.streams, **r)), flush=True)
-            if n == 1:
-                r = stream_load(workers[0].endpoint, a.streams, a.tokens)
-                print(json.dumps(dict(bench="scaling", path="worker alone", workers=1, streams=a.streams, **r)), flush=True)
-        finally:
-            for p in [router] + workers:
-                p.stop()
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+            by_name[name + "/" + tid] = read("/proc/%d/task/%s/stat" % (pid, tid))
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return read("/proc/%d/stat" % pid), by_name
+
+
+def client_cpu_s():
+    t = os.times()
+    return t.user + t.system
+
+
+def measured_load(endpoint, procs, streams, n_tokens):
+    """stream_load plus the CPU seconds each process (procs: name -> Proc) and
+    this load client used during it, in total and per generated token."""
+    before = {n: proc_cpu_s(p.proc.pid) for n, p in procs.items()}
+    c0, w0 = client_cpu_s(), time.monotonic()
+    ttfts, tokens, secs, chunks = run_requests(endpoint, stream_requests(streams, n_tokens), streams)
+    wall = time.monotonic() - w0
+    cpu = {"client": round(client_cpu_s() - c0, 2)}
+    threads = {}
+    for n, p in procs.items():
+        total, by_name = proc_cpu_s(p.proc.pid)
+        cpu[n] = round(total - before[n][0], 2)
+        threads[n] = {t: round(v - before[n][1].get(t, 0.0), 2) for t, v in by_name.items()
+                      if v - before[n][1].get(t, 0.0) >= 0.05}
+    return {"tok_s": round(tokens / secs, 1), "ttft_ms_p50": round(statistics.median(ttfts), 1), "wall_s": round(wall, 2),
+            "chunks": chunks,
+            "cpu_s": cpu, "cpu_ms_per_token": {n: round(1000.0 * v / tokens, 3) for n, v in cpu.items()},
+            "cpu_used_of_available": round(sum(cpu.values()) / (wall * os.cpu_count()), 3), "threads": threads}
+
+
+def scaling_summary(results):
+    """Medians over the rounds, and what CPU-seconds accounting allows.
+
+    A worker of 1 thread computes on one core: its tok/s cannot pass
+    1000 / (its CPU ms per token). Two of them, with the router and the load
+    client, cannot pass (cores) * 1000 / (CPU ms per token of all the
+    processes together), whatever else runs. The ceiling of the 2-over-1
+    ratio on a machine of our own is the second over the first; the measured
+    ratio falls short of it by what other load took (cores_ours: the cores
+    our processes got during the run)."""
+    def med(key, f):
+        return round(statistics.median(f(r) for r in results[key]), 3)
+    alone, r1, r2 = ("worker alone", 1), ("router", 1), ("router", 2)
+    total_ms = lambda r: sum(r["cpu_ms_per_token"].values())
+    one_worker_ceiling = 1000.0 / med(r1, lambda r: r["cpu_ms_per_token"]["worker0"])
+    two_worker_ceiling = os.cpu_count() * 1000.0 / med(r2, total_ms)
+    out = {"bench": "scaling", "summary": "medians", "loadavg": os.getloadavg(), "cores": os.cpu_count()}
+    for name, key in (("worker_alone", alone), ("router_1", r1), ("router_2", r2)):
+        out[name + "_tok_s"] = med(key, lambda r: r["tok_s"])
+        out[name + "_cpu_ms_per_token"] = {p: med(key, lambda r: r["cpu_ms_per_token"][p]) for p in results[key][0]["cpu_ms_per_token"]}
+        out[name + "_cores_ours"] = round(med(key, lambda r: sum(r["cpu_s"].values()) / r["wall_s"]), 2)
+    out["router_cost"] = round(1 - out["router_1_tok_s"] / out["worker_alone_tok_s"], 3)
+    # Each round's router run against the worker-alone run just before it:
+    # drift between rounds cancels; the standard error says what is noise.
+    paired = [1 - r["tok_s"] / w["tok_s"] for w, r in zip(results[alone], results[r1])]
+    out["router_cost_paired"] = round(statistics.mean(paired), 3)
+    if len(paired) > 1:
+        out["router_cost_paired_se"] = round(statistics.stdev(paired) / len(paired) ** 0.5, 3)
+    out["router_cpu_share"] = round(out["router_1_cpu_ms_per_token"]["router1"] / out["router_1_cpu_ms_per_token"]["worker0"], 4)
+    out["scaling_2_over_1"] = round(out["router_2_tok_s"] / out["router_1_tok_s"], 3)
+    out["scaling_ceiling_own_machine"] = round(two_worker_ceiling / one_worker_ceiling, 3)
+    return out
+
+
+def cmd_scaling(a):
+    """Three paths on processes that all stay up (worker A alone, a router
+    over A, a router over A and B), run interleaved for --rounds rounds so a
+    machine whose load drifts affects them alike. Every line carries the CPU
+    seconds of each process and of this client during that run."""
+    ports = [support.free_port() for _ in range(2)]
+    extra = list(a.worker_args.split()) if a.worker_args else []
+    workers = [Proc("worker%d" % i, ["--model", a.model, "--role", "worker", "--cluster-port", str(p), "--threads", "1"] + extra)
+               for i, p in enumerate(ports)]
+    rextra = list(a.router_args.split()) if a.router_args else []
+    routers = [Proc("router%d" % n, ["--role", "router", "--routing", "least-loaded",
+                                     "--workers", ",".join("127.0.0.1:%d" % p for p in ports[:n])] + rextra) for n in (1, 2)]
+    try:
+        per = workers[0].client().stats()["kv_blocks_total"]
+        for n, r in zip((1, 2), routers):
+            c = r.client()
+            support.wait_until(lambda: c.stats()["kv_blocks_total"] == n * per, 30, 0.05, "workers joined")
+            c.close()
+        procs = {"worker0": workers[0], "worker1": workers[1], "router1": routers[0], "router2": routers[1]}
+        paths = [("worker alone", 1, workers[0].endpoint), ("router", 1, routers[0].endpoint), ("router", 2, routers[1].endpoint)]
+        # Warm-up: one full unmeasured round. A fresh worker's first run is
+        # some 4% slower (the first touch of its KV pages), which once made
+        # whichever path ran first look costlier.
+        for _, n, ep in paths:
+            stream_load(ep, a.streams * (n if a.per_worker else 1), a.tokens)
+        print(json.dumps({"bench": "scaling", "loadavg": os.getloadavg()}), flush=True)
+        results = {}
+        for rnd in range(a.rounds):
+            for name, n, ep in paths:
+                streams = a.streams * (n if a.per_worker else 1)
+                r = measured_load(ep, procs, streams, a.tokens)
+                if not a.threads:
+                    del r["threads"]
+                results.setdefault((name, n), []).append(r)
+                print(json.dumps(dict(bench="scaling", round=rnd, path=name, workers=n, streams=streams, tokens=a.tokens, **r)),
+                      flush=True)
+        print(json.dumps(scaling_summary(results)), flush=True)
+    finally:
+        for p in routers + workers:
+            p.stop()
 
 
 def cmd_ttft(a):
@@ -174,7 +296,7 @@ def cmd_ttft(a):
         for name, ep in (("worker alone", workers[0].endpoint), ("router", router.endpoint),
                          ("worker alone", workers[0].endpoint), ("router", router.endpoint)):
             reqs = [{"prompt": "Once upon a time", "max_tokens": 1, "temperature": 0} for _ in range(a.n)]
-            ttfts, _, _ = run_requests(ep, reqs, 1)
+            ttfts, _, _, _ = run_requests(ep, reqs, 1)
             print(json.dumps({"bench": "ttft", "path": name, "n": a.n, "ttft_ms_p50": round(statistics.median(ttfts), 3),
                               "ttft_ms_p90": round(pct(ttfts, 90), 3)}), flush=True)
     finally:
@@ -192,6 +314,13 @@ def main():
     p.add_argument("--model", required=True)
     p.add_argument("--streams", type=int, default=16)
     p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--per-worker", action="store_true",
+                   help="--streams per worker: the router over 2 workers gets twice as many streams (each worker batches as "
+                        "many as the single one)")
+    p.add_argument("--threads", action="store_true", help="also CPU seconds per thread name of each process")
+    p.add_argument("--worker-args", default="", help="extra cortexd flags of both workers")
+    p.add_argument("--router-args", default="", help="extra cortexd flags of both routers")
     p = sub.add_parser("ttft")
     p.add_argument("--model", default=support.MODEL_PATH)
     p.add_argument("--n", type=int, default=50)
