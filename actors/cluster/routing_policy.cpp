@@ -72,8 +72,9 @@ size_t routing_policy::least_loaded(const std::vector<node_load>& nodes, uint64_
   for (size_t i = 1; i < nodes.size(); ++i) {
     const auto& a = nodes[i];
     const auto& b = nodes[best];
-    if (a.waiting != b.waiting) {
-      if (a.waiting < b.waiting) best = i;
+    const uint64_t load_a = uint64_t{a.waiting} + a.in_flight, load_b = uint64_t{b.waiting} + b.in_flight;
+    if (load_a != load_b) {
+      if (load_a < load_b) best = i;
     } else if (a.in_flight != b.in_flight) {
       if (a.in_flight < b.in_flight) best = i;
     } else if (score(tiebreak_key, a.id_hash) > score(tiebreak_key, b.id_hash)) {

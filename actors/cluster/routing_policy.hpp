@@ -9,8 +9,11 @@
 //   loaded's by more than `balance_threshold`, the least loaded wins. A
 //   request without a key (a prompt shorter than one block) goes to the
 //   least loaded.
-// least_loaded: the smallest waiting queue, then the fewest requests in
-//   flight from this router, then the rendezvous score (deterministic).
+// least_loaded: the smallest waiting queue plus requests in flight from
+//   this router, then the fewest in flight, then the rendezvous score
+//   (deterministic). The waiting queue comes from the worker's last stats
+//   and lags a burst; the router's own in-flight count does not, so a stale
+//   poll cannot send a whole burst to the worker that was idle at the poll.
 // round_robin: the next worker in the order given, whatever the load.
 //
 // Thread: one thread at a time (the cluster intake's).

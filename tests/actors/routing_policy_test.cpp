@@ -123,7 +123,11 @@ TEST(routing_policy, a_request_without_a_key_goes_to_the_least_loaded) {
   nodes[2].waiting = 1;
   nodes[1].in_flight = 5;
   nodes[2].in_flight = 3;
-  EXPECT_EQ(*p.pick(std::nullopt, nodes), 2u);  // least waiting, then fewest in flight
+  EXPECT_EQ(*p.pick(std::nullopt, nodes), 0u);  // waiting + in flight: 2, 6, 4
+  nodes[0].in_flight = 2;
+  EXPECT_EQ(*p.pick(std::nullopt, nodes), 0u);  // 4, 6, 4: the tie goes to fewer in flight (2 < 3)
+  nodes[0].in_flight = 3;
+  EXPECT_EQ(*p.pick(std::nullopt, nodes), 2u);  // 5, 6, 4
 }
 
 TEST(routing_policy, least_loaded_ignores_the_key) {
@@ -131,8 +135,28 @@ TEST(routing_policy, least_loaded_ignores_the_key) {
   auto nodes = nodes_named({"a:1", "b:2"});
   nodes[0].in_flight = 1;
   for (uint64_t key = 0; key < 50; ++key) EXPECT_EQ(*p.pick(key, nodes), 1u);
-  nodes[1].waiting = 1;  // the waiting queue counts before requests in flight
+  nodes[1].waiting = 2;  // its waiting queue counts with requests in flight
   EXPECT_EQ(*p.pick(7, nodes), 0u);
+}
+
+// A burst between two stats polls: the last poll saw a queue on one worker
+// and none on the other. Picks must still spread by the router's own count
+// instead of sending the whole burst to the worker that was idle at the poll.
+TEST(routing_policy, least_loaded_spreads_a_burst_between_stats_polls) {
+  routing_policy p(routing_mode::least_loaded);
+  auto nodes = nodes_named({"a:1", "b:2"});
+  nodes[0].waiting = 3;
+  std::vector<int> count(2, 0);
+  for (int i = 0; i < 16; ++i) {
+    const size_t k = *p.pick(std::nullopt, nodes);
+    ++nodes[k].in_flight;
+    ++count[k];
+  }
+  // b takes 3 to catch up with a's queue, then they alternate (a tie goes
+  // to fewer in flight, a): a ends with 3 + 7, b with 9. Waiting first
+  // would have sent all 16 to b.
+  EXPECT_EQ(count[0], 7);
+  EXPECT_EQ(count[1], 9);
 }
 
 TEST(routing_policy, round_robin_cycles_whatever_the_load) {
