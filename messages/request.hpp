@@ -42,6 +42,14 @@ struct request_params {
   // clears it), so past intake only `grammar` is set.
   std::string grammar;
   std::string json_schema;
+  // Speculative decoding by prompt lookup (protocol `params.speculative`,
+  // {ngram, max_draft}): draft up to spec_max_draft tokens by matching the
+  // last spec_ngram tokens earlier in prompt + output, verified in the same
+  // step. Off when spec_max_draft == 0. Not given: the server's default
+  // (cortexd --speculative) applies.
+  bool spec_given = false;
+  int32_t spec_ngram = 3;       // in [1, 16]
+  int32_t spec_max_draft = 0;   // in [0, 32]; 0 = off
 };
 
 // What a request asks the engine for: generated text, or (prefill only) an
