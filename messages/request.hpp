@@ -127,6 +127,9 @@ token_stop stop_by_token(const request_params& p, bool is_eog, int32_t token, ui
 
 struct request_timings {
   double queue_ms = 0, prefill_ms = 0, ttft_ms = 0, decode_ms = 0, total_ms = 0, tokens_per_s = 0;
+  // Speculative decoding (params.speculative): draft tokens verified, and
+  // how many of them were accepted; 0 when it was off.
+  uint32_t spec_drafted_tokens = 0, spec_accepted_tokens = 0;
 };
 
 // The one terminal event of a request.

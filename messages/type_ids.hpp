@@ -62,7 +62,7 @@ typename Inspector::result_type inspect(Inspector& f, request_chunk& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
   return f(caf::meta::type_name("request_timings"), x.queue_ms, x.prefill_ms, x.ttft_ms, x.decode_ms, x.total_ms,
-           x.tokens_per_s);
+           x.tokens_per_s, x.spec_drafted_tokens, x.spec_accepted_tokens);
 }
 
 template <class Inspector>
