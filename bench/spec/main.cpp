@@ -28,6 +28,7 @@
 #include "model/forward.hpp"
 #include "model/kv_arena.hpp"
 #include "model/model.hpp"
+#include "model/tokenizer.hpp"
 
 using namespace cortex;
 
