@@ -45,6 +45,10 @@ struct step_entry {
   // pos0 == 0, e.g. after a preemption); with `sample` set it returns the
   // embedding in engine_step_result::embeddings instead of sampling.
   bool embed = false;
+  // Speculative decoding (a decode entry only, with sample set): the last
+  // n_draft tokens are drafts (actors/scheduler/prompt_lookup.hpp) to
+  // verify; the executor answers with 1..n_draft + 1 tokens, in order.
+  int32_t n_draft = 0;
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
 };
 
@@ -55,6 +59,8 @@ struct engine_step {
   std::vector<request_id> closed;  // sequences whose samplers can be dropped (before the step)
 };
 
+// One sampled token. A speculative entry (step_entry::n_draft > 0) gets
+// several, consecutive and in order in engine_step_result::outputs.
 struct sampled_output {
   request_id rid = 0;
   int32_t token = 0;
@@ -87,6 +93,8 @@ struct session_update {
   bool prefill_done = false;        // the prompt is fully computed
   std::vector<sampled_output> tokens;
   uint32_t preemptions = 0;
+  uint32_t spec_drafted = 0;        // this step's draft tokens verified (speculative decoding)
+  uint32_t spec_accepted = 0;       // of which accepted
   std::vector<float> embedding;     // embed requests: the result, once (the request is then done)
 };
 
@@ -107,6 +115,8 @@ struct engine_stats {
   uint64_t steps = 0;
   uint64_t preemptions = 0;
   uint64_t failed_steps = 0;
+  uint64_t spec_drafted_tokens = 0;   // speculative decoding: draft tokens verified
+  uint64_t spec_accepted_tokens = 0;  // of which accepted
   double step_batch_tokens_mean = 0;
   double step_seqs_mean = 0;
   uint32_t step_seqs_max = 0;

@@ -42,6 +42,14 @@ struct request_params {
   // clears it), so past intake only `grammar` is set.
   std::string grammar;
   std::string json_schema;
+  // Speculative decoding by prompt lookup (protocol `params.speculative`,
+  // {ngram, max_draft}): draft up to spec_max_draft tokens by matching the
+  // last spec_ngram tokens earlier in prompt + output, verified in the same
+  // step. Off when spec_max_draft == 0. Not given: the server's default
+  // (cortexd --speculative) applies.
+  bool spec_given = false;
+  int32_t spec_ngram = 3;       // in [1, 16]
+  int32_t spec_max_draft = 0;   // in [0, 32]; 0 = off
 };
 
 // What a request asks the engine for: generated text, or (prefill only) an
@@ -119,6 +127,9 @@ token_stop stop_by_token(const request_params& p, bool is_eog, int32_t token, ui
 
 struct request_timings {
   double queue_ms = 0, prefill_ms = 0, ttft_ms = 0, decode_ms = 0, total_ms = 0, tokens_per_s = 0;
+  // Speculative decoding (params.speculative): draft tokens verified, and
+  // how many of them were accepted; 0 when it was off.
+  uint32_t spec_drafted_tokens = 0, spec_accepted_tokens = 0;
 };
 
 // The one terminal event of a request.

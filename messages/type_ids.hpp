@@ -32,7 +32,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_params& x) {
   return f(caf::meta::type_name("request_params"), x.max_tokens, x.max_tokens_given, x.temperature, x.top_k, x.top_p, x.min_p,
            x.repetition_penalty, x.presence_penalty, x.frequency_penalty, x.penalty_last_n, x.has_seed, x.seed, x.stop,
-           x.stop_token_ids, x.ignore_eos, x.min_tokens, x.logit_bias_ids, x.logit_bias_values, x.grammar, x.json_schema);
+           x.stop_token_ids, x.ignore_eos, x.min_tokens, x.logit_bias_ids, x.logit_bias_values, x.grammar, x.json_schema,
+           x.spec_given, x.spec_ngram, x.spec_max_draft);
 }
 
 template <class Inspector>
@@ -61,7 +62,7 @@ typename Inspector::result_type inspect(Inspector& f, request_chunk& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
   return f(caf::meta::type_name("request_timings"), x.queue_ms, x.prefill_ms, x.ttft_ms, x.decode_ms, x.total_ms,
-           x.tokens_per_s);
+           x.tokens_per_s, x.spec_drafted_tokens, x.spec_accepted_tokens);
 }
 
 template <class Inspector>
@@ -88,7 +89,8 @@ typename Inspector::result_type inspect(Inspector& f, sequence_open& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_entry& x) {
-  return f(caf::meta::type_name("step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample, x.is_decode, x.embed);
+  return f(caf::meta::type_name("step_entry"), x.rid, x.tokens, x.pos0, x.block_table, x.sample, x.is_decode, x.embed,
+           x.n_draft);
 }
 
 template <class Inspector>
@@ -114,14 +116,14 @@ typename Inspector::result_type inspect(Inspector& f, engine_step_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_update& x) {
   return f(caf::meta::type_name("session_update"), x.rid, x.started, x.cached_tokens, x.prefill_done, x.tokens,
-           x.preemptions, x.embedding);
+           x.preemptions, x.spec_drafted, x.spec_accepted, x.embedding);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
   return f(caf::meta::type_name("engine_stats"), x.running, x.waiting, x.kv_blocks_used, x.kv_blocks_total,
            x.kv_blocks_cached, x.kv_type, x.kv_bytes_per_token, x.prefix_cache_hit_rate, x.prefix_tokens_queried, x.prefix_tokens_hit, x.tokens_generated, x.tokens_prefilled, x.steps, x.preemptions,
-           x.failed_steps, x.step_batch_tokens_mean, x.step_seqs_mean, x.step_seqs_max, x.finished_by_reason);
+           x.failed_steps, x.spec_drafted_tokens, x.spec_accepted_tokens, x.step_batch_tokens_mean, x.step_seqs_mean, x.step_seqs_max, x.finished_by_reason);
 }
 
 template <class Inspector>

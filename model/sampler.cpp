@@ -55,8 +55,8 @@ void sampler::apply_logit_bias(int n_vocab) {
   }
 }
 
-sampled_token sampler::sample(const float* logits, int n_vocab,
-                              const std::vector<int32_t>& history, const uint64_t* allowed) {
+float sampler::prepare(const float* logits, int n_vocab, const std::vector<int32_t>& history,
+                       const uint64_t* allowed) {
   logits_.assign(logits, logits + n_vocab);
   apply_penalties(n_vocab, history);
   apply_logit_bias(n_vocab);
@@ -66,51 +66,91 @@ sampled_token sampler::sample(const float* logits, int n_vocab,
     }
   }
   const float log_z = kernels::log_sum_exp(logits_.data(), n_vocab);
-
-  sampled_token out{};
-  if (params_.temperature <= 0.0f) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n_vocab; ++i) {
-      if (logits_[i] > logits_[best]) best = i;
-    }
-    out.id = best;
+  if (params_.temperature <= 0.0f) return log_z;
+  // Truncation in llama.cpp's order: top-k, top-p, min-p. Each step builds
+  // or filters candidates_ without sorting the whole vocabulary.
+  bool min_p_done = false;
+  if (params_.top_k > 0 && params_.top_k < n_vocab) {
+    select_best(static_cast<size_t>(params_.top_k));
+    if (params_.top_p < 1.0f) apply_top_p_sorted();
+  } else if (params_.top_p < 1.0f) {
+    select_top_p(n_vocab);
   } else {
-    // Truncation in llama.cpp's order: top-k, top-p, min-p. Each step builds
-    // or filters candidates_ without sorting the whole vocabulary.
-    bool min_p_done = false;
-    if (params_.top_k > 0 && params_.top_k < n_vocab) {
-      select_best(static_cast<size_t>(params_.top_k));
-      if (params_.top_p < 1.0f) apply_top_p_sorted();
-    } else if (params_.top_p < 1.0f) {
-      select_top_p(n_vocab);
-    } else {
-      // No top-k / top-p: everything at or above min-p's cut survives.
-      float m = -INFINITY;
-      for (int32_t i = 0; i < n_vocab; ++i) m = std::max(m, logits_[i]);
-      const float cut = params_.min_p > 0.0f ? m + std::log(params_.min_p) : -INFINITY;
-      candidates_.clear();
-      for (int32_t i = 0; i < n_vocab; ++i) {
-        if (logits_[i] != -INFINITY && logits_[i] >= cut) candidates_.push_back({logits_[i], i});
-      }
-      min_p_done = true;
+    // No top-k / top-p: everything at or above min-p's cut survives.
+    float m = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; ++i) m = std::max(m, logits_[i]);
+    const float cut = params_.min_p > 0.0f ? m + std::log(params_.min_p) : -INFINITY;
+    candidates_.clear();
+    for (int32_t i = 0; i < n_vocab; ++i) {
+      if (logits_[i] != -INFINITY && logits_[i] >= cut) candidates_.push_back({logits_[i], i});
     }
-    if (params_.min_p > 0.0f && !min_p_done) {
-      float m = -INFINITY;
-      for (const auto& c : candidates_) m = std::max(m, c.logit);
-      const float threshold = m + std::log(params_.min_p);
-      candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
-                                       [&](const candidate& c) { return c.logit < threshold; }),
-                        candidates_.end());
-    }
-    out.id = draw();
+    min_p_done = true;
   }
-  out.logprob = logits_[out.id] - log_z;
+  if (params_.min_p > 0.0f && !min_p_done) {
+    float m = -INFINITY;
+    for (const auto& c : candidates_) m = std::max(m, c.logit);
+    const float threshold = m + std::log(params_.min_p);
+    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
+                                     [&](const candidate& c) { return c.logit < threshold; }),
+                      candidates_.end());
+  }
+  return log_z;
+}
 
+int32_t sampler::argmax(int n_vocab) const {
+  int32_t best = 0;
+  for (int32_t i = 1; i < n_vocab; ++i) {
+    if (logits_[i] > logits_[best]) best = i;
+  }
+  return best;
+}
+
+void sampler::fill_top(sampled_token& out, float log_z) {
+  out.logprob = logits_[out.id] - log_z;
   if (params_.n_logprobs > 0) {
     select_best(static_cast<size_t>(params_.n_logprobs));
     out.top.reserve(candidates_.size());
     for (const auto& c : candidates_) out.top.emplace_back(c.id, c.logit - log_z);
   }
+}
+
+sampled_token sampler::sample(const float* logits, int n_vocab,
+                              const std::vector<int32_t>& history, const uint64_t* allowed) {
+  const float log_z = prepare(logits, n_vocab, history, allowed);
+  sampled_token out{};
+  out.id = params_.temperature <= 0.0f ? argmax(n_vocab) : draw();
+  fill_top(out, log_z);
+  return out;
+}
+
+sampled_token sampler::verify(const float* logits, int n_vocab, const std::vector<int32_t>& history,
+                              const uint64_t* allowed, int32_t draft, bool& accepted) {
+  const float log_z = prepare(logits, n_vocab, history, allowed);
+  sampled_token out{};
+  if (params_.temperature <= 0.0f) {
+    out.id = argmax(n_vocab);
+    accepted = out.id == draft;
+  } else if (candidates_.empty()) {
+    out.id = 0;  // everything banned (outside the REQUIRES), as draw()
+    accepted = out.id == draft;
+  } else {
+    candidate_probs();
+    size_t at = probs_.size();
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      if (candidates_[i].id == draft) at = i;
+    }
+    const double p_draft = at < probs_.size() ? probs_[at] : 0.0;
+    const double u = uniform();
+    accepted = u < p_draft;
+    if (accepted) {
+      out.id = draft;
+    } else {
+      // Rejected: p with the draft zeroed, renormalized. The residual
+      // max(0, p - q) of the general rule is exactly that for a one-hot q.
+      out.id = draw_from(uniform() * (1.0 - p_draft), at);
+    }
+  }
+  fill_top(out, log_z);
   return out;
 }
 
@@ -204,26 +244,34 @@ void sampler::select_top_p(int n_vocab) {
   }
 }
 
-int32_t sampler::draw() {
-  // softmax(logit / T) over the survivors, then inverse-CDF with one uniform.
+void sampler::candidate_probs() {
   const size_t n = candidates_.size();
-  if (n == 0) return 0;  // everything banned (outside the REQUIRES): no draw to make, but no bad read either
-  std::vector<float>& p = probs_;
-  p.resize(n);
-  for (size_t i = 0; i < n; ++i) p[i] = candidates_[i].logit / params_.temperature;
-  kernels::softmax(p.data(), static_cast<int>(n));
-  const double u = uniform();
+  probs_.resize(n);
+  for (size_t i = 0; i < n; ++i) probs_[i] = candidates_[i].logit / params_.temperature;
+  kernels::softmax(probs_.data(), static_cast<int>(n));
+}
+
+int32_t sampler::draw_from(double u, size_t skip) {
+  const size_t n = candidates_.size();
   double cum = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    cum += p[i];
+    if (i == skip) continue;
+    cum += probs_[i];
     if (u < cum) return candidates_[i].id;
   }
   // u fell in the rounding gap above the last cumulative sum: take the last
   // token with non-zero probability.
   for (size_t i = n; i-- > 0;) {
-    if (p[i] > 0.0f) return candidates_[i].id;
+    if (i != skip && probs_[i] > 0.0f) return candidates_[i].id;
   }
-  return candidates_[0].id;
+  return candidates_[skip == 0 && n > 1 ? 1 : 0].id;
+}
+
+int32_t sampler::draw() {
+  // softmax(logit / T) over the survivors, then inverse-CDF with one uniform.
+  if (candidates_.empty()) return 0;  // everything banned (outside the REQUIRES): no draw to make, but no bad read either
+  candidate_probs();
+  return draw_from(uniform(), candidates_.size());
 }
 
 }  // namespace cortex

@@ -61,6 +61,18 @@ class sampler {
   sampled_token sample(const float* logits, int n_vocab, const std::vector<int32_t>& history,
                        const uint64_t* allowed = nullptr);
 
+  // Speculative verification of a drafted token `draft` at this position
+  // (prompt-lookup decoding): the same pipeline as sample() (penalties on
+  // `history`, bias, mask, truncation, temperature), then the standard
+  // rejection rule for a deterministic (one-hot) draft: greedy accepts iff
+  // the argmax is the draft (and returns the argmax either way); sampling
+  // accepts with probability p(draft) and otherwise draws from p with the
+  // draft's mass removed and the rest renormalized. Either way the returned
+  // id is distributed exactly as sample()'s. `accepted` says whether the
+  // returned id is the draft. Same REQUIRES as sample().
+  sampled_token verify(const float* logits, int n_vocab, const std::vector<int32_t>& history,
+                       const uint64_t* allowed, int32_t draft, bool& accepted);
+
  private:
   struct candidate {
     float logit;
@@ -76,6 +88,14 @@ class sampler {
   void select_best(size_t k);      // candidates_ = the k best, sorted
   void apply_top_p_sorted();       // truncates sorted candidates_ to top_p
   void select_top_p(int n_vocab);  // candidates_ = the top_p nucleus of logits_
+  // logits_ = logits after penalties, bias and mask; candidates_ = the
+  // truncation's survivors (sampling only). Returns log Z of logits_.
+  float prepare(const float* logits, int n_vocab, const std::vector<int32_t>& history, const uint64_t* allowed);
+  int32_t argmax(int n_vocab) const;
+  void fill_top(sampled_token& out, float log_z);
+  void candidate_probs();  // probs_ = softmax(candidates_ logits / T)
+  // Inverse CDF over probs_ with u in [0, mass), skipping index `skip`.
+  int32_t draw_from(double u, size_t skip);
   int32_t draw();  // from candidates_, after truncation and temperature
   // Uniform double in [0, 1) from the sampler's own generator.
   double uniform();

@@ -25,6 +25,8 @@ engine_stats sum_engine_stats(const std::vector<engine_stats>& workers) {
     s.steps += w.steps;
     s.preemptions += w.preemptions;
     s.failed_steps += w.failed_steps;
+    s.spec_drafted_tokens += w.spec_drafted_tokens;
+    s.spec_accepted_tokens += w.spec_accepted_tokens;
     batch_tokens += w.step_batch_tokens_mean * double(w.steps);
     batch_seqs += w.step_seqs_mean * double(w.steps);
     s.step_seqs_max = std::max(s.step_seqs_max, w.step_seqs_max);

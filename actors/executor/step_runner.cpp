@@ -77,6 +77,10 @@ status step_runner::check(const engine_step& step) const {
   const auto bad = [](const std::string& what) { return fail(errc::internal, "bad step plan: " + what); };
   for (const auto& e : step.entries) {
     if (e.tokens.empty()) return bad("empty step entry for request " + std::to_string(e.rid));
+    if (e.n_draft < 0 || e.n_draft >= e.n_tokens() || (e.n_draft > 0 && (!e.sample || e.embed))) {
+      return bad("request " + std::to_string(e.rid) + " has " + std::to_string(e.n_draft) + " draft tokens of " +
+                 std::to_string(e.n_tokens()));
+    }
     if (e.sample && !e.embed && !seqs_.count(e.rid)) return bad("no sampler open for request " + std::to_string(e.rid));
     if (auto it = seqs_.find(e.rid); it != seqs_.end() && !it->second.grammar_error.is_ok()) {
       return bad("the grammar of request " + std::to_string(e.rid) + " does not compile: " + it->second.grammar_error.message);
@@ -111,6 +115,54 @@ void step_runner::finish_embedding(const step_entry& e, engine_step_result& res)
   sums_.erase(it);
 }
 
+namespace {
+
+sampled_output to_output(request_id rid, const sampled_token& tok) {
+  sampled_output out;
+  out.rid = rid;
+  out.token = tok.id;
+  out.logprob.id = tok.id;
+  out.logprob.lp = tok.logprob;
+  for (auto& [id, lp] : tok.top) {
+    out.logprob.top_ids.push_back(id);
+    out.logprob.top_lps.push_back(lp);
+  }
+  return out;
+}
+
+}  // namespace
+
+void step_runner::sample_entry(const step_entry& e, open_seq& sq, int row0, std::vector<sampled_output>& out) {
+  const int n_vocab = model_->hparams().n_vocab;
+  constraint* c = sq.grammar.get();
+  if (e.n_draft == 0) {
+    out.push_back(to_output(e.rid, sq.smp.sample(fwd_.logits(row0), n_vocab, sq.history, c ? c->mask.data() : nullptr)));
+    return;
+  }
+  // Position i verifies draft i against row row0 + i, under the history and
+  // grammar state extended by the i tokens accepted before it; the first
+  // rejection (or the row after the last draft) samples the final token.
+  // The state is restored afterwards: run() advances it by every output.
+  const int32_t* drafts = e.tokens.data() + (e.tokens.size() - static_cast<size_t>(e.n_draft));
+  std::vector<int32_t> history = sq.history;
+  const grammar_matcher::state saved = c ? c->state : grammar_matcher::state{};
+  for (int32_t i = 0; i <= e.n_draft; ++i) {
+    if (c && i > 0) compute_mask(*c);
+    const uint64_t* mask = c ? c->mask.data() : nullptr;
+    bool accepted = false;
+    const sampled_token tok = i < e.n_draft ? sq.smp.verify(fwd_.logits(row0 + i), n_vocab, history, mask, drafts[i], accepted)
+                                            : sq.smp.sample(fwd_.logits(row0 + i), n_vocab, history, mask);
+    out.push_back(to_output(e.rid, tok));
+    if (!accepted) break;
+    history.push_back(tok.id);
+    if (c) {
+      if (trie_->is_eog(tok.id)) break;  // the document ended: nothing follows
+      c->ctx->matcher.advance(c->state, trie_->token_bytes(tok.id));
+    }
+  }
+  if (c) c->state = saved;  // (its mask is recomputed at the next step)
+}
+
 engine_step_result step_runner::run(const engine_step& step) {
   engine_step_result res;
   res.step_id = step.step_id;
@@ -136,7 +188,9 @@ engine_step_result step_runner::run(const engine_step& step) {
     s.pos0 = e.pos0;
     s.block_table = e.block_table.data();
     s.n_blocks = static_cast<int32_t>(e.block_table.size());
-    s.logits = e.sample && !e.embed ? logits_mode::last : logits_mode::none;
+    // A speculative entry needs a row per position from its last known
+    // token on (its known tokens are one decode token: all rows are those).
+    s.logits = !e.sample || e.embed ? logits_mode::none : e.n_draft > 0 ? logits_mode::all : logits_mode::last;
     if (e.embed) {
       pooled_sum& ps = sums_[e.rid];
       if (e.pos0 == 0) {  // the first chunk, or a recompute after preemption
@@ -150,13 +204,18 @@ engine_step_result step_runner::run(const engine_step& step) {
   try {
     fwd_.run(batch_, kv_);
     const int n_vocab = model_->hparams().n_vocab;
-    // Sequences that sample this step, in batch order (= logits row order).
+    // Sequences that sample this step, in batch order, with their first
+    // logits row (rows: one per `last` entry, one per token of an `all` one).
     std::vector<std::pair<const step_entry*, open_seq*>> todo;
+    std::vector<int> row0;
+    int n_rows = 0;
     for (const auto& e : step.entries) {
       if (e.embed) {
         finish_embedding(e, res);
       } else if (e.sample) {
         todo.emplace_back(&e, &seqs_.at(e.rid));
+        row0.push_back(n_rows);
+        n_rows += e.n_draft > 0 ? e.n_tokens() : 1;
       }
     }
     // Grammar masks: one task per grammar context (its sequences share a
@@ -175,21 +234,21 @@ engine_step_result step_runner::run(const engine_step& step) {
       });
     }
     // Samplers are independent (own RNG, own history): sample them in
-    // parallel on the compute pool; each task writes only its own slot.
-    res.outputs.resize(todo.size());
+    // parallel on the compute pool; each task writes only its own slot. A
+    // speculative entry with a grammar computes its later masks on the
+    // shared matcher, so those run afterwards on this thread.
+    std::vector<std::vector<sampled_output>> outs(todo.size());
+    const auto serial = [&](size_t i) { return todo[i].first->n_draft > 0 && todo[i].second->grammar; };
     pool_.parallel_for(static_cast<int>(todo.size()), [&](int i, int) {
-      const auto& [e, sq] = todo[static_cast<size_t>(i)];
-      auto tok = sq->smp.sample(fwd_.logits(i), n_vocab, sq->history, sq->grammar ? sq->grammar->mask.data() : nullptr);
-      sampled_output& out = res.outputs[static_cast<size_t>(i)];
-      out.rid = e->rid;
-      out.token = tok.id;
-      out.logprob.id = tok.id;
-      out.logprob.lp = tok.logprob;
-      for (auto& [id, lp] : tok.top) {
-        out.logprob.top_ids.push_back(id);
-        out.logprob.top_lps.push_back(lp);
-      }
+      const auto k = static_cast<size_t>(i);
+      if (!serial(k)) sample_entry(*todo[k].first, *todo[k].second, row0[k], outs[k]);
     });
+    for (size_t k = 0; k < todo.size(); ++k) {
+      if (serial(k)) sample_entry(*todo[k].first, *todo[k].second, row0[k], outs[k]);
+    }
+    for (auto& o : outs) {
+      for (auto& t : o) res.outputs.push_back(std::move(t));
+    }
   } catch (const std::exception& ex) {
     res.outputs.clear();
     res.embeddings.clear();

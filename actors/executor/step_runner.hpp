@@ -91,6 +91,12 @@ class step_runner {
   // that bans every token the grammar allows: the request then ends `stop`
   // with a prefix of a document).
   void compute_mask(constraint& c);
+  // Samples e's token(s) from logits rows from row0 into out: one, or for a
+  // speculative entry (e.n_draft > 0) the accepted drafts then the token
+  // sampled at the first rejection (or after the last draft). Touches only
+  // sq's sampler; sq's grammar state is restored before returning, and its
+  // shared matcher is used only when e has drafts (callers serialize those).
+  void sample_entry(const step_entry& e, open_seq& sq, int row0, std::vector<sampled_output>& out);
   // The plan is ours, but a bad one must fail its step (internal), never
   // write outside the arena or read outside the vocabulary.
   status check(const engine_step& step) const;

@@ -100,6 +100,8 @@ void metrics_registry::record_finished(std::string_view endpoint, const request_
   generation_tokens_ += f.completion_tokens;
   prefix_cache_hit_tokens_ += f.cached_tokens;
   preemptions_ += f.preemptions;
+  spec_drafted_ += f.timings.spec_drafted_tokens;
+  spec_accepted_ += f.timings.spec_accepted_tokens;
   if (f.completion_tokens > 0) ttft_.observe(f.timings.ttft_ms / 1000);
   queue_.observe(f.timings.queue_ms / 1000);
   duration_.observe(f.timings.total_ms / 1000);
@@ -121,6 +123,8 @@ std::string metrics_registry::render() const {
   counter(w, "cortex_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.",
           prefix_cache_hit_tokens_);
   counter(w, "cortex_preemptions_total", "Times a running request was preempted.", preemptions_);
+  counter(w, "cortex_spec_drafted_tokens_total", "Speculative draft tokens verified for ended requests.", spec_drafted_);
+  counter(w, "cortex_spec_accepted_tokens_total", "Of those, draft tokens accepted.", spec_accepted_);
   by_label(w, "cortex_malformed_messages_total", "counter", "Malformed messages, by gateway.", "gateway", malformed_);
   w.family("cortex_rejections_total", "counter", "Requests rejected before they started, by error code (and API key).");
   for (const auto& [k, v] : rejections_) {

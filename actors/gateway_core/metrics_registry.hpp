@@ -6,7 +6,7 @@
 //
 //   counters   cortex_requests_total{endpoint, reason[, key]}, cortex_prompt_tokens_total,
 //              cortex_generation_tokens_total, cortex_prefix_cache_hit_tokens_total,
-//              cortex_preemptions_total, cortex_malformed_messages_total{gateway},
+//              cortex_preemptions_total, cortex_spec_drafted_tokens_total, cortex_spec_accepted_tokens_total, cortex_malformed_messages_total{gateway},
 //              cortex_rejections_total{code[, key]}
 //   gauges     cortex_requests_running, cortex_requests_waiting, cortex_kv_blocks_used,
 //              cortex_kv_blocks_total, cortex_kv_bytes_per_token, cortex_connections{gateway},
@@ -105,6 +105,7 @@ class metrics_registry {
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> requests_;  // (endpoint, reason, key)
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0, prefix_cache_hit_tokens_ = 0, preemptions_ = 0;
+  uint64_t spec_drafted_ = 0, spec_accepted_ = 0;  // speculative decoding, of ended requests
   std::map<std::string, uint64_t> malformed_;    // by gateway
   std::map<std::pair<std::string, std::string>, uint64_t> rejections_;   // by (code, key)
   double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, kv_bytes_per_token_ = 0, model_loaded_ = 0;

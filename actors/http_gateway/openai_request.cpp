@@ -129,6 +129,21 @@ class request_parser {
                            std::to_string(p.max_tokens) + ")");
     }
     if (const json* v = field(body_, "ignore_eos"); v && !r_.read_bool(*v, "ignore_eos", p.ignore_eos)) return false;
+    if (const json* v = field(body_, "speculative")) {  // extension, as protocol.md params.speculative
+      if (!v->is_object())
+        return r_.fail(errc::invalid_param, "speculative", "speculative must be an object {\"ngram\", \"max_draft\"}");
+      p.spec_given = true;
+      p.spec_ngram = 3;
+      p.spec_max_draft = 8;
+      if (const json* n = field(*v, "ngram")) {
+        if (!r_.read_int(*n, "speculative.ngram", 1, 16, "an integer in [1, 16]", i)) return false;
+        p.spec_ngram = static_cast<int32_t>(i);
+      }
+      if (const json* n = field(*v, "max_draft")) {
+        if (!r_.read_int(*n, "speculative.max_draft", 0, 32, "an integer in [0, 32] (0 = off)", i)) return false;
+        p.spec_max_draft = static_cast<int32_t>(i);
+      }
+    }
     if (const json* v = field(body_, "stop_token_ids");
         v && !r_.read_token_ids(*v, "stop_token_ids", lim_.max_stop_token_ids, p.stop_token_ids, true))
       return false;

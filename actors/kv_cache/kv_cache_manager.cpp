@@ -96,6 +96,21 @@ void kv_cache_manager::free(request_id rid) {
   seqs_.erase(it);
 }
 
+void kv_cache_manager::truncate(request_id rid, int32_t n_tokens) {
+  const auto it = seqs_.find(rid);
+  if (it == seqs_.end()) return;
+  seq_blocks& s = it->second;
+  const int32_t bs = pool_.block_size();
+  const size_t keep = static_cast<size_t>((std::max(0, n_tokens) + bs - 1) / bs);
+  if (s.table.size() <= keep) return;
+  ++generation_;
+  while (s.table.size() > keep) {
+    pool_.unref(s.table.back());
+    s.table.pop_back();
+  }
+  if (s.hashes.size() > keep) s.hashes.resize(keep);
+}
+
 void kv_cache_manager::register_full_blocks(request_id rid, const std::vector<int32_t>& tokens,
                                             int32_t n_tokens_computed) {
   if (!enable_prefix_caching_) return;

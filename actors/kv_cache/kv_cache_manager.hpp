@@ -108,6 +108,12 @@ class kv_cache_manager {
   // evicted before its head). Cached blocks stay cached. No-op for an
   // unknown sequence.
   void free(request_id rid);
+  // Releases rid's blocks beyond those covering [0, n_tokens) (last first):
+  // a speculative step's rejected positions (actors/scheduler/prompt_lookup.hpp).
+  // Blocks registered in the prefix cache are full of computed tokens, so
+  // never among them when n_tokens >= the registered count. No-op for an
+  // unknown sequence.
+  void truncate(request_id rid, int32_t n_tokens);
 
   // Enters rid's full blocks among its first n_tokens_computed tokens
   // into the prefix cache (`tokens` holds at least that many; their K/V must

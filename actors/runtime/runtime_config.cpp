@@ -15,6 +15,8 @@ status runtime_config::validate() const {
   if (max_prefill_with_decode < 0) return bad("max-prefill-with-decode", "must be >= 0 (0 = up to the budget)");
   if (itl_target_ms < -1) return bad("itl-target-ms", "must be off, auto or a number of ms >= 1");
   if (min_prefill_with_decode < 1) return bad("min-prefill-with-decode", "must be >= 1 (waiting prompts must progress)");
+  if (spec_ngram < 1 || spec_ngram > 16 || spec_max_draft < 0 || spec_max_draft > 32)
+    return bad("speculative", "must be off or NGRAM:MAX_DRAFT with NGRAM in [1, 16] and MAX_DRAFT in [1, 32]");
   if (max_waiting < 1) return bad("max-waiting", "must be >= 1");
   if (max_queued_tokens < 1) return bad("max-queued-tokens", "must be >= 1");
   if (aging_per_step < 0) return bad("aging-per-step", "must be >= 0");

@@ -44,6 +44,10 @@ struct runtime_config {
   // < 0 off (max_prefill_with_decode only), 0 auto (2x the step's decode part), > 0 ms.
   int itl_target_ms = 0;
   int min_prefill_with_decode = 16;  // prefill tokens such a step gets at least (>= 1)
+  // Speculative decoding by prompt lookup for requests without
+  // params.speculative (scheduler_config::speculative): off when spec_max_draft == 0.
+  int spec_ngram = 3;           // [1, 16]
+  int spec_max_draft = 0;       // [0, 32]
   int max_waiting = 256;        // admission: requests waiting to start (429 beyond)
   int max_queued_tokens = 262144;  // admission: prompt tokens waiting to start (429 beyond)
   bool prefix_cache = true;

@@ -106,8 +106,8 @@ class request_slots {
                                                           const std::vector<sampled_output>& outputs,
                                                           std::vector<embedding_output>& embeddings,
                                                           const scheduler_core& core) {
-    std::unordered_map<request_id, const sampled_output*> by_rid;
-    for (const auto& o : outputs) by_rid[o.rid] = &o;
+    std::unordered_map<request_id, std::vector<const sampled_output*>> by_rid;  // in order (speculative: several)
+    for (const auto& o : outputs) by_rid[o.rid].push_back(&o);
     std::unordered_map<request_id, embedding_output*> embedding_of;
     for (auto& o : embeddings) embedding_of[o.rid] = &o;
     std::vector<std::pair<Session, session_update>> notes;
@@ -122,7 +122,13 @@ class request_slots {
         s.prefill_done = true;
         u.prefill_done = true;
       }
-      if (auto o = by_rid.find(e.rid); o != by_rid.end()) u.tokens.push_back(*o->second);
+      if (auto o = by_rid.find(e.rid); o != by_rid.end()) {
+        for (const sampled_output* t : o->second) u.tokens.push_back(*t);
+        if (e.n_draft > 0) {
+          u.spec_drafted = static_cast<uint32_t>(e.n_draft);
+          u.spec_accepted = static_cast<uint32_t>(std::min<size_t>(o->second.size() - 1, static_cast<size_t>(e.n_draft)));
+        }
+      }
       if (auto o = embedding_of.find(e.rid); o != embedding_of.end()) u.embedding = std::move(o->second->embedding);
       u.preemptions = static_cast<uint32_t>(q->n_preemptions);
       if (u.prefill_done || !u.tokens.empty()) notes.emplace_back(s.session, std::move(u));

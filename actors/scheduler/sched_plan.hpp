@@ -15,6 +15,7 @@ struct sched_stats {
   int32_t n_tokens_batch = 0;     // tokens computed in the step
   int32_t n_tokens_decode = 0;
   int32_t n_tokens_prefill = 0;   // prompt chunks and recomputation
+  int32_t n_tokens_draft = 0;     // of the decode tokens, speculative drafts
   int32_t n_blocks_used = 0;      // after the step's allocation
   int32_t n_blocks_total = 0;
   int32_t n_preemptions = 0;      // sequences preempted while planning this step
@@ -34,10 +35,14 @@ struct sched_plan {
 // carries the session's stop decision when it is already known; otherwise
 // the session calls finish() later. For an embed sequence the answer only
 // says the executor returned its embedding (token and finished unused).
+// A speculative entry's answer carries its further accepted tokens in
+// `more` (in order after `token`), already cut at a stop token or
+// max_tokens by the caller; `finished` then applies to the last of them.
 struct sched_sampled {
   request_id rid = 0;
   int32_t token = 0;
   bool finished = false;
+  std::vector<int32_t> more;
 };
 
 }  // namespace cortex

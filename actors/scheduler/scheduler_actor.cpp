@@ -61,16 +61,32 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
                   errc_name(res.error.code), plan.entries.size());
     st.core->abort_step(plan);
   } else {
+    // A speculative entry answers with several tokens in a row: they are
+    // cut after the first that ends the sequence (a stop token, or
+    // max_tokens), so neither the core nor the session sees what follows.
     std::vector<sched_sampled> sampled;
-    for (const auto& o : res.outputs) {
+    std::vector<sampled_output> kept;
+    kept.reserve(res.outputs.size());
+    bool cut = false;  // sampled.back() reached its terminal token
+    for (auto& o : res.outputs) {
+      const bool same = !sampled.empty() && sampled.back().rid == o.rid;
+      if (same && cut) continue;
       const sequence* s = st.core->find(o.rid);
       const sequence_admission* a = st.slots.admission(o.rid);
+      const size_t n_before = same ? 1 + sampled.back().more.size() : 0;
+      const uint32_t n_generated = s ? static_cast<uint32_t>(s->n_tokens_generated() + n_before + 1) : 0;
       // The session applies the same rule; stopping here saves the next step.
-      const bool finished = s && a &&
-                            stop_by_token(a->params, tok.is_eog(o.token), o.token,
-                                          static_cast<uint32_t>(s->n_tokens_generated() + 1)) != token_stop::none;
-      sampled.push_back({o.rid, o.token, finished});
+      const bool stop = s && a && stop_by_token(a->params, tok.is_eog(o.token), o.token, n_generated) != token_stop::none;
+      cut = stop || (s && static_cast<int32_t>(n_generated) >= s->max_tokens);
+      if (same) {
+        sampled.back().more.push_back(o.token);
+        sampled.back().finished = stop;
+      } else {
+        sampled.push_back({o.rid, o.token, stop, {}});
+      }
+      kept.push_back(std::move(o));
     }
+    res.outputs = std::move(kept);
     for (const auto& o : res.embeddings) sampled.push_back({o.rid, 0, true});  // an embed request's answer: it ends with stop
     for (const auto& e : plan.entries) {
       if (!e.is_decode && st.core->find(e.rid) && st.slots.contains(e.rid)) st.tokens_prefilled += static_cast<uint64_t>(e.n_tokens());
@@ -139,6 +155,8 @@ engine_stats make_stats(const scheduler_state& st) {
   s.steps = st.steps;
   s.preemptions = st.core->totals().n_preemptions;
   s.failed_steps = st.failed_steps;
+  s.spec_drafted_tokens = st.core->totals().n_tokens_drafted;
+  s.spec_accepted_tokens = st.core->totals().n_tokens_accepted;
   s.step_batch_tokens_mean = st.steps ? double(st.batch_tokens) / double(st.steps) : 0;
   s.step_seqs_mean = st.steps ? double(st.batch_seqs) / double(st.steps) : 0;
   s.step_seqs_max = st.step_seqs_max;
@@ -163,6 +181,9 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
         req.tokens_prompt = a.tokens_prompt;
         req.max_tokens = static_cast<int32_t>(std::max<uint32_t>(1, a.params.max_tokens));
         req.embed = a.kind == request_kind::embed;
+        req.spec = a.params.spec_given ? spec_config{a.params.spec_ngram, a.params.spec_max_draft}
+                                       : st.core->config().speculative;
+        if (req.embed || a.params.max_tokens <= 1) req.spec = {};
         status s = st.core->add(std::move(req));            // duplicate_id, invalid_param
         if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
         if (!s) {

@@ -32,6 +32,7 @@ status scheduler_core::add(seq_request req) {
   s.tokens = std::move(req.tokens_prompt);
   s.max_tokens = req.max_tokens;
   s.embed = req.embed;
+  s.spec = req.spec;
   s.state = seq_state::waiting;
   waiting_.push_back(s.rid);
   seqs_.emplace(s.rid, std::move(s));
@@ -62,7 +63,8 @@ sched_plan scheduler_core::schedule() {
     if (budget == 0) break;
     sequence& s = seqs_.at(id);  // a sequence leaves seqs_ only through finish_now, which only hits s itself
     if (s.state == seq_state::running && s.n_tokens_uncomputed() == 1 && s.n_tokens_generated() > 0) {
-      schedule_running(s, 1, true, plan, budget);
+      const std::vector<int32_t> draft = plan_draft(s, budget);
+      schedule_running(s, 1 + static_cast<int32_t>(draft.size()), true, plan, budget, draft);
     }
   }
   limit_prefill(plan, budget);
@@ -82,6 +84,7 @@ sched_plan scheduler_core::schedule() {
     work += step_work::entry(e.pos0, e.n_tokens());
     plan.stats.n_tokens_batch += e.n_tokens();
     (e.is_decode ? plan.stats.n_tokens_decode : plan.stats.n_tokens_prefill) += e.n_tokens();
+    plan.stats.n_tokens_draft += e.n_draft;
   }
   const kv_cache_stats kv_stats = kv_.stats();
   plan.stats.n_seqs = static_cast<int32_t>(plan.entries.size());
@@ -95,6 +98,20 @@ sched_plan scheduler_core::schedule() {
   totals_.n_steps += 1;
   step_in_flight_ = !plan.entries.empty();
   return plan;
+}
+
+std::vector<int32_t> scheduler_core::plan_draft(const sequence& s, int32_t budget) const {
+  if (!s.spec.on()) return {};
+  // Drafts never cost another sequence its decode slot: keep one free block
+  // per running sequence aside, and take only what the step has room for.
+  const int64_t n_spare_blocks = static_cast<int64_t>(kv_.n_blocks_available()) - n_running();
+  const int64_t n_table_slots = static_cast<int64_t>(kv_.block_table(s.rid).size()) * kv_.block_size() - s.n_tokens_computed - 1;
+  const int64_t n_slots = std::max<int64_t>(0, n_table_slots) + std::max<int64_t>(0, n_spare_blocks) * kv_.block_size();
+  const int64_t n_max = std::min<int64_t>({budget - 1, s.max_tokens - s.n_tokens_generated() - 1, n_slots});
+  if (n_max <= 0) return {};
+  std::vector<int32_t> draft = prompt_lookup_draft(s.tokens, s.spec);
+  if (static_cast<int64_t>(draft.size()) > n_max) draft.resize(static_cast<size_t>(n_max));
+  return draft;
 }
 
 void scheduler_core::limit_prefill(const sched_plan& plan, int32_t& budget) {
@@ -132,15 +149,19 @@ int32_t scheduler_core::n_tokens_fitting(const sequence& s, int32_t n_want) cons
   return static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(n_want, n_slots)));
 }
 
-void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget) {
+void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget,
+                               const std::vector<int32_t>& draft) {
   const kv_alloc_plan alloc = kv_.plan_allocation({{s.rid, s.n_tokens_computed, n_tokens}});
   kv_.commit(alloc);  // fits: callers checked n_tokens_fitting against this same state
   step_entry e;
   e.rid = s.rid;
   e.pos0 = s.n_tokens_computed;
-  e.tokens.assign(s.tokens.begin() + e.pos0, s.tokens.begin() + e.pos0 + n_tokens);
+  const int32_t n_known = std::min(n_tokens, s.n_tokens_uncomputed());
+  e.tokens.assign(s.tokens.begin() + e.pos0, s.tokens.begin() + e.pos0 + n_known);
+  e.n_draft = n_tokens - n_known;  // REQUIRES: <= draft.size()
+  e.tokens.insert(e.tokens.end(), draft.begin(), draft.begin() + e.n_draft);
   e.block_table = kv_.block_table(s.rid);
-  e.sample = e.pos0 + n_tokens == s.n_tokens();
+  e.sample = e.pos0 + n_known == s.n_tokens();
   e.is_decode = is_decode;
   e.embed = s.embed;
   plan.entries.push_back(std::move(e));
@@ -153,11 +174,11 @@ void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sc
 }
 
 void scheduler_core::schedule_running(sequence& s, int32_t n_want, bool is_decode, sched_plan& plan,
-                                      int32_t& budget) {
+                                      int32_t& budget, const std::vector<int32_t>& draft) {
   for (;;) {
     const int32_t n = n_tokens_fitting(s, n_want);
     if (n > 0) {
-      add_entry(s, n, is_decode, plan, budget);
+      add_entry(s, n, is_decode, plan, budget, draft);
       return;
     }
     sequence& victim = pick_victim();  // running_ holds s at least
@@ -227,27 +248,40 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
   for (const step_entry& e : plan.entries) {
     sequence* s = find_mut(e.rid);
     if (s == nullptr || s->state != seq_state::running || s->n_tokens_computed != e.pos0) continue;
-    s->n_tokens_computed += e.n_tokens();
+    const int32_t n_known = e.n_tokens() - e.n_draft;
+    const auto it = !e.sample ? sampled.end() : std::find_if(sampled.begin(), sampled.end(),
+                                                             [&](const sched_sampled& t) { return t.rid == e.rid; });
+    // A speculative entry's K/V is valid for its known tokens and the
+    // accepted drafts: every answered token but the last is an accepted
+    // draft. The rejected positions' blocks go back to the pool; stale K/V
+    // left in a kept block lies beyond n_tokens_computed and is rewritten.
+    int32_t n_accepted = 0;
+    if (e.n_draft > 0 && it != sampled.end()) n_accepted = std::min(e.n_draft, static_cast<int32_t>(it->more.size()));
+    s->n_tokens_computed += n_known + n_accepted;
     totals_.n_tokens_computed += static_cast<uint64_t>(e.n_tokens());
-    kv_.register_full_blocks(s->rid, s->tokens, s->n_tokens_computed);
-    if (!e.sample) continue;
-    const auto it = std::find_if(sampled.begin(), sampled.end(),
-                                 [&](const sched_sampled& t) { return t.rid == e.rid; });
-    if (it == sampled.end()) {
+    if (e.n_draft > 0) {
+      s->n_tokens_drafted += e.n_draft;
+      s->n_tokens_accepted += n_accepted;
+      totals_.n_tokens_drafted += static_cast<uint64_t>(e.n_draft);
+      totals_.n_tokens_accepted += static_cast<uint64_t>(n_accepted);
+      kv_.truncate(s->rid, s->n_tokens_computed);
+    }
+    if (e.sample && it == sampled.end()) {
       finish_deferred_.push_back({s->rid, finish_reason::error, fail(errc::internal, seq_error_no_token)});
-      continue;
-    }
-    if (s->embed) {  // prefill only: the answer was its embedding
+    } else if (e.sample && s->embed) {  // prefill only: the answer was its embedding
       finish_deferred_.push_back({s->rid, finish_reason::stop, status::ok()});
-      continue;
+    } else if (e.sample) {
+      s->tokens.push_back(it->token);
+      s->tokens.insert(s->tokens.end(), it->more.begin(), it->more.end());
+      totals_.n_tokens_generated += 1 + it->more.size();
+      if (it->finished) {
+        finish_deferred_.push_back({s->rid, finish_reason::stop, status::ok()});
+      } else if (s->n_tokens_generated() >= s->max_tokens) {
+        finish_deferred_.push_back({s->rid, finish_reason::length, status::ok()});
+      }
     }
-    s->tokens.push_back(it->token);
-    ++totals_.n_tokens_generated;
-    if (it->finished) {
-      finish_deferred_.push_back({s->rid, finish_reason::stop, status::ok()});
-    } else if (s->n_tokens_generated() >= s->max_tokens) {
-      finish_deferred_.push_back({s->rid, finish_reason::length, status::ok()});
-    }
+    // Only computed tokens that are known (accepted) ones enter the prefix cache.
+    kv_.register_full_blocks(s->rid, s->tokens, s->n_tokens_computed);
   }
   end_step();
 }
@@ -290,6 +324,8 @@ void scheduler_core::finish_now(sequence& s, finish_reason reason, status error)
   f.n_tokens_generated = s.n_tokens_generated();
   f.n_tokens_cached = s.n_tokens_cached;
   f.n_preemptions = s.n_preemptions;
+  f.n_tokens_drafted = s.n_tokens_drafted;
+  f.n_tokens_accepted = s.n_tokens_accepted;
   finished_.push_back(f);
   ++totals_.n_finished;
   seqs_.erase(s.rid);

@@ -60,6 +60,9 @@ struct scheduler_config {
   // Prefill tokens a step carrying decode tokens gets at least, whatever the
   // target says (when prompts are waiting): time to first token stays bounded.
   int32_t min_prefill_with_decode = 16;
+  // Speculative decoding for requests that do not set params.speculative
+  // (cortexd --speculative); off by default.
+  spec_config speculative;
 };
 
 struct scheduler_totals {
@@ -68,6 +71,8 @@ struct scheduler_totals {
   uint64_t n_finished = 0;
   uint64_t n_tokens_computed = 0;
   uint64_t n_tokens_generated = 0;
+  uint64_t n_tokens_drafted = 0;   // speculative decoding: drafts verified
+  uint64_t n_tokens_accepted = 0;  // of which accepted
 };
 
 class scheduler_core {
@@ -98,6 +103,7 @@ class scheduler_core {
   // step cost model. Any time after schedule() returned it.
   void observe_step(const sched_plan& plan, double ms);
   const step_cost_model& cost_model() const { return cost_; }
+  const scheduler_config& config() const { return cfg_; }
 
   // Ends a sequence (blocks freed) at the next step boundary. Returns false
   // if the id is unknown or already finished.
@@ -125,11 +131,18 @@ class scheduler_core {
   sequence* find_mut(request_id rid);
   // Tokens of seq's next n_want that the pool can give slots to now.
   int32_t n_tokens_fitting(const sequence& s, int32_t n_want) const;
-  // Allocates slots for n tokens and appends seq's entry. REQUIRES: they fit.
-  void add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget);
-  // Schedules n_want tokens of a running sequence, preempting as needed;
-  // may preempt s itself, or end it (error, kv capacity) if it alone exceeds the pool.
-  void schedule_running(sequence& s, int32_t n_want, bool is_decode, sched_plan& plan, int32_t& budget);
+  // Allocates slots for n tokens and appends seq's entry; tokens beyond s's
+  // known ones come from `draft`. REQUIRES: they fit.
+  void add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget,
+                 const std::vector<int32_t>& draft = {});
+  // Schedules n_want tokens of a running sequence (its known ones, then
+  // `draft`), preempting as needed; drafts are cut first when the pool is
+  // short; may preempt s itself, or end it (error, kv capacity) if it alone exceeds the pool.
+  void schedule_running(sequence& s, int32_t n_want, bool is_decode, sched_plan& plan, int32_t& budget,
+                        const std::vector<int32_t>& draft = {});
+  // A decoding sequence's draft for this step: prompt lookup, cut to its
+  // token budget, max_tokens and the blocks free beyond one per running sequence.
+  std::vector<int32_t> plan_draft(const sequence& s, int32_t budget) const;
   void admit_waiting(sched_plan& plan, int32_t& budget);
   // The running sequence to preempt first. REQUIRES: running_ is not empty.
   sequence& pick_victim();

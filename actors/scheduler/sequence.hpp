@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/scheduler/prompt_lookup.hpp"
 #include "messages/request.hpp"  // finish_reason: the vocabulary sessions report
 #include "model/status.hpp"
 
@@ -32,6 +33,7 @@ struct seq_request {
   std::vector<int32_t> tokens_prompt;  // REQUIRES: non-empty
   int32_t max_tokens = 1;            // tokens to generate at most (>= 1)
   bool embed = false;                // prefill only (see sequence::embed)
+  spec_config spec;                  // speculative decoding; off by default
 };
 
 struct sequence {
@@ -50,6 +52,9 @@ struct sequence {
   // computed and the executor answered for it; never takes prefix-cache
   // hits, because the executor must see every prompt token's hidden state.
   bool embed = false;
+  spec_config spec;                 // speculative decoding by prompt lookup
+  int32_t n_tokens_drafted = 0;     // draft tokens verified so far
+  int32_t n_tokens_accepted = 0;    // of which accepted
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_tokens_generated() const { return n_tokens() - n_tokens_prompt; }
@@ -68,6 +73,8 @@ struct seq_finished {
   int32_t n_tokens_generated = 0;
   int32_t n_tokens_cached = 0;
   int32_t n_preemptions = 0;
+  int32_t n_tokens_drafted = 0;   // speculative decoding
+  int32_t n_tokens_accepted = 0;
 };
 
 }  // namespace cortex

@@ -138,6 +138,8 @@ session_events session_core::on_update(const session_update& u) {
   if (state_ == session_state::finished) return {};
   if (u.started && state_ == session_state::queued) on_scheduled(u.cached_tokens);
   on_preemptions(u.preemptions);
+  n_spec_drafted_ += u.spec_drafted;
+  n_spec_accepted_ += u.spec_accepted;
   if (u.prefill_done) on_prefill_done();
   if (!u.embedding.empty()) {  // an embed request is done once its prompt is
     embedding_ = u.embedding;
@@ -182,6 +184,8 @@ request_timings session_core::timings(double now) const {
     // Decode throughput: the first token's time is ttft, not decode.
     if (t.decode_ms > 0 && n_generated_ > 1) t.tokens_per_s = (n_generated_ - 1) * 1000.0 / t.decode_ms;
   }
+  t.spec_drafted_tokens = n_spec_drafted_;
+  t.spec_accepted_tokens = n_spec_accepted_;
   return t;
 }
 

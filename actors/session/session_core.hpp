@@ -135,6 +135,7 @@ class session_core {
   uint32_t n_generated_ = 0;
   uint32_t n_cached_ = 0;
   uint32_t n_preemptions_ = 0;
+  uint32_t n_spec_drafted_ = 0, n_spec_accepted_ = 0;  // speculative decoding, summed over updates
   std::string stop_kind_, stop_value_;  // set by a natural stop
 
   // Everything so far, kept only when not streaming.

@@ -35,6 +35,11 @@ std::vector<cli::option_spec> daemon_option_specs() {
        "auto"},
       {"min-prefill-with-decode", "N", "prefill tokens a step carrying decode tokens gets at least, whatever --itl-target-ms says",
        "16"},
+      {"speculative", "NGRAM:MAX_DRAFT|off",
+       "speculative decoding by prompt lookup for every request that does not set params.speculative: draft up to "
+       "MAX_DRAFT (1..32) tokens by matching the last NGRAM (1..16) tokens earlier in prompt + output, verified in the "
+       "same step (e.g. 3:8)",
+       "off"},
       {"max-waiting", "N", "requests waiting to start before 429 overloaded", "256"},
       {"max-queued-tokens", "N", "prompt tokens waiting to start before 429 overloaded", "262144"},
       {"prefix-cache", "on|off", "share full prompt blocks between requests", "on"},
@@ -307,6 +312,17 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
   else if (itl == "off") r.itl_target_ms = -1;
   else if (to_int(itl, itl_ms) && itl_ms >= 1 && itl_ms <= 600000) r.itl_target_ms = int(itl_ms);
   else return fail(errc::invalid_param, "option itl-target-ms expects auto, off or milliseconds in [1, 600000], got '" + itl + "'");
+  const std::string spec = kv["speculative"];
+  if (spec != "off") {
+    const size_t colon = spec.find(':');
+    long long ng = 0, md = 0;
+    if (colon == std::string::npos || !to_int(spec.substr(0, colon), ng) || !to_int(spec.substr(colon + 1), md) || ng < 1 ||
+        ng > 16 || md < 1 || md > 32)
+      return fail(errc::invalid_param, "option speculative expects off or NGRAM:MAX_DRAFT with NGRAM in [1, 16] and "
+                                       "MAX_DRAFT in [1, 32] (e.g. 3:8), got '" + spec + "'");
+    r.spec_ngram = int(ng);
+    r.spec_max_draft = int(md);
+  }
   struct int_opt { const char* name; long long lo, hi; std::function<void(long long)> set; };
   const std::vector<int_opt> ints = {
       {"threads", 0, 1024, [&](long long v) { r.threads = int(v); }},

@@ -166,13 +166,15 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
   w.key("cached_tokens").pack(f.cached_tokens);
   w.key("completion_tokens").pack(f.completion_tokens);
   const request_timings& t = f.timings;
-  w.key("timings").pack_map(6);
+  w.key("timings").pack_map(8);
   w.key_f64("queue_ms", t.queue_ms);
   w.key_f64("prefill_ms", t.prefill_ms);
   w.key_f64("ttft_ms", t.ttft_ms);
   w.key_f64("decode_ms", t.decode_ms);
   w.key_f64("total_ms", t.total_ms);
   w.key_f64("tokens_per_s", t.tokens_per_s);
+  w.key("spec_drafted_tokens").pack(t.spec_drafted_tokens);
+  w.key("spec_accepted_tokens").pack(t.spec_accepted_tokens);
   w.key("preemptions").pack(f.preemptions);
   pack_tags(w.key("tags"), f.tags);
   return w.take();
@@ -205,7 +207,7 @@ wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<ui
 
 wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats& s) {
   const engine_stats& e = s.engine;
-  message_writer w("stats", id, seq, s.access_control ? 17 : 16);
+  message_writer w("stats", id, seq, s.access_control ? 19 : 18);
   w.key("running").pack(e.running);
   w.key("waiting").pack(e.waiting);
   w.key("kv_blocks_used").pack(e.kv_blocks_used);
@@ -224,6 +226,8 @@ wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats&
     w.key(finish_reason_name(r)).pack(i < e.finished_by_reason.size() ? e.finished_by_reason[i] : uint64_t{0});
   }
   w.key("preemptions").pack(e.preemptions);
+  w.key("spec_drafted_tokens").pack(e.spec_drafted_tokens);
+  w.key("spec_accepted_tokens").pack(e.spec_accepted_tokens);
   w.key("malformed_messages").pack(s.malformed_messages);
   w.key_f64("step_batch_tokens_mean", e.step_batch_tokens_mean);
   w.key("ttft_ms");

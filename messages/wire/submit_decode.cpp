@@ -80,6 +80,30 @@ field_status read_logit_bias(field_reader& r, const msgpack::object& o, request_
   return field_status::known;
 }
 
+// params.speculative: {ngram: 1..16 (3), max_draft: 0..32 (8; 0 = off)}.
+bool decode_speculative(field_reader& r, const msgpack::object& o, request_params& p) {
+  if (o.type != msgpack::type::MAP)
+    return r.type_error("params.speculative", "a map {ngram, max_draft}", o);
+  if (!r.check_keys(o, "params.speculative")) return false;
+  p.spec_given = true;
+  p.spec_ngram = 3;
+  p.spec_max_draft = 8;
+  return r.for_each_field(o, "params.speculative.", [&](std::string_view key, const msgpack::object& val) {
+    const bool known = is_one_of(key, {"ngram", "max_draft"});
+    if (!known || val.type == msgpack::type::NIL) return known ? field_status::known : field_status::unknown;
+    int64_t i = 0;
+    if (key == "ngram") {
+      if (!r.read_int(val, "params.speculative.ngram", 1, 16, "an integer in [1, 16]", i)) return field_status::failed;
+      p.spec_ngram = static_cast<int32_t>(i);
+    } else {
+      if (!r.read_int(val, "params.speculative.max_draft", 0, 32, "an integer in [0, 32] (0 = off)", i))
+        return field_status::failed;
+      p.spec_max_draft = static_cast<int32_t>(i);
+    }
+    return field_status::known;
+  });
+}
+
 bool decode_params(field_reader& r, const msgpack::object& o, request_params& p) {
   if (o.type != msgpack::type::MAP) return r.type_error("params", "a map", o);
   if (!r.check_keys(o, "params")) return false;
@@ -90,7 +114,8 @@ bool decode_params(field_reader& r, const msgpack::object& o, request_params& p)
     if (val.type == msgpack::type::NIL)
       return is_one_of(key, {"max_tokens", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
                              "presence_penalty", "frequency_penalty", "penalty_last_n", "seed", "stop",
-                             "stop_token_ids", "ignore_eos", "min_tokens", "logit_bias", "grammar", "json_schema"})
+                             "stop_token_ids", "ignore_eos", "min_tokens", "logit_bias", "grammar", "json_schema",
+                             "speculative"})
                  ? field_status::known
                  : field_status::unknown;
     if (key == "max_tokens") {
@@ -141,6 +166,7 @@ bool decode_params(field_reader& r, const msgpack::object& o, request_params& p)
     if (key == "grammar") return field_reader::status(r.read_text(val, field, p.grammar));
     if (key == "json_schema")
       return field_reader::status(decode_json_map(r, val, "params.json_schema", "a map (a JSON Schema)", p.json_schema));
+    if (key == "speculative") return field_reader::status(decode_speculative(r, val, p));
     return field_status::unknown;
   });
   if (!ok) return false;

@@ -13,7 +13,9 @@ from tests.e2e import http_support, support
 # counter family without its `_total`.
 COUNTERS = ["cortex_requests_total", "cortex_prompt_tokens_total", "cortex_generation_tokens_total",
             "cortex_prefix_cache_hit_tokens_total", "cortex_preemptions_total", "cortex_malformed_messages_total",
-            "cortex_rejections_total"]
+            "cortex_rejections_total",
+            # issue 13: speculative decoding (an extension beyond http.md)
+            "cortex_spec_drafted_tokens_total", "cortex_spec_accepted_tokens_total"]
 GAUGES = ["cortex_requests_running", "cortex_requests_waiting", "cortex_kv_blocks_used", "cortex_kv_blocks_total",
           "cortex_kv_bytes_per_token", "cortex_connections", "cortex_model_loaded"]
 HISTOGRAMS = ["cortex_time_to_first_token_seconds", "cortex_inter_token_latency_seconds",
@@ -71,6 +73,9 @@ class HttpMetricsTest(support.ServerTestCase):
         assert http_support.request(base, "POST", "/v1/chat/completions",
                                     {"messages": MESSAGES, "max_tokens": 8, "stream": True})[0] == 200
         assert post(base, "/v1/completions", {"prompt": "Lily", "max_tokens": 12, "temperature": 0})[0] == 200
+        # Speculative decoding (extension field): a story repeats its 1-grams, so drafts are made and some accepted.
+        assert post(base, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0,
+                                              "speculative": {"ngram": 1, "max_draft": 8}})[0] == 200
         assert post(base, "/v1/embeddings", {"input": ["a cat", "a dog"]})[0] == 200
         assert post(base, "/v1/completions", {"prompt": [300] * (cls.n_ctx + 4), "max_tokens": 1})[0] == 400
         assert post(base, "/v1/completions", {"prompt": "x", "max_tokens": -1})[0] == 400
@@ -79,6 +84,13 @@ class HttpMetricsTest(support.ServerTestCase):
         http_support.hang_up_mid_request(base, "/v1/completions",
                                          {"prompt": "Once", "max_tokens": cls.n_ctx - 8, "ignore_eos": True,
                                           "stream": True}, read_bytes=600)
+
+    def test_speculative_counters_move(self):
+        drafted = self.families[family_name("cortex_spec_drafted_tokens_total")].samples[0].value
+        accepted = self.families[family_name("cortex_spec_accepted_tokens_total")].samples[0].value
+        self.assertGreater(drafted, 0)
+        self.assertGreater(accepted, 0)
+        self.assertLessEqual(accepted, drafted)
 
     def test_content_type_is_prometheus_text_0_0_4(self):
         self.assertTrue(self.content_type.startswith("text/plain"), self.content_type)
@@ -200,9 +212,11 @@ class HttpMetricsTest(support.ServerTestCase):
         self.assertGreater(count("cortex_step_duration_seconds"), 0)
         self.assertEqual(count("cortex_step_batch_tokens"), count("cortex_step_duration_seconds"))
         # A step computes prompt tokens (prefill) and fed-back sampled tokens
-        # (decode): at least the prefilled ones, at most every token either way.
+        # (decode), and speculative drafts: at least the prefilled ones, at most
+        # every token either way plus every draft (rejected ones included).
         batch_sum = http_support.sample_sum(self.families, "cortex_step_batch_tokens", "cortex_step_batch_tokens_sum")
         self.assertGreaterEqual(batch_sum, self.stats["tokens_prefilled"])
-        self.assertLessEqual(batch_sum, self.stats["tokens_generated"] + self.stats["tokens_prefilled"])
+        self.assertLessEqual(batch_sum, self.stats["tokens_generated"] + self.stats["tokens_prefilled"] +
+                             self.stats["spec_drafted_tokens"])
         # The mean agrees with the engine's own figure.
         self.assertAlmostEqual(batch_sum / count("cortex_step_batch_tokens"), self.stats["step_batch_tokens_mean"], places=3)

@@ -79,6 +79,7 @@ TEST(MetricsRegistry, EveryFamilyOfHttpMdWithItsType) {
       {"cortex_requests", "counter"}, {"cortex_prompt_tokens", "counter"},
       {"cortex_generation_tokens", "counter"}, {"cortex_prefix_cache_hit_tokens", "counter"},
       {"cortex_preemptions", "counter"}, {"cortex_malformed_messages", "counter"},
+      {"cortex_spec_drafted_tokens", "counter"}, {"cortex_spec_accepted_tokens", "counter"},  // issue 13
       {"cortex_rejections", "counter"}, {"cortex_requests_running", "gauge"},
       {"cortex_requests_waiting", "gauge"}, {"cortex_kv_blocks_used", "gauge"},
       {"cortex_kv_blocks_total", "gauge"}, {"cortex_kv_bytes_per_token", "gauge"}, {"cortex_connections", "gauge"},

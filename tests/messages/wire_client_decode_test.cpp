@@ -66,7 +66,8 @@ TEST(wire_client_decode, every_submit_field_is_read) {
                        {"stop_token_ids", mp::arr({2, 13})},
                        {"ignore_eos", true},
                        {"min_tokens", 3},
-                       {"logit_bias", mp::map({{5, 100.0}, {6, -100}, {7, mp::f32(0.5f)}})}});
+                       {"logit_bias", mp::map({{5, 100.0}, {6, -100}, {7, mp::f32(0.5f)}})},
+                       {"speculative", mp::map({{"ngram", 4}, {"max_draft", 6}})}});
   mp m = envelope("submit", {{"id", "every"},
                              {"tokens", mp::arr({1, 2147483647, 0})},
                              {"add_bos", false},
@@ -108,6 +109,9 @@ TEST(wire_client_decode, every_submit_field_is_read) {
   EXPECT_EQ(p.stop_token_ids, (std::vector<int32_t>{2, 13}));
   EXPECT_TRUE(p.ignore_eos);
   EXPECT_EQ(p.min_tokens, 3u);
+  EXPECT_TRUE(p.spec_given);
+  EXPECT_EQ(p.spec_ngram, 4);
+  EXPECT_EQ(p.spec_max_draft, 6);
   EXPECT_EQ(p.logit_bias_ids, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_EQ(p.logit_bias_values, (std::vector<float>{100.0f, -100.0f, 0.5f}));
   EXPECT_TRUE(d.ignored.empty());

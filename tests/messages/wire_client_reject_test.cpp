@@ -234,6 +234,12 @@ TEST(wire_client_reject, sampling_params) {
       {"logit_bias", mp::map({{-3, 1.0}}), invalid_param, "params.logit_bias key must be a token id"},
       {"logit_bias", mp::map({{1, "x"}}), malformed, "params.logit_bias[1] must be a number"},
       {"logit_bias", mp::map({{4, 1.0}, {4, 2.0}}), invalid_param, "params.logit_bias has token 4 twice"},
+      {"speculative", 3, malformed, "params.speculative must be a map {ngram, max_draft}"},
+      {"speculative", mp::map({{"ngram", 0}}), invalid_param, "params.speculative.ngram must be an integer in [1, 16], got 0"},
+      {"speculative", mp::map({{"ngram", 17}}), invalid_param, "params.speculative.ngram must be an integer in [1, 16]"},
+      {"speculative", mp::map({{"max_draft", 33}}), invalid_param,
+       "params.speculative.max_draft must be an integer in [0, 32] (0 = off), got 33"},
+      {"speculative", mp::map({{"max_draft", "8"}}), malformed, "params.speculative.max_draft must be an integer"},
   };
   for (const param_case& c : cases) {
     SCOPED_TRACE(std::string(c.key) + ": " + c.mentions);

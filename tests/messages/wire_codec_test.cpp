@@ -294,7 +294,8 @@ TEST(wire_codec, stats_every_field) {
   const server_message m = read(encode_stats("", 0, s));
   EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "running", "waiting", "kv_blocks_used", "kv_blocks_total",
                                                   "kv_type", "kv_bytes_per_token", "prefix_cache_hit_rate", "tokens_generated", "tokens_prefilled",
-                                                  "requests_finished", "preemptions", "malformed_messages",
+                                                  "requests_finished", "preemptions", "spec_drafted_tokens",
+                                                  "spec_accepted_tokens", "malformed_messages",
                                                   "step_batch_tokens_mean", "ttft_ms", "itl_ms", "uptime_s"}));
   EXPECT_EQ(m.type(), "stats");
   EXPECT_EQ(m.get_uint("running"), 3u);

@@ -1,0 +1,178 @@
+// cortex_spec_bench: what speculative decoding by prompt lookup costs and gains.
+//
+//   cortex_spec_bench --model M.gguf [--threads 2] [--ctx 128] [--draft 8] [--reps 20]
+//                     [--prompt TEXT] [--tokens 128] [--ngram 2]
+//
+// 1. Verify step cost: after a --ctx token prefill, one decode step of 1
+//    token (logits of the last row) against one verify step of 1 + --draft
+//    tokens (a row per token) at batch 1, alternating, --reps each; prints
+//    the medians and their ratio (issue 13's target: <= 1.3x).
+// 2. Acceptance: greedy --tokens tokens from --prompt, then that text fed
+//    back as the prompt (a text that repeats itself) and continued --tokens
+//    tokens with and without prompt-lookup drafts (greedy verification:
+//    longest agreeing prefix + the model's token), printing accepted drafts
+//    per step, tokens per step and tok/s of each, and whether the outputs
+//    are identical (they must be).
+// Runs the model's forward pass directly (no engine), single stream.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "actors/scheduler/prompt_lookup.hpp"
+#include "kernels/thread_pool.hpp"
+#include "model/forward.hpp"
+#include "model/kv_arena.hpp"
+#include "model/model.hpp"
+#include "model/tokenizer.hpp"
+
+using namespace cortex;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int32_t argmax(const float* row, int n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
+
+struct runner {
+  const model& m;
+  forward_pass& fwd;
+  kv_arena& kv;
+  std::vector<int32_t> table;
+  // Computes tokens at pos0; returns the rows written.
+  int run(const std::vector<int32_t>& tokens, int32_t pos0, logits_mode mode) {
+    batch_seq s;
+    s.tokens = tokens.data();
+    s.n_tokens = static_cast<int32_t>(tokens.size());
+    s.pos0 = pos0;
+    s.block_table = table.data();
+    s.n_blocks = static_cast<int32_t>(table.size());
+    s.logits = mode;
+    return fwd.run({s}, kv);
+  }
+};
+
+// Greedy continuation of `prompt` by n tokens; with draft settings on,
+// verified drafts. Returns the tokens; counts steps and accepted drafts.
+std::vector<int32_t> generate(runner& r, std::vector<int32_t> seq, int n, const spec_config& spec, int& n_steps,
+                              int& n_accepted, double& ms) {
+  const int n_vocab = r.m.hparams().n_vocab;
+  const size_t n_prompt = seq.size();
+  r.run(seq, 0, logits_mode::last);
+  seq.push_back(argmax(r.fwd.logits(0), n_vocab));
+  n_steps = 0;
+  n_accepted = 0;
+  const double t0 = now_ms();
+  while (static_cast<int>(seq.size() - n_prompt) < n) {
+    const int n_left = n - static_cast<int>(seq.size() - n_prompt);
+    std::vector<int32_t> draft = prompt_lookup_draft(seq, spec);
+    if (static_cast<int>(draft.size()) > n_left - 1) draft.resize(static_cast<size_t>(std::max(0, n_left - 1)));
+    std::vector<int32_t> step = {seq.back()};
+    step.insert(step.end(), draft.begin(), draft.end());
+    const auto pos0 = static_cast<int32_t>(seq.size() - 1);
+    r.run(step, pos0, draft.empty() ? logits_mode::last : logits_mode::all);
+    ++n_steps;
+    for (size_t i = 0; i <= draft.size(); ++i) {
+      const int32_t t = argmax(r.fwd.logits(static_cast<int>(i)), n_vocab);
+      seq.push_back(t);
+      if (i == draft.size() || t != draft[i]) break;
+      ++n_accepted;
+    }
+  }
+  ms = now_ms() - t0;
+  seq.resize(n_prompt + static_cast<size_t>(n));
+  return std::vector<int32_t>(seq.begin() + static_cast<long>(n_prompt), seq.end());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path, prompt = "Once upon a time";
+  int threads = 2, ctx = 128, n_draft = 8, reps = 20, n_tokens = 128, ngram = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const char* v = argv[i + 1];
+    if (k == "--model") path = v;
+    else if (k == "--prompt") prompt = v;
+    else if (k == "--threads") threads = std::atoi(v);
+    else if (k == "--ctx") ctx = std::atoi(v);
+    else if (k == "--draft") n_draft = std::atoi(v);
+    else if (k == "--reps") reps = std::atoi(v);
+    else if (k == "--tokens") n_tokens = std::atoi(v);
+    else if (k == "--ngram") ngram = std::atoi(v);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (path.empty() || ctx < 1 || n_draft < 1 || reps < 1 || n_tokens < 2 || ngram < 1 || threads < 1) {
+    std::fprintf(stderr, "usage: cortex_spec_bench --model M.gguf [--threads 2] [--ctx 128] [--draft 8] [--reps 20] "
+                         "[--prompt TEXT] [--tokens 128] [--ngram 2]\n");
+    return 2;
+  }
+  auto m = model::load(path);
+  if (!m) {
+    std::fprintf(stderr, "cannot load %s: %s\n", path.c_str(), m.error().message.c_str());
+    return 1;
+  }
+  const model& mdl = **m;
+  kernels::thread_pool pool(threads);
+  forward_pass fwd(mdl, pool);
+  const int block = 16;
+  const int n_pos = std::max(ctx + n_draft + 1, 4 * n_tokens + 64);
+  const int n_blocks = (n_pos + block - 1) / block;
+  kv_arena kv(mdl.hparams(), n_blocks, block, kernels::kv_type::f16);
+  runner r{mdl, fwd, kv, {}};
+  for (int b = 0; b < n_blocks; ++b) r.table.push_back(b);
+  const int n_vocab = mdl.hparams().n_vocab;
+
+  // 1. Verify step vs decode step.
+  std::mt19937 rng(1);
+  std::vector<int32_t> ids(static_cast<size_t>(ctx + n_draft + 1));
+  for (auto& t : ids) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+  r.run(std::vector<int32_t>(ids.begin(), ids.begin() + ctx), 0, logits_mode::last);
+  const std::vector<int32_t> one = {ids[static_cast<size_t>(ctx)]};
+  const std::vector<int32_t> many(ids.begin() + ctx, ids.end());
+  r.run(one, ctx, logits_mode::last);  // warm-up
+  r.run(many, ctx, logits_mode::all);
+  std::vector<double> t1, tk;
+  for (int i = 0; i < reps; ++i) {
+    double t = now_ms();
+    r.run(one, ctx, logits_mode::last);
+    t1.push_back(now_ms() - t);
+    t = now_ms();
+    r.run(many, ctx, logits_mode::all);
+    tk.push_back(now_ms() - t);
+  }
+  std::printf("verify step: ctx %d, threads %d: decode 1 token %.2f ms, verify 1+%d tokens %.2f ms, ratio %.2fx\n", ctx,
+              threads, median(t1), n_draft, median(tk), median(tk) / median(t1));
+
+  // 2. Acceptance on a text that repeats itself.
+  std::vector<int32_t> p = mdl.tokenizer().encode(prompt, true);
+  int steps = 0, acc = 0;
+  double ms = 0;
+  const std::vector<int32_t> story = generate(r, p, n_tokens, {}, steps, acc, ms);
+  std::vector<int32_t> fed = p;
+  fed.insert(fed.end(), story.begin(), story.end());
+  int s_off = 0, a_off = 0, s_on = 0, a_on = 0;
+  double ms_off = 0, ms_on = 0;
+  const std::vector<int32_t> off = generate(r, fed, n_tokens, {}, s_off, a_off, ms_off);
+  const std::vector<int32_t> on = generate(r, fed, n_tokens, {ngram, n_draft}, s_on, a_on, ms_on);
+  std::printf("repeating text (%zu prompt tokens, %d generated): off %d steps %.1f tok/s; on (ngram %d, max_draft %d) "
+              "%d steps, %.2f tokens/step, %d drafts accepted (%.2f/step), %.1f tok/s, speedup %.2fx; outputs %s\n",
+              fed.size(), n_tokens, s_off, (n_tokens - 1) * 1000.0 / ms_off, ngram, n_draft, s_on,
+              double(n_tokens - 1) / s_on, a_on, double(a_on) / s_on, (n_tokens - 1) * 1000.0 / ms_on,
+              ms_off / ms_on, on == off ? "identical" : "DIFFER");
+  return on == off ? 0 : 1;
+}

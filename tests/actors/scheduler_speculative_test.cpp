@@ -1,0 +1,144 @@
+// scheduler_core with speculative decoding: decode entries carry prompt
+// lookup drafts, update() keeps only the accepted positions (computed
+// count, blocks released, prefix cache only full blocks of accepted
+// tokens), drafts respect max_tokens and the token budget. The expected
+// drafts and counts are worked out by hand from block_size 4.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "actors/scheduler/scheduler_core.hpp"
+#include "tests/support/engine_configs.hpp"
+
+namespace cortex {
+namespace {
+
+using testing::kv_cfg;
+using testing::sched_cfg;
+using v = std::vector<int32_t>;
+
+struct spec_harness {
+  explicit spec_harness(int32_t max_tokens, int32_t max_batch_tokens = 64)
+      : kv(kv_cfg(32, 4, true)), core(sched_cfg(max_batch_tokens, 8), kv) {
+    seq_request r;
+    r.rid = 1;
+    r.tokens_prompt = {1, 2, 3, 4, 5, 6, 7, 1, 2, 3};  // 10 tokens
+    r.max_tokens = max_tokens;
+    r.spec = {2, 8};
+    EXPECT_TRUE(core.add(r));
+    // Prefill, answered with 4: tokens 1..7 1 2 3 4, the last 2-gram (3, 4)
+    // occurs at 2, followed by 5 6 7 1 2 3 4.
+    for (int i = 0; i < 10 && core.find(1)->n_tokens_generated() == 0; ++i) {  // in chunks under a small budget
+      const sched_plan p = core.schedule();
+      EXPECT_EQ(p.entries.size(), 1u);
+      EXPECT_EQ(p.entries[0].n_draft, 0);
+      if (p.entries[0].sample) core.update(p, {{1, 4, false, {}}});
+      else core.update(p, {});
+      EXPECT_EQ(core.check_invariants(), "");
+    }
+  }
+  kv_cache_manager kv;
+  scheduler_core core;
+};
+
+TEST(scheduler_speculative, a_decode_entry_carries_the_draft) {
+  spec_harness h(100);
+  const sched_plan p = h.core.schedule();
+  ASSERT_EQ(p.entries.size(), 1u);
+  const step_entry& e = p.entries[0];
+  EXPECT_EQ(e.pos0, 10);
+  EXPECT_EQ(e.tokens, (v{4, 5, 6, 7, 1, 2, 3, 4}));
+  EXPECT_EQ(e.n_draft, 7);
+  EXPECT_TRUE(e.sample);
+  EXPECT_TRUE(e.is_decode);
+  EXPECT_EQ(e.block_table.size(), 5u);  // positions 10..17
+  EXPECT_EQ(p.stats.n_tokens_batch, 8);  // the step budget and cost model see the drafts
+  EXPECT_EQ(p.stats.n_tokens_draft, 7);
+}
+
+TEST(scheduler_speculative, rejected_positions_are_rolled_back) {
+  spec_harness h(100);
+  const sched_plan p = h.core.schedule();
+  ASSERT_EQ(p.entries.size(), 1u);
+  // Draft 5 accepted, 6 rejected and replaced by 9.
+  h.core.update(p, {{1, 5, false, {9}}});
+  EXPECT_EQ(h.core.check_invariants(), "");
+  const sequence* s = h.core.find(1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->tokens, (v{1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 9}));
+  EXPECT_EQ(s->n_tokens_computed, 12);  // 4 (the last known token) and 5 (the accepted draft)
+  EXPECT_EQ(h.kv.block_table(1).size(), 3u);  // two of the five blocks went back to the pool
+  EXPECT_EQ(h.kv.stats().n_blocks_used, 3);
+  EXPECT_EQ(h.core.totals().n_tokens_drafted, 7u);
+  EXPECT_EQ(h.core.totals().n_tokens_accepted, 1u);
+  EXPECT_EQ(s->n_tokens_drafted, 7);
+  EXPECT_EQ(s->n_tokens_accepted, 1);
+  // The prefix cache holds the three full blocks of accepted tokens, not the
+  // fourth whose K/V the rejected drafts wrote: a prompt continuing as the
+  // draft did gets 12 tokens from it, not 16.
+  seq_request r2;
+  r2.rid = 2;
+  r2.tokens_prompt = {1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6, 7, 1, 2, 3};
+  r2.max_tokens = 1;
+  ASSERT_TRUE(h.core.add(r2));
+  const sched_plan p2 = h.core.schedule();
+  EXPECT_EQ(h.core.find(2)->n_tokens_cached, 12);
+  // The next step of seq 1 computes 9 at position 12, then its draft.
+  const auto e1 = std::find_if(p2.entries.begin(), p2.entries.end(), [](const step_entry& e) { return e.rid == 1; });
+  ASSERT_NE(e1, p2.entries.end());
+  EXPECT_EQ(e1->pos0, 12);
+  EXPECT_EQ(e1->tokens.front(), 9);
+  EXPECT_EQ(e1->n_draft, 0);  // (5, 9) never occurred before
+}
+
+TEST(scheduler_speculative, all_drafts_accepted_keeps_every_block) {
+  spec_harness h(100);
+  const sched_plan p = h.core.schedule();
+  h.core.update(p, {{1, 5, false, {6, 7, 1, 2, 3, 4, 8}}});
+  EXPECT_EQ(h.core.check_invariants(), "");
+  const sequence* s = h.core.find(1);
+  EXPECT_EQ(s->n_tokens_computed, 18);
+  EXPECT_EQ(s->n_tokens(), 19);
+  EXPECT_EQ(h.kv.block_table(1).size(), 5u);
+  EXPECT_EQ(h.core.totals().n_tokens_accepted, 7u);
+  EXPECT_EQ(h.core.totals().n_tokens_generated, 9u);
+}
+
+TEST(scheduler_speculative, drafts_never_pass_max_tokens) {
+  spec_harness h(3);  // one generated: two more at most, so one draft
+  const sched_plan p = h.core.schedule();
+  ASSERT_EQ(p.entries.size(), 1u);
+  EXPECT_EQ(p.entries[0].n_draft, 1);
+  EXPECT_EQ(p.entries[0].tokens, (v{4, 5}));
+  h.core.update(p, {{1, 5, false, {6}}});
+  const auto done = h.core.take_finished();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].reason, finish_reason::length);
+  EXPECT_EQ(done[0].n_tokens_generated, 3);
+  EXPECT_EQ(done[0].n_tokens_drafted, 1);
+  EXPECT_EQ(done[0].n_tokens_accepted, 1);
+  EXPECT_EQ(h.kv.stats().n_blocks_used, 0);
+}
+
+TEST(scheduler_speculative, a_stop_in_the_answer_ends_the_sequence) {
+  spec_harness h(100);
+  const sched_plan p = h.core.schedule();
+  h.core.update(p, {{1, 5, true, {}}});  // the caller cut the answer at a stop token
+  const auto done = h.core.take_finished();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].reason, finish_reason::stop);
+  EXPECT_EQ(done[0].n_tokens_generated, 2);
+  EXPECT_EQ(h.kv.stats().n_blocks_used, 0);
+  EXPECT_EQ(h.core.check_invariants(), "");
+}
+
+TEST(scheduler_speculative, drafts_fit_the_token_budget) {
+  spec_harness h(100, 4);  // 4 tokens per step: the decode token and 3 drafts
+  const sched_plan p = h.core.schedule();
+  ASSERT_EQ(p.entries.size(), 1u);
+  EXPECT_EQ(p.entries[0].n_draft, 3);
+  EXPECT_EQ(p.entries[0].tokens, (v{4, 5, 6, 7}));
+}
+
+}  // namespace
+}  // namespace cortex
