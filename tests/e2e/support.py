@@ -39,6 +39,16 @@ def wait_until(predicate, timeout_s, interval_s=0.01, what="condition"):
         time.sleep(interval_s)
 
 
+def sanitizer_slowdown():
+    """How many times a wall-clock limit grows for the cortexd under test: a
+    TSan build runs the engine 5-15x slower (CAF instrumented too), an ASan
+    build about 2x; an optimized one 1 (style.md rule 7: a slow build fails
+    no test). Read from the binary: each runtime's entry point is named in it."""
+    with open(os.path.join(BIN_DIR, "cortexd"), "rb") as f:
+        exe = f.read()
+    return 5 if b"__tsan_init" in exe else 2 if b"__asan_init" in exe else 1
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
