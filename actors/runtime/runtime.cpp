@@ -75,6 +75,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   sc.itl_target_ms = c.itl_target_ms;
   sc.min_prefill_with_decode = c.min_prefill_with_decode;
   sc.speculative = {c.spec_ngram, c.spec_max_draft};
+  sc.adaptive_drafts = c.spec_adaptive;
   kv_cache_config kc;
   kc.n_blocks = rt->kv_blocks_;
   kc.block_size = c.block_size;

@@ -48,6 +48,9 @@ struct runtime_config {
   // params.speculative (scheduler_config::speculative): off when spec_max_draft == 0.
   int spec_ngram = 3;           // [1, 16]
   int spec_max_draft = 0;       // [0, 32]
+  // Drafts sized by acceptance and step cost (scheduler_config::adaptive_drafts);
+  // false verifies every draft found (tests of the mechanics).
+  bool spec_adaptive = true;
   int max_waiting = 256;        // admission: requests waiting to start (429 beyond)
   int max_queued_tokens = 262144;  // admission: prompt tokens waiting to start (429 beyond)
   bool prefix_cache = true;

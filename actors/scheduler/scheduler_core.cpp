@@ -110,7 +110,20 @@ std::vector<int32_t> scheduler_core::plan_draft(const sequence& s, int32_t budge
   const int64_t n_max = std::min<int64_t>({budget - 1, s.max_tokens - s.n_tokens_generated() - 1, n_slots});
   if (n_max <= 0) return {};
   std::vector<int32_t> draft = prompt_lookup_draft(s.tokens, s.spec);
-  if (static_cast<int64_t>(draft.size()) > n_max) draft.resize(static_cast<size_t>(n_max));
+  if (draft.empty() || !cfg_.adaptive_drafts) {
+    if (static_cast<int64_t>(draft.size()) > n_max) draft.resize(static_cast<size_t>(n_max));
+    return draft;
+  }
+  // Only as many as pay on this sequence's acceptance so far and the
+  // learnt step cost (1 + k tokens at its position over 1).
+  const int32_t pos = s.n_tokens_computed;
+  draft_cost_fn cost;
+  if (cost_.calibrated()) {
+    const double one = cost_.predict_ms(step_work::entry(pos, 1));
+    if (one > 0) cost = [this, pos, one](int32_t k) { return cost_.predict_ms(step_work::entry(pos, 1 + k)) / one; };
+  }
+  const int32_t k = choose_draft_length(s.spec_record, static_cast<int32_t>(std::min<int64_t>(n_max, static_cast<int64_t>(draft.size()))), cost);
+  draft.resize(static_cast<size_t>(k));
   return draft;
 }
 
@@ -259,6 +272,7 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
     if (e.n_draft > 0 && it != sampled.end()) n_accepted = std::min(e.n_draft, static_cast<int32_t>(it->more.size()));
     s->n_tokens_computed += n_known + n_accepted;
     totals_.n_tokens_computed += static_cast<uint64_t>(e.n_tokens());
+    if (e.is_decode && s->spec.on()) record_draft(s->spec_record, e.n_draft, n_accepted);
     if (e.n_draft > 0) {
       s->n_tokens_drafted += e.n_draft;
       s->n_tokens_accepted += n_accepted;

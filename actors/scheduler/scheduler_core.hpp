@@ -63,6 +63,10 @@ struct scheduler_config {
   // Speculative decoding for requests that do not set params.speculative
   // (cortexd --speculative); off by default.
   spec_config speculative;
+  // Drafts sized by each sequence's acceptance and the step cost model
+  // (draft_governor): speculation turns itself down where it does not pay.
+  // false: every draft the lookup finds, up to max_draft (tests of the mechanics).
+  bool adaptive_drafts = true;
 };
 
 struct scheduler_totals {

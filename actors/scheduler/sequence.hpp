@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/scheduler/prompt_lookup.hpp"
+#include "actors/scheduler/draft_governor.hpp"
 #include "messages/request.hpp"  // finish_reason: the vocabulary sessions report
 #include "model/status.hpp"
 
@@ -53,6 +54,7 @@ struct sequence {
   // hits, because the executor must see every prompt token's hidden state.
   bool embed = false;
   spec_config spec;                 // speculative decoding by prompt lookup
+  draft_record spec_record;         // its acceptance so far: how much to draft (draft_governor)
   int32_t n_tokens_drafted = 0;     // draft tokens verified so far
   int32_t n_tokens_accepted = 0;    // of which accepted
 

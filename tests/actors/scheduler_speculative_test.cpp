@@ -17,9 +17,16 @@ using testing::kv_cfg;
 using testing::sched_cfg;
 using v = std::vector<int32_t>;
 
+// The mechanics with every draft the lookup finds (no draft governor).
+scheduler_config fixed_drafts(int32_t max_batch_tokens) {
+  scheduler_config c = sched_cfg(max_batch_tokens, 8);
+  c.adaptive_drafts = false;
+  return c;
+}
+
 struct spec_harness {
-  explicit spec_harness(int32_t max_tokens, int32_t max_batch_tokens = 64)
-      : kv(kv_cfg(32, 4, true)), core(sched_cfg(max_batch_tokens, 8), kv) {
+  explicit spec_harness(int32_t max_tokens, int32_t max_batch_tokens = 64, bool adaptive = false)
+      : kv(kv_cfg(32, 4, true)), core(adaptive ? sched_cfg(max_batch_tokens, 8) : fixed_drafts(max_batch_tokens), kv) {
     seq_request r;
     r.rid = 1;
     r.tokens_prompt = {1, 2, 3, 4, 5, 6, 7, 1, 2, 3};  // 10 tokens
@@ -138,6 +145,55 @@ TEST(scheduler_speculative, drafts_fit_the_token_budget) {
   ASSERT_EQ(p.entries.size(), 1u);
   EXPECT_EQ(p.entries[0].n_draft, 3);
   EXPECT_EQ(p.entries[0].tokens, (v{4, 5, 6, 7}));
+}
+
+// With the governor (the default), a sequence whose drafts keep being
+// rejected stops drafting but for rare short probes, and one whose drafts
+// are all accepted drafts more than the prior's first guess.
+TEST(scheduler_speculative, the_governor_turns_drafts_down_when_they_are_rejected) {
+  spec_harness h(400, 64, true);
+  int with_draft = 0, first_draft = -1;
+  for (int step = 0; step < 96; ++step) {
+    const sched_plan p = h.core.schedule();
+    ASSERT_EQ(p.entries.size(), 1u);
+    const step_entry& e = p.entries[0];
+    if (first_draft < 0) first_draft = e.n_draft;
+    if (e.n_draft > 0) ++with_draft;
+    // Answer with tokens that keep the 2-gram lookup matching but never
+    // equal the draft's first token: every draft is rejected at once.
+    const int32_t tok = e.n_draft > 0 ? (e.tokens[1] == 1 ? 2 : 1) : 1 + step % 3;
+    h.core.update(p, {{1, tok, false, {}}});
+    ASSERT_EQ(h.core.check_invariants(), "");
+  }
+  EXPECT_GT(first_draft, 0) << "the prior drafts at first";
+  EXPECT_LE(with_draft, 12) << "96 decode steps of rejected drafts: the governor must back off to rare probes";
+}
+
+TEST(scheduler_speculative, the_governor_grows_drafts_that_are_accepted) {
+  spec_harness h(400, 64, true);
+  int first = -1, last = 0;
+  // 24 steps, or until the 128-token pool is full (the sequence then ends).
+  for (int step = 0; step < 24 && h.core.find(1) && h.core.find(1)->n_tokens() < 100; ++step) {
+    const sched_plan p = h.core.schedule();
+    ASSERT_EQ(p.entries.size(), 1u);
+    const step_entry& e = p.entries[0];
+    if (first < 0) first = e.n_draft;
+    last = e.n_draft;
+    // Accept every draft; the next token continues the repeating cycle.
+    std::vector<int32_t> more(e.tokens.begin() + 1, e.tokens.end());
+    const int32_t next = e.tokens.back() % 7 + 1;
+    if (more.empty()) {
+      h.core.update(p, {{1, next, false, {}}});
+    } else {
+      const int32_t first_tok = more.front();
+      more.erase(more.begin());
+      more.push_back(next);
+      h.core.update(p, {{1, first_tok, false, more}});
+    }
+    ASSERT_EQ(h.core.check_invariants(), "");
+  }
+  EXPECT_GT(first, 0);
+  EXPECT_GT(last, first) << "accepted drafts must earn longer ones";
 }
 
 }  // namespace
