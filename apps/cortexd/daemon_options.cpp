@@ -40,6 +40,10 @@ std::vector<cli::option_spec> daemon_option_specs() {
        "MAX_DRAFT (1..32) tokens by matching the last NGRAM (1..16) tokens earlier in prompt + output, verified in the "
        "same step (e.g. 3:8)",
        "off"},
+      {"speculative-adaptive", "on|off",
+       "size each sequence's drafts by its acceptance so far and the measured step cost, so speculation turns itself "
+       "down where it does not pay; off verifies every draft found (for measuring)",
+       "on"},
       {"max-waiting", "N", "requests waiting to start before 429 overloaded", "256"},
       {"max-queued-tokens", "N", "prompt tokens waiting to start before 429 overloaded", "262144"},
       {"prefix-cache", "on|off", "share full prompt blocks between requests", "on"},
@@ -295,10 +299,15 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
   if (!out.curve_secret_key_path.empty() && out.auth_path.empty())
     return fail(errc::invalid_param,
                 "--curve-secret-key needs --auth FILE: CURVE clients are admitted by the curve_public keys listed there");
-  const std::string pc = kv["prefix-cache"];
-  if (pc == "on" || pc == "true" || pc == "1") r.prefix_cache = true;
-  else if (pc == "off" || pc == "false" || pc == "0") r.prefix_cache = false;
-  else return fail(errc::invalid_param, "option prefix-cache must be on or off, got '" + pc + "'");
+  const auto on_off = [&](const char* name, bool& out) {
+    const std::string v = kv[name];
+    if (v == "on" || v == "true" || v == "1") out = true;
+    else if (v == "off" || v == "false" || v == "0") out = false;
+    else return fail(errc::invalid_param, std::string("option ") + name + " must be on or off, got '" + v + "'");
+    return status::ok();
+  };
+  if (status st = on_off("prefix-cache", r.prefix_cache); !st) return st;
+  if (status st = on_off("speculative-adaptive", r.spec_adaptive); !st) return st;
   if (!kernels::parse_kv_type(kv["kv-type"], r.kv_type))
     return fail(errc::invalid_param, std::string("option kv-type must be one of ") + kernels::kv_type_choices() + ", got '" +
                                          kv["kv-type"] + "'");
