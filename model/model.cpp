@@ -125,7 +125,7 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
   // RoPE scaling, as llama.cpp reads it. Linear scaling divides positions;
   // YaRN and LongRoPE change the rotation itself and are refused rather than
   // run with wrong logits.
-  const std::string scaling = f.get_string(a + ".rope.scaling.type") ? std::string(*f.get_string(a + ".rope.scaling.type")) : "";
+  const std::string scaling(f.get_string(a + ".rope.scaling.type").value_or(""));
   if (!scaling.empty() && scaling != "none" && scaling != "linear") {
     return err("rope scaling type '" + scaling + "' (" + a + ".rope.scaling.type) is not supported (supported: none, linear)",
                errc::unsupported);
