@@ -1,10 +1,12 @@
 // Matmul and memory-bandwidth benchmarks.
-//   memory_read/threads:T       streaming read of 256 MiB: the decode roofline
+//   memory_read/threads:T       streaming read of 1 GiB: the decode roofline
 //   matmul/<type>/<rows>x<cols>/tokens:N/<isa>/threads:T
 // Counters: bytes_per_second = weight bytes read per second (meaningful at
 // tokens:1, where matmul is memory-bound), ops_per_second = 2*rows*cols*N.
-// Decode benchmarks cycle through enough copies of the matrix (>= 256 MiB)
-// that weights come from DRAM, as in a real forward pass.
+// Decode and small-batch benchmarks (tokens <= 16: a verify step of 1 + 8
+// drafted tokens is tokens:9) cycle through enough copies of the matrix
+// (>= 1 GiB, four times the largest L3 we have met, 260 MiB) that weights
+// come from DRAM, as in a real forward pass.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -24,7 +26,8 @@
 namespace cortex::kernels {
 namespace {
 
-constexpr size_t stream_bytes = size_t{256} << 20;
+constexpr size_t stream_bytes = size_t{1} << 30;
+constexpr int max_streamed_tokens = 16;
 
 thread_pool& pool_of(int n_threads) {
   static thread_pool one(1), two(2);
@@ -90,7 +93,7 @@ void matmul_case(benchmark::State& state, ggml_type type, int64_t rows, int64_t 
   }
   const size_t row_bytes = matmul_row_bytes(type, cols);
   const size_t matrix_bytes = row_bytes * static_cast<size_t>(rows);
-  const size_t n_copies = n_tokens == 1 ? (stream_bytes + matrix_bytes - 1) / matrix_bytes : 1;
+  const size_t n_copies = n_tokens <= max_streamed_tokens ? (stream_bytes + matrix_bytes - 1) / matrix_bytes : 1;
   aligned_buffer weights(matrix_bytes * n_copies);
   std::mt19937 rng(42);
   fill_weights(type, weights.data, matrix_bytes, rng);
@@ -125,7 +128,7 @@ void matmul_packed_case(benchmark::State& state, ggml_type type, int64_t rows, i
   thread_pool& pool = pool_of(n_threads);
   const weight_view w{type, rows, cols, weights.data, row_bytes};
   const packed_matrix first = pack_matrix(&w, 1, pool);
-  const size_t n_copies = n_tokens == 1 ? (stream_bytes + first.bytes() - 1) / first.bytes() : 1;
+  const size_t n_copies = n_tokens <= max_streamed_tokens ? (stream_bytes + first.bytes() - 1) / first.bytes() : 1;
   std::vector<packed_matrix> copies;
   for (size_t c = 0; c < n_copies; ++c) copies.push_back(pack_matrix(&w, 1, pool));
   std::vector<float> x(static_cast<size_t>(n_tokens * cols)), y(static_cast<size_t>(n_tokens * rows));
@@ -179,9 +182,11 @@ int register_all() {
       }
     }
   }
+  // tinyllama-1.1b's packed shapes: q+k+v, o, gate+up, down.
+  const int64_t packed_shapes[][2] = {{2560, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}};
   for (ggml_type t : {ggml_type::q4_0, ggml_type::q8_0}) {
-    for (const auto& s : shapes) {
-      for (int n_tokens : {1, 16, 128}) {
+    for (const auto& s : packed_shapes) {
+      for (int n_tokens : {1, 2, 4, 9, 16, 128}) {
         for (int n_threads : {1, 2}) {
           if (n_tokens > 1 && n_threads == 1) continue;
           const std::string name = std::string("matmul_packed/") + type_name(t) + "/" + std::to_string(s[0]) + "x" +

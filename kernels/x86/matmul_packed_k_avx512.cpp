@@ -211,11 +211,24 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
     for (; p < p1; ++p) Tile<1, 1>::run(w, x, p, 0);
     return;
   }
+  // Tokens in passes of at most NT, sized evenly (9 = 3 + 3 + 3, not
+  // 4 + 4 + 1): each pass unpacks the panel's codes once, and a pass of one
+  // token has too few independent vpdpbusd chains to hide their latency.
+  static_assert(NT == 4, "the switch below covers pass sizes 1..4");
+  const int n_passes = (n_tokens + NT - 1) / NT;
+  const int small = n_tokens / n_passes, n_big = n_tokens % n_passes;
   auto tokens = [&](auto np, int64_t pp) {
     constexpr int n = decltype(np)::value;
-    int t = 0;
-    for (; t + NT <= n_tokens; t += NT) Tile<n, NT>::run(w, x, pp, t);
-    for (; t < n_tokens; ++t) Tile<n, 1>::run(w, x, pp, t);
+    for (int k = 0, t = 0; k < n_passes; ++k) {
+      const int size = small + (k < n_big ? 1 : 0);
+      switch (size) {
+        case 4: Tile<n, 4>::run(w, x, pp, t); break;
+        case 3: Tile<n, 3>::run(w, x, pp, t); break;
+        case 2: Tile<n, 2>::run(w, x, pp, t); break;
+        default: Tile<n, 1>::run(w, x, pp, t); break;
+      }
+      t += size;
+    }
   };
   for (; p + NP <= p1; p += NP) tokens(std::integral_constant<int, NP>{}, p);
   for (; p < p1; ++p) tokens(std::integral_constant<int, 1>{}, p);
@@ -233,7 +246,7 @@ struct q6_k_tile {
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp. Batched tiles: one panel x
-// 4 tokens. Unpacking a 64-byte load of codes costs 3 (q4_k) to ~13/4 (q6_k)
+// up to 4 tokens (passes sized evenly). Unpacking a 64-byte load of codes costs 3 (q4_k) to ~13/4 (q6_k)
 // ALU ops, shared by the tile's tokens; with 4 tokens per panel the unpacking
 // is under half the vpdpbusd count, and 16 int32 accumulators still fit the
 // 32 zmm registers with the float sums.

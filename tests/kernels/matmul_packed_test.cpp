@@ -106,7 +106,7 @@ TEST_P(matmul_packed_isa_test, matches_reference_per_part_on_odd_shapes) {
   int iter = 0;
   for (ggml_type t : packed_types) {
     for (const auto& rows : row_sets) {
-      for (int n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 20}) {
+      for (int n_tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 20, 33, 41}) {
         ++iter;
         const int64_t cols = block_of(t) * odd_blocks[iter % 5];
         thread_pool& pool = pools[iter % 3];
