@@ -213,6 +213,10 @@ struct attn_tile {
   alignas(64) float s[attn_chunk];
   alignas(64) float kbuf[attn_chunk * attn_max_head_dim];  // (n, head_dim) widened K rows
   alignas(64) float vbuf[attn_chunk * attn_max_head_dim];
+  // attn_slab_run: rows in vector lanes (at most 16 lanes).
+  alignas(64) float slab_q[attn_max_head_dim * 32];    // [d][lane] queries
+  alignas(64) float slab_acc[attn_max_head_dim * 32];  // [d][lane] unnormalised outputs
+  alignas(64) float slab_p[attn_chunk * 32];           // [key][lane] scores, then weights
 };
 
 // n rows of head_dim values stored as t (row r at src + r * stride bytes)
@@ -272,16 +276,37 @@ void attn_row_update(attn_tile& t, int r, const float* k, const float* v, size_t
   t.m[r] = m_new;
 }
 
+// Where the K / V rows of positions [p, p + n) of KV head g are read from
+// (n <= attn_chunk, all in one block): the arena itself (f32, stride slot
+// floats) or, for other types, the tile's buffers after widening (stride
+// head_dim).
+struct kv_chunk {
+  const float* k;
+  const float* v;
+  size_t stride;
+};
+
+template <class V>
+kv_chunk load_kv_chunk(attn_tile& t, const attention_args& a, int p, int n, int g) {
+  const kv_layout& layout = a.layout;
+  const size_t slot_bytes = layout.slot_bytes();
+  const size_t base = (static_cast<size_t>(a.block_table[p / layout.block_size]) * layout.block_size +
+                       p % layout.block_size) * slot_bytes + static_cast<size_t>(g) * layout.row_bytes();
+  const auto* kb = static_cast<const uint8_t*>(a.k_arena) + base;
+  const auto* vb = static_cast<const uint8_t*>(a.v_arena) + base;
+  if (layout.type == kv_type::f32) {
+    return {reinterpret_cast<const float*>(kb), reinterpret_cast<const float*>(vb), slot_bytes / sizeof(float)};
+  }
+  kv_widen_rows_v<V>(layout.type, kb, slot_bytes, n, layout.head_dim, t.kbuf);
+  kv_widen_rows_v<V>(layout.type, vb, slot_bytes, n, layout.head_dim, t.vbuf);
+  return {t.kbuf, t.vbuf, static_cast<size_t>(layout.head_dim)};
+}
+
 template <class V>
 void attn_tile_run(attn_tile& t, int n_rows, const attention_args& a) {
   const kv_layout& layout = a.layout;
   const int head_dim = layout.head_dim;
   const int bs = layout.block_size;
-  const size_t slot_bytes = layout.slot_bytes();
-  const size_t row_bytes = layout.row_bytes();
-  const bool widen = layout.type != kv_type::f32;
-  const auto* k_arena = static_cast<const uint8_t*>(a.k_arena);
-  const auto* v_arena = static_cast<const uint8_t*>(a.v_arena);
   int last = -1;
   int heads[attn_tile_rows];  // distinct KV heads of the rows, in order
   int n_kv = 0;
@@ -300,28 +325,16 @@ void attn_tile_run(attn_tile& t, int n_rows, const attention_args& a) {
     int n = bs - slot;
     n = n < attn_chunk ? n : attn_chunk;
     n = n < p_end - p ? n : p_end - p;
-    const size_t base = (static_cast<size_t>(a.block_table[p / bs]) * bs + slot) * slot_bytes;
     for (int j = 0; j < n_kv; ++j) {
       const int g = heads[j];
       bool needed = false;
       for (int r = 0; r < n_rows; ++r) needed = needed || (t.kv_head[r] == g && p <= t.limit[r]);
       if (!needed) continue;
-      const uint8_t* kb = k_arena + base + static_cast<size_t>(g) * row_bytes;
-      const uint8_t* vb = v_arena + base + static_cast<size_t>(g) * row_bytes;
-      const float* k = reinterpret_cast<const float*>(kb);
-      const float* v = reinterpret_cast<const float*>(vb);
-      size_t stride = slot_bytes / sizeof(float);
-      if (widen) {
-        kv_widen_rows_v<V>(layout.type, kb, slot_bytes, n, head_dim, t.kbuf);
-        kv_widen_rows_v<V>(layout.type, vb, slot_bytes, n, head_dim, t.vbuf);
-        k = t.kbuf;
-        v = t.vbuf;
-        stride = static_cast<size_t>(head_dim);
-      }
+      const kv_chunk c = load_kv_chunk<V>(t, a, p, n, g);
       for (int r = 0; r < n_rows; ++r) {
         if (t.kv_head[r] != g || p > t.limit[r]) continue;
         const int n_row = n < t.limit[r] + 1 - p ? n : t.limit[r] + 1 - p;
-        attn_row_update<V>(t, r, k, v, stride, n_row, head_dim, a.scale);
+        attn_row_update<V>(t, r, c.k, c.v, c.stride, n_row, head_dim, a.scale);
       }
     }
     p += n;
@@ -335,10 +348,170 @@ void attn_tile_run(attn_tile& t, int n_rows, const attention_args& a) {
   }
 }
 
+// Unrolling of attn_slab_run: NS slabs of V::width rows, KU keys of scores
+// and DU output dimensions at a time, so that KU * NS (DU * NS) accumulators
+// plus operands fit the register file (32 vectors with AVX-512, 16 below).
+template <class V>
+constexpr int slab_count = V::width >= 16 ? 2 : 1;
+template <class V>
+constexpr int slab_unroll = 8;
+
+// Scores of keys j .. j + KU - 1 for NS slabs: pb[(key * NS + z) * W] =
+// sum_d qT[d][z] * k_key[d] (unscaled).
+template <class V, int NS, int KU>
+inline void slab_scores(const float* qT, const kv_chunk& c, int j, int hd, float* pb) {
+  using vec = typename V::vec;
+  constexpr int W = V::width;
+  vec s[KU][NS];
+  for (int u = 0; u < KU; ++u)
+    for (int z = 0; z < NS; ++z) s[u][z] = V::set1(0.0f);
+  for (int d = 0; d < hd; ++d) {
+    vec qd[NS];
+    for (int z = 0; z < NS; ++z) qd[z] = V::load(qT + (d * NS + z) * W);
+    for (int u = 0; u < KU; ++u) {
+      const vec kd = V::set1(c.k[(j + u) * c.stride + d]);
+      for (int z = 0; z < NS; ++z) s[u][z] = V::fmadd(qd[z], kd, s[u][z]);
+    }
+  }
+  for (int u = 0; u < KU; ++u)
+    for (int z = 0; z < NS; ++z) V::store(pb + ((j + u) * NS + z) * W, s[u][z]);
+}
+
+// Output dimensions d0 .. d0 + DU - 1 of NS slabs: accT = accT * alpha +
+// sum over the chunk's n keys of weight * v_key.
+template <class V, int NS, int DU>
+inline void slab_output(float* accT, const float* pb, const kv_chunk& c, int d0, int n,
+                        const typename V::vec (&alpha)[NS]) {
+  using vec = typename V::vec;
+  constexpr int W = V::width;
+  vec o[DU][NS];
+  for (int u = 0; u < DU; ++u)
+    for (int z = 0; z < NS; ++z) o[u][z] = V::load(accT + ((d0 + u) * NS + z) * W) * alpha[z];
+  for (int j = 0; j < n; ++j) {
+    vec pj[NS];
+    for (int z = 0; z < NS; ++z) pj[z] = V::load(pb + (j * NS + z) * W);
+    const float* vj = c.v + j * c.stride + d0;
+    for (int u = 0; u < DU; ++u) {
+      const vec vd = V::set1(vj[u]);
+      for (int z = 0; z < NS; ++z) o[u][z] = V::fmadd(pj[z], vd, o[u][z]);
+    }
+  }
+  for (int u = 0; u < DU; ++u)
+    for (int z = 0; z < NS; ++z) V::store(accT + ((d0 + u) * NS + z) * W, o[u][z]);
+}
+
+// Rows r0 .. r0 + n_rows - 1 of the tile (n_rows <= NS * V::width), all
+// reading KV head g, one row per vector lane, NS vectors ("slabs") of rows
+// side by side. A key's scores for a slab are one vector: head_dim FMAs of
+// the transposed queries with the key's values broadcast, and each broadcast
+// feeds all NS slabs. The online softmax is lane-wise (no horizontal
+// reductions), and the output accumulates transposed: head_dim vectors per
+// slab, each the same dimension of every row. Each row computes what
+// attn_row_update does (the scaled dot, the running max, exp of the shifted
+// scores, the rescaled sum and output), in another summation order.
+// Prefill chunks and verify steps (many rows per KV head) spend most of
+// their attention time here.
+template <class V, int NS>
+void attn_slab_run(attn_tile& t, int r0, int n_rows, int g, const attention_args& a) {
+  using vec = typename V::vec;
+  using ivec = typename V::ivec;
+  constexpr int W = V::width;
+  constexpr int L = NS * W;  // lanes
+  static_assert(L <= 32, "slab buffers hold 32 lanes");
+  constexpr int KU = slab_unroll<V>, DU = slab_unroll<V>;
+  const int hd = a.layout.head_dim;
+  const int bs = a.layout.block_size;
+  // [d][slab][lane]: the NS vectors of one dimension (or key) are adjacent.
+  float* qT = t.slab_q;
+  float* accT = t.slab_acc;
+  float* pb = t.slab_p;
+  alignas(64) int32_t lim[L];
+  int last = -1;
+  for (int lane = 0; lane < L; ++lane) {
+    const bool live = lane < n_rows;
+    lim[lane] = live ? t.limit[r0 + lane] : -1;  // a padding lane attends to nothing
+    last = lim[lane] > last ? lim[lane] : last;
+    for (int d = 0; d < hd; ++d) qT[d * L + lane] = live ? t.q[r0 + lane][d] : 0.0f;
+  }
+  const vec scale = V::set1(a.scale), ninf = V::set1(-INFINITY), zero = V::set1(0.0f);
+  for (int d = 0; d < hd * NS; ++d) V::store(accT + d * W, zero);
+  ivec limv[NS];
+  vec m[NS], l[NS];
+  for (int z = 0; z < NS; ++z) {
+    __builtin_memcpy(&limv[z], lim + z * W, sizeof(ivec));
+    m[z] = ninf;
+    l[z] = zero;
+  }
+  const int p_end = last + 1 < a.key_end ? last + 1 : a.key_end;
+  for (int p = a.key_begin; p < p_end;) {
+    int n = bs - p % bs;
+    n = n < attn_chunk ? n : attn_chunk;
+    n = n < p_end - p ? n : p_end - p;
+    const kv_chunk c = load_kv_chunk<V>(t, a, p, n, g);
+    // Scores: KU keys at a time (KU * NS independent FMA chains), then 4,
+    // then 1: a lone key's NS chains wait on FMA latency.
+    int j = 0;
+    for (; j + KU <= n; j += KU) slab_scores<V, NS, KU>(qT, c, j, hd, pb);
+    if constexpr (KU > 4) {
+      for (; j + 4 <= n; j += 4) slab_scores<V, NS, 4>(qT, c, j, hd, pb);
+    }
+    for (; j < n; ++j) slab_scores<V, NS, 1>(qT, c, j, hd, pb);
+    vec alpha[NS];
+    for (int z = 0; z < NS; ++z) {
+      // Scale, causal mask, running max.
+      vec cmax = ninf;
+      for (j = 0; j < n; ++j) {
+        float* pj = pb + (j * NS + z) * W;
+        const vec sj = V::load(pj) * scale;
+        const ivec masked = (ivec{} + (p + j)) > limv[z];
+        const vec sm =
+            reinterpret_cast<vec>((reinterpret_cast<ivec>(sj) & ~masked) | (reinterpret_cast<ivec>(ninf) & masked));
+        V::store(pj, sm);
+        cmax = V::vmax(cmax, sm);
+      }
+      const vec m_new = V::vmax(m[z], cmax);
+      // exp_v gives 0 for -inf and for NaN (-inf - -inf: a lane with nothing
+      // attended yet), so such lanes keep l = 0 and an all-zero output.
+      alpha[z] = exp_v<V>(m[z] - m_new);
+      vec sum = zero;
+      for (j = 0; j < n; ++j) {
+        float* pj = pb + (j * NS + z) * W;
+        const vec e = exp_v<V>(V::load(pj) - m_new);
+        V::store(pj, e);
+        sum = sum + e;
+      }
+      l[z] = V::fmadd(l[z], alpha[z], sum);
+      m[z] = m_new;
+    }
+    // Output: DU dimensions of every slab stay in registers across the keys.
+    int d0 = 0;
+    for (; d0 + DU <= hd; d0 += DU) slab_output<V, NS, DU>(accT, pb, c, d0, n, alpha);
+    if constexpr (DU > 4) {
+      for (; d0 + 4 <= hd; d0 += 4) slab_output<V, NS, 4>(accT, pb, c, d0, n, alpha);
+    }
+    for (; d0 < hd; ++d0) slab_output<V, NS, 1>(accT, pb, c, d0, n, alpha);
+    p += n;
+  }
+  alignas(64) float lv[L], mv[L];
+  for (int z = 0; z < NS; ++z) {
+    V::store(lv + z * W, l[z]);
+    V::store(mv + z * W, m[z]);
+  }
+  for (int lane = 0; lane < n_rows; ++lane) {
+    // A row with no position in [key_begin, key_end) (a key-range part past
+    // its query) contributes nothing to a merge: out 0, lse -inf.
+    const bool none = lv[lane] == 0.0f;
+    const float inv = none ? 0.0f : 1.0f / lv[lane];
+    float* out = t.out[r0 + lane];
+    for (int d = 0; d < hd; ++d) out[d] = accT[d * L + lane] * inv;
+    if (t.lse[r0 + lane]) *t.lse[r0 + lane] = none ? -INFINITY : mv[lane] + logf(lv[lane]);
+  }
+}
+
 // Runs rows (i, h) for i in [0, n_q), h in [h_lo, h_hi), query-major, in
 // tiles of attn_tile_rows.
 template <class V>
-void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi) {
+void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi, bool one_kv_head) {
   const int head_dim = a.layout.head_dim;
   const int group = a.n_heads / a.layout.n_kv_heads;
   const int n_h = h_hi - h_lo;
@@ -356,7 +529,20 @@ void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi)
       tile.kv_head[r] = h / group;
       tile.limit[r] = a.pos0 + i;
     }
-    attn_tile_run<V>(tile, n_rows, a);
+    if (one_kv_head) {
+      // slab_count<V> slabs side by side where there are rows for them.
+      constexpr int per_run = slab_count<V> * V::width;
+      for (int r0 = 0; r0 < n_rows; r0 += per_run) {
+        const int left_rows = n_rows - r0;
+        if (left_rows > V::width) {
+          attn_slab_run<V, slab_count<V>>(tile, r0, left_rows < per_run ? left_rows : per_run, h_lo / group, a);
+        } else {
+          attn_slab_run<V, 1>(tile, r0, left_rows, h_lo / group, a);
+        }
+      }
+    } else {
+      attn_tile_run<V>(tile, n_rows, a);
+    }
   }
 }
 
@@ -368,7 +554,7 @@ void attention_paged_v(const attention_args& a) {
     // Few queries (decode): one tile spans several KV heads, so each K/V
     // slot (all KV heads of a position, contiguous) is read as one run
     // instead of one head_dim stride per KV head.
-    attn_rows_run<V>(tile, a, a.head_begin, a.head_end);
+    attn_rows_run<V>(tile, a, a.head_begin, a.head_end, false);
     return;
   }
   // Many queries (prefill): tiles within one KV head, so each K/V chunk is
@@ -376,7 +562,7 @@ void attention_paged_v(const attention_args& a) {
   for (int g = 0; g < a.layout.n_kv_heads; ++g) {
     const int h_lo = g * group > a.head_begin ? g * group : a.head_begin;
     const int h_hi = (g + 1) * group < a.head_end ? (g + 1) * group : a.head_end;
-    if (h_lo < h_hi) attn_rows_run<V>(tile, a, h_lo, h_hi);
+    if (h_lo < h_hi) attn_rows_run<V>(tile, a, h_lo, h_hi, true);
   }
 }
 

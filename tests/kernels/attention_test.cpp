@@ -205,10 +205,13 @@ TEST_P(attention, odd_head_dims_and_large_blocks) {
 
 TEST_P(attention, head_ranges_write_only_their_heads) {
   // 8 heads over 2 KV heads; ranges that start and end inside a GQA group.
-  const attention_case c{7, 2, 4, 32, 6, 11, 1.0f};
+  // 6 queries: the decode path; 10 (40 rows per KV head): rows in lanes.
   const int ranges[][2] = {{0, 8}, {0, 1}, {3, 5}, {5, 8}, {2, 2}, {7, 8}};
   uint64_t seed = 200;
-  for (const auto& r : ranges) expect_paged_matches_reference(c, type(), r[0], r[1], seed++);
+  for (int n_q : {6, 10}) {
+    const attention_case c{7, 2, 4, 32, n_q, 11, 1.0f};
+    for (const auto& r : ranges) expect_paged_matches_reference(c, type(), r[0], r[1], seed++);
+  }
 }
 
 TEST_P(attention, peaked_scores_stay_finite_and_exact) {
@@ -232,11 +235,12 @@ TEST_P(attention, key_range_parts_merge_to_the_whole) {
   // Decode and a short prefill split into key ranges cut inside blocks, one
   // of them past some queries (those rows get out 0, lse -inf); merged, they
   // equal attention over all positions.
-  for (int n_q : {1, 7}) {
+  // n_q 9: 36 rows per KV head, the prefill path (rows in vector lanes).
+  for (int n_q : {1, 7, 9}) {
     const attention_case c{16, 2, 4, 64, n_q, 200, 1.0f};
     arena_fixture f(c, type(), 600 + n_q);
     const int n_rows = n_q * f.n_heads;
-    const int cuts[] = {0, 37, 150, 203, 207};
+    const int cuts[] = {0, 37, 150, 203, std::max(207, c.pos0 + n_q)};  // the last part ends past every query
     std::vector<std::vector<float>> outs, lses;
     for (int j = 0; j + 1 < 5; ++j) {
       outs.emplace_back(static_cast<size_t>(n_rows) * c.head_dim, 7.0f);
