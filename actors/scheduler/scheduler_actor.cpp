@@ -124,8 +124,9 @@ void kick(self_ptr self) {
       .then([self, plan, sent](engine_step_result& res) {
               const double round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
               if (self->state.on_step) self->state.on_step(round_trip_ms / 1000, static_cast<uint32_t>(plan->stats.n_tokens_batch));
-              // The step cost model learns from the forward pass alone (what prefill chunk sizes change).
-              if (!res.failed()) self->state.core->observe_step(*plan, res.compute_ms > 0 ? res.compute_ms : round_trip_ms);
+              // The step cost model learns from the forward pass alone (what prefill chunk sizes change);
+              // the rest of the round trip is the per-step overhead the draft governor adds to it.
+              if (!res.failed()) self->state.core->observe_step(*plan, res.compute_ms > 0 ? res.compute_ms : round_trip_ms, round_trip_ms);
               spdlog::trace("scheduler: step {} done: compute {:.2f} ms (predicted {:.2f}, target {:.2f}), round trip {:.2f} ms",
                             res.step_id, res.compute_ms, plan->stats.predicted_ms, plan->stats.target_ms, round_trip_ms);
               on_step_done(self, *plan, res);

@@ -1,6 +1,7 @@
 #include "actors/scheduler/scheduler_core.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace cortex {
@@ -115,12 +116,15 @@ std::vector<int32_t> scheduler_core::plan_draft(const sequence& s, int32_t budge
     return draft;
   }
   // Only as many as pay on this sequence's acceptance so far and the
-  // learnt step cost (1 + k tokens at its position over 1).
+  // learnt step cost: the step period with 1 + k tokens at its position over
+  // the one with 1, each the forward pass plus the per-step overhead (on a
+  // tiny model the overhead dominates, and drafts are nearly free).
   const int32_t pos = s.n_tokens_computed;
   draft_cost_fn cost;
   if (cost_.calibrated()) {
-    const double one = cost_.predict_ms(step_work::entry(pos, 1));
-    if (one > 0) cost = [this, pos, one](int32_t k) { return cost_.predict_ms(step_work::entry(pos, 1 + k)) / one; };
+    const double oh = step_overhead_ms_;
+    const double one = oh + cost_.predict_ms(step_work::entry(pos, 1));
+    if (one > 0) cost = [this, pos, one, oh](int32_t k) { return (oh + cost_.predict_ms(step_work::entry(pos, 1 + k))) / one; };
   }
   const int32_t k = choose_draft_length(s.spec_record, static_cast<int32_t>(std::min<int64_t>(n_max, static_cast<int64_t>(draft.size()))), cost);
   draft.resize(static_cast<size_t>(k));
@@ -150,7 +154,12 @@ int32_t scheduler_core::prefill_chunk(const sequence& s, int32_t budget) const {
   return n;
 }
 
-void scheduler_core::observe_step(const sched_plan& plan, double ms) {
+void scheduler_core::observe_step(const sched_plan& plan, double ms, double round_trip_ms) {
+  if (round_trip_ms > 0 && std::isfinite(round_trip_ms) && std::isfinite(ms)) {
+    const double overhead = std::max(0.0, round_trip_ms - std::max(0.0, ms));
+    step_overhead_ms_ = overhead_seen_ ? 0.9 * step_overhead_ms_ + 0.1 * overhead : overhead;
+    overhead_seen_ = true;
+  }
   step_work work;
   for (const step_entry& e : plan.entries) work += step_work::entry(e.pos0, e.n_tokens());
   cost_.observe(work, ms);

@@ -104,8 +104,15 @@ class scheduler_core {
   // The executor failed `plan`: its sequences finish with error.
   void abort_step(const sched_plan& plan);
   // `plan`'s forward pass took `ms` (measured by the executor): teaches the
-  // step cost model. Any time after schedule() returned it.
-  void observe_step(const sched_plan& plan, double ms);
+  // step cost model. `round_trip_ms` (0: unknown) is the whole step as the
+  // owner saw it, sent to answered: what it spends beyond the forward pass
+  // (messages, sampling, bookkeeping) costs every step alike, whatever its
+  // tokens, and is learnt apart (step_overhead_ms) for the draft governor: a
+  // stream's speed is tokens per step period, not per forward pass. Any
+  // time after schedule() returned it.
+  void observe_step(const sched_plan& plan, double ms, double round_trip_ms = 0);
+  // The learnt per-step time outside the forward pass (EWMA), ms; 0 until observed.
+  double step_overhead_ms() const { return step_overhead_ms_; }
   const step_cost_model& cost_model() const { return cost_; }
   const scheduler_config& config() const { return cfg_; }
 
@@ -162,6 +169,8 @@ class scheduler_core {
   scheduler_config cfg_;
   scheduling_policy policy_;
   step_cost_model cost_;
+  double step_overhead_ms_ = 0;
+  bool overhead_seen_ = false;
   struct step_limit {  // the time budget of the step being planned
     bool active = false;
     double target_ms = 0;

@@ -11,6 +11,7 @@
 
 #include "actors/scheduler/scheduler_core.hpp"
 #include "tests/support/engine_configs.hpp"
+#include "tests/support/shadow_kv.hpp"
 
 namespace cortex {
 namespace {
@@ -35,7 +36,7 @@ int32_t fake_token(request_id rid, int32_t pos) { return static_cast<int32_t>((r
 class fake_executor {
  public:
   fake_executor(const scheduler_core& core, int32_t n_blocks, int32_t block_size)
-      : core_(core), bs_(block_size), slots_(static_cast<size_t>(n_blocks * block_size), -1) {}
+      : core_(core), kv_(n_blocks, block_size) {}
 
   std::vector<sched_sampled> run(const sched_plan& plan) {
     std::vector<sched_sampled> out;
@@ -44,15 +45,8 @@ class fake_executor {
       const sequence* s = core_.find(e.rid);
       EXPECT_NE(s, nullptr);
       if (s == nullptr) continue;
-      EXPECT_GE(static_cast<int32_t>(e.block_table.size()) * bs_, e.pos0 + e.n_tokens());
-      for (int32_t p = 0; p < e.pos0; ++p) {
-        EXPECT_EQ(slot(e, p), s->tokens[p]) << "seq " << e.rid << " reads a wrong K/V at " << p;
-      }
-      for (int32_t i = 0; i < e.n_tokens(); ++i) {
-        const int32_t p = e.pos0 + i;
-        EXPECT_EQ(e.tokens[i], s->tokens[p]);
-        slot(e, p) = e.tokens[i];
-      }
+      for (int32_t i = 0; i < e.n_tokens(); ++i) EXPECT_EQ(e.tokens[i], s->tokens[e.pos0 + i]);
+      kv_.read_and_write(e, *s);
       if (e.sample) {
         EXPECT_EQ(e.pos0 + e.n_tokens(), s->n_tokens());
         const int32_t tok = fake_token(e.rid, s->n_tokens());
@@ -67,12 +61,8 @@ class fake_executor {
   std::map<request_id, std::vector<int32_t>> generated_;
 
  private:
-  int32_t& slot(const step_entry& e, int32_t p) {
-    return slots_[static_cast<size_t>(e.block_table[p / bs_]) * bs_ + p % bs_];
-  }
   const scheduler_core& core_;
-  int32_t bs_;
-  std::vector<int32_t> slots_;
+  testing::shadow_kv kv_;
 };
 
 struct harness {

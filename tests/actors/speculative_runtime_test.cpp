@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "tests/actors/stories_tokenizer.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/runtime_harness.hpp"
 
@@ -50,6 +51,17 @@ generation_request spec_request(const std::string& id, const std::string& prompt
   r.params.spec_given = true;
   r.params.spec_ngram = 2;
   r.params.spec_max_draft = max_draft;
+  return r;
+}
+
+// A greedy request on prompt token ids that runs to max_tokens (ignore_eos).
+generation_request token_request(const std::string& id, const std::vector<int32_t>& prompt, uint32_t max_tokens,
+                                 int32_t max_draft) {
+  generation_request r = spec_request(id, "", max_tokens, max_draft);
+  r.prompt.clear();
+  r.tokens = prompt;
+  r.use_tokens = true;
+  r.params.ignore_eos = true;
   return r;
 }
 
@@ -97,6 +109,90 @@ TEST(speculative_runtime, greedy_is_identical_alone_and_batched_on_16_prompts) {
   EXPECT_GE(s.spec_drafted_tokens, drafted);
   EXPECT_GE(s.spec_accepted_tokens, accepted);
   EXPECT_LE(s.spec_accepted_tokens, s.spec_drafted_tokens);
+}
+
+// Preemption and the prefix cache with every draft verified. Round 1: the
+// 16 prompts at once on a pool of 40 blocks (16 x ~8 needed), so drafting
+// sequences are preempted and recompute. Round 2, on a large pool with the
+// cache on: prompts that are a round-1 prompt plus part of its output, so
+// they reuse blocks whose positions drafts wrote (accepted and rejected).
+// Both must give the greedy tokens of runs without speculation, without
+// preemption and without the cache; each request ends once and no block
+// stays held.
+TEST(speculative_runtime, preemption_and_prefix_cache_keep_greedy_output) {
+  const tokenizer* tok = testing_support::stories_tokenizer();
+  ASSERT_TRUE(tok);
+  constexpr uint32_t n_out = 96;
+  const auto texts = repeating_prompts();
+  std::vector<std::vector<int32_t>> prompts, plain, followups, followup_plain;
+  {
+    runtime_config cfg = stories_config();
+    cfg.prefix_cache = false;
+    runtime_fixture ref(cfg);
+    ASSERT_TRUE(ref.ok()) << ref.error();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      prompts.push_back(tok->encode(texts[i], true));
+      plain.push_back(run_alone(ref, token_request("p" + std::to_string(i), prompts[i], n_out, 0)));
+      ASSERT_EQ(plain[i].size(), n_out);
+      std::vector<int32_t> f = prompts[i];
+      f.insert(f.end(), plain[i].begin(), plain[i].begin() + 40 + static_cast<long>(i));  // cuts at every block offset
+      followups.push_back(f);
+      followup_plain.push_back(run_alone(ref, token_request("f" + std::to_string(i), f, 32, 0)));
+    }
+  }
+  const auto submit_all = [&](runtime_fixture& fx, const std::string& tag, const std::vector<std::vector<int32_t>>& ps,
+                              uint32_t max_tokens) {
+    std::vector<std::string> ids;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      ids.push_back(tag + std::to_string(i));
+      fx.submit(token_request(ids.back(), ps[i], max_tokens, 8));
+    }
+    EXPECT_TRUE(fx.log().wait_done(ids, std::chrono::seconds(300))) << tag;
+    return ids;
+  };
+  runtime_config small = stories_config();
+  small.spec_adaptive = false;
+  small.kv_blocks = 40;
+  runtime_fixture fx(small);
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  const auto ids = submit_all(fx, "pre", prompts, n_out);
+  uint32_t preempted_drafters = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto r = fx.log().get(ids[i]);
+    ASSERT_TRUE(r.finished) << ids[i];
+    EXPECT_EQ(r.n_terminal, 1) << ids[i];
+    EXPECT_EQ(r.finished->reason, finish_reason::length) << ids[i];
+    EXPECT_EQ(r.token_ids(), plain[i]) << ids[i] << " differs after preemption with drafts";
+    if (r.finished->preemptions > 0 && r.finished->timings.spec_accepted_tokens > 0) ++preempted_drafters;
+  }
+  EXPECT_GT(fx.stats().preemptions, 0u);
+  EXPECT_GT(preempted_drafters, 0u) << "no sequence that drafted was preempted";
+  EXPECT_TRUE(fx.wait_idle()) << "blocks still held when idle";
+
+  runtime_config large = stories_config();
+  large.spec_adaptive = false;
+  runtime_fixture cached(large);
+  ASSERT_TRUE(cached.ok()) << cached.error();
+  const auto firsts = submit_all(cached, "first", prompts, n_out);
+  uint64_t accepted = 0, drafted = 0;
+  for (size_t i = 0; i < firsts.size(); ++i) {
+    const auto r = cached.log().get(firsts[i]);
+    EXPECT_EQ(r.token_ids(), plain[i]) << firsts[i];
+    accepted += r.finished->timings.spec_accepted_tokens;
+    drafted += r.finished->timings.spec_drafted_tokens;
+  }
+  EXPECT_GT(accepted, 0u);
+  EXPECT_LT(accepted, drafted) << "the blocks must have seen rejected drafts too";
+  const auto seconds = submit_all(cached, "second", followups, 32);
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    const auto r = cached.log().get(seconds[i]);
+    ASSERT_TRUE(r.finished) << seconds[i];
+    EXPECT_EQ(r.n_terminal, 1) << seconds[i];
+    EXPECT_EQ(r.token_ids(), followup_plain[i]) << seconds[i] << " differs over cached blocks drafts wrote";
+    // Every full block but the one holding the last prompt token comes from the cache.
+    EXPECT_EQ(r.finished->cached_tokens, (followups[i].size() - 1) / 16 * 16) << seconds[i];
+  }
+  EXPECT_TRUE(cached.wait_idle()) << "blocks still held when idle";
 }
 
 TEST(speculative_runtime, server_flag_turns_it_on_and_a_request_can_turn_it_off) {

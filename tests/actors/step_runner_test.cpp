@@ -14,6 +14,7 @@
 #include "actors/executor/step_runner.hpp"
 #include "model/model.hpp"
 #include "model/tokenizer.hpp"
+#include "tests/actors/stories_model.hpp"
 
 namespace cortex {
 namespace {
@@ -22,14 +23,7 @@ constexpr int k_block_size = 16;
 constexpr int k_n_blocks = 8;
 constexpr int32_t k_n_vocab = 512;  // stories260K
 
-std::shared_ptr<const model> stories() {
-  static const std::shared_ptr<const model> m = [] {
-    auto loaded = model::load(std::string(CORTEX_SHARED_DIR) + "/models/stories260K.gguf");
-    EXPECT_TRUE(loaded) << loaded.error().message;
-    return loaded ? std::shared_ptr<const model>(std::move(*loaded)) : nullptr;
-  }();
-  return m;
-}
+std::shared_ptr<const model> stories() { return testing_support::stories_model(); }
 
 executor_config small_arena() {
   executor_config c;

@@ -14,29 +14,12 @@
 #include "model/grammar/token_mask.hpp"
 #include "model/sampler.hpp"
 #include "model/tokenizer.hpp"
+#include "tests/support/grammar_brute_force.hpp"
 
 namespace cortex {
 namespace {
 
 bool allowed(const std::vector<uint64_t>& mask, int32_t id) { return (mask[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1; }
-
-// A token is allowed iff it ends generation and the grammar is complete,
-// or it has bytes and each keeps the input a viable prefix.
-std::vector<uint64_t> brute_force(grammar_matcher& m, const vocab_trie& t, const grammar_matcher::state& s) {
-  std::vector<uint64_t> mask((static_cast<size_t>(t.n_vocab()) + 63) / 64, 0);
-  for (int32_t id = 0; id < t.n_vocab(); ++id) {
-    bool ok;
-    if (t.is_eog(id)) {
-      ok = grammar_matcher::is_complete(s);
-    } else {
-      const std::string& b = t.token_bytes(id);
-      grammar_matcher::state x = s;
-      ok = !b.empty() && m.advance(x, b);
-    }
-    if (ok) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
-  }
-  return mask;
-}
 
 const char* k_json_gbnf = R"(root ::= object
 value ::= object | array | string | number | "true" | "false" | "null"
@@ -71,7 +54,7 @@ void check_walks(const std::shared_ptr<const vocab_trie>& trie, int n_steps, uin
     std::vector<uint64_t> mask;
     for (int step = 0; step < n_steps; ++step) {
       const size_t n_allowed = masker.compute(s, mask);
-      const std::vector<uint64_t> expected = brute_force(m, *trie, s);
+      const std::vector<uint64_t> expected = testing::brute_force_mask(m, *trie, s);
       for (int32_t id = 0; id < trie->n_vocab(); ++id) {
         ASSERT_EQ(allowed(mask, id), allowed(expected, id))
             << "grammar " << gbnf << "\nstep " << step << ", token " << id << " '" << trie->token_bytes(id) << "'";
