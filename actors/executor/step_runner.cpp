@@ -203,7 +203,6 @@ engine_step_result step_runner::run(const engine_step& step) {
   }
   try {
     fwd_.run(batch_, kv_);
-    const int n_vocab = model_->hparams().n_vocab;
     // Sequences that sample this step, in batch order, with their first
     // logits row (rows: one per `last` entry, one per token of an `all` one).
     std::vector<std::pair<const step_entry*, open_seq*>> todo;
