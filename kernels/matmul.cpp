@@ -110,9 +110,9 @@ matmul_rows_fn pick(const quant_traits& tr, isa i) { return kernel_for_isa(tr.ma
 // Activation kernels by isa; the isa ones are only called where active_isa()
 // (never above the CPU's) selects them.
 const activation_kernels activation_by_isa[n_kernel_isas] = {
-    {quantize_block_q8_32, round_to_f16},
-    {quantize_block_q8_32, round_to_f16_avx2},
-    {quantize_block_q8_32_avx512, round_to_f16_avx2},
+    {quantize_block_q8_32, round_to_f16, to_f16},
+    {quantize_block_q8_32, round_to_f16_avx2, to_f16_avx2},
+    {quantize_block_q8_32_avx512, round_to_f16_avx2, to_f16_avx2},
 };
 
 struct quantize_job {
@@ -189,6 +189,10 @@ float quantize_block_q8_256(const float* xb, int8_t* q) {
 
 void round_to_f16(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+}
+
+void to_f16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
 
 matmul_scratch::~matmul_scratch() { std::free(data_); }

@@ -128,6 +128,9 @@ struct activation_kernels {
   float (*quantize_q8_32)(const float* x, int8_t* q, int* sum) = nullptr;
   // round_to_f16, bit-identical to the scalar one (NaN payloads aside).
   void (*round_to_f16)(const float* x, float* y, int64_t n) = nullptr;
+  // to_f16, bit-identical to the scalar one (NaN payloads aside): the f16
+  // KV cache's store and quantize_row_f16.
+  void (*to_f16)(const float* x, uint16_t* y, int64_t n) = nullptr;
 };
 
 // The activation kernels of the active isa (kernels/cpu_features.hpp).
@@ -137,6 +140,10 @@ const activation_kernels& active_activation_kernels();
 // subnormals kept), as f32: the activations of f16 weights.
 void round_to_f16(const float* x, float* y, int64_t n);
 void round_to_f16_avx2(const float* x, float* y, int64_t n);  // x86/matmul_avx2.cpp
+
+// y[i] = the f16 bits of x[i] (fp32_to_fp16: nearest, ties to even).
+void to_f16(const float* x, uint16_t* y, int64_t n);
+void to_f16_avx2(const float* x, uint16_t* y, int64_t n);  // x86/matmul_avx2.cpp
 
 // Quantizes one block of 32 activations as llama.cpp's quantize_row_q8_0 does
 // on x86 (d = amax / 127 rounded to f16, q = round_half_even(x * 127 / amax)).

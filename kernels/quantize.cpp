@@ -9,6 +9,7 @@
 #include "kernels/quant.hpp"
 #include "kernels/quant_blocks.hpp"
 #include "kernels/quant_k_scales.hpp"
+#include "kernels/matmul_kernels.hpp"  // active_activation_kernels
 #include "kernels/quant_traits.hpp"
 
 namespace cortex {
@@ -277,8 +278,7 @@ void quantize_q6_k(const float* x, block_q6_k* y, int64_t nb, int n_perturb = 9)
 void quantize_row_f32(const float* x, void* y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }
 
 void quantize_row_f16(const float* x, void* y, int64_t n) {
-  auto* h = static_cast<uint16_t*>(y);
-  for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(x[i]);
+  kernels::active_activation_kernels().to_f16(x, static_cast<uint16_t*>(y), n);  // F16C where the CPU has it
 }
 
 void quantize_row_bf16(const float* x, void* y, int64_t n) {

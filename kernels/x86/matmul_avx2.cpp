@@ -133,6 +133,15 @@ void round_to_f16_avx2(const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+void to_f16_avx2(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
 // Named by the rows of kernels/quant_traits.cpp.
 extern const matmul_rows_fn matmul_avx2_f32 = tiled_rows<float_tile<avx2_isa, load_f32>, 4, 2, 4>,
                             matmul_avx2_f16 = tiled_rows<float_tile<avx2_isa, load_f16>, 4, 2, 4>,

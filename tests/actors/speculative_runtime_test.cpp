@@ -88,7 +88,9 @@ TEST(speculative_runtime, greedy_is_identical_alone_and_batched_on_16_prompts) {
   for (size_t i = 0; i < prompts.size(); ++i) {
     const std::string id = "spec_alone" + std::to_string(i);
     EXPECT_EQ(run_alone(fx, spec_request(id, prompts[i], 48 + 4 * i, 8)), plain[i]) << "prompt " << i << " alone";
-    const auto& t = fx.log().get(id).finished->timings;
+    const auto record = fx.log().get(id);  // a copy: timings must not point into a temporary
+    ASSERT_TRUE(record.finished) << id;
+    const auto& t = record.finished->timings;
     drafted += t.spec_drafted_tokens;
     accepted += t.spec_accepted_tokens;
     EXPECT_LE(t.spec_accepted_tokens, t.spec_drafted_tokens);

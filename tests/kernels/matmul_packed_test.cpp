@@ -227,6 +227,7 @@ TEST_P(matmul_packed_isa_test, f16_rounding_of_activations_is_bit_identical_to_s
   std::uniform_int_distribution<uint32_t> bits;
   const auto simd = active_activation_kernels().round_to_f16;
   std::vector<float> x(1003), y(x.size()), y_ref(x.size());
+  std::vector<uint16_t> h(x.size()), h_ref(x.size());
   for (int iter = 0; iter < 200; ++iter) {
     for (float& v : x) v = normal(rng) * std::ldexp(1.f, exponent(rng));
     // Ties (13 low mantissa bits exactly half), f16 subnormals, overflow, random bit patterns.
@@ -240,6 +241,9 @@ TEST_P(matmul_packed_isa_test, f16_rounding_of_activations_is_bit_identical_to_s
     round_to_f16(x.data(), y_ref.data(), static_cast<int64_t>(x.size()));
     simd(x.data(), y.data(), static_cast<int64_t>(x.size()));
     ASSERT_EQ(0, std::memcmp(y.data(), y_ref.data(), y.size() * 4)) << iter;
+    to_f16(x.data(), h_ref.data(), static_cast<int64_t>(x.size()));
+    active_activation_kernels().to_f16(x.data(), h.data(), static_cast<int64_t>(x.size()));
+    ASSERT_EQ(h, h_ref) << iter;
   }
   const float rounded[] = {y_ref[3], y_ref[4], y_ref[6]};
   EXPECT_EQ(rounded[0], 65504.f);
