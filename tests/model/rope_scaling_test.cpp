@@ -87,7 +87,9 @@ TEST(rope_scaling, llama3_factors_follow_the_published_rule) {
       EXPECT_GE(f[i], 1.0f) << i;
       EXPECT_LE(f[i], 8.0f) << i;
     }
-    if (i > 0) EXPECT_GE(f[i], f[i - 1]) << "factors grow with the wavelength, at " << i;
+    if (i > 0) {
+      EXPECT_GE(f[i], f[i - 1]) << "factors grow with the wavelength, at " << i;
+    }
   }
   EXPECT_EQ(f.front(), 1.0f);
   EXPECT_EQ(f.back(), 8.0f);

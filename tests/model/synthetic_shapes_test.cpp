@@ -117,7 +117,9 @@ TEST_P(scaled_shape, header_tensors_and_vocabulary_read_back) {
   // Llama 3.1 files carry its rope scaling as rope_freqs.weight (head_dim/2 divisors).
   const auto* rf = g.find_tensor("rope_freqs.weight");
   EXPECT_EQ(rf != nullptr, std::string(p->name) == "llama-3.1-8b") << "rope_freqs.weight is Llama 3.1's";
-  if (rf) EXPECT_EQ(rf->ne[0], 32);
+  if (rf) {
+    EXPECT_EQ(rf->ne[0], 32);
+  }
   const auto* tokens = g.get_string_array("tokenizer.ggml.tokens");
   auto types = g.get_i32_array("tokenizer.ggml.token_type");
   ASSERT_TRUE(tokens && types);
