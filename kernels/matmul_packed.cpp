@@ -3,8 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <sys/mman.h>
-
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
 #include "kernels/matmul_packed_k.hpp"
@@ -213,18 +211,7 @@ packed_matrix pack_matrix(const weight_view* parts, int n_parts, thread_pool& po
     m.n_panels_ += (parts[s].rows + panel_rows - 1) / panel_rows;
   }
   const size_t bytes = m.panel_bytes_ * static_cast<size_t>(m.n_panels_);
-  // Matrices of 2 MiB and more go on transparent huge pages where the
-  // kernel allows it (THP "madvise" mode is common): a pass streams every
-  // weight once, and with 4 KiB pages every 4 KiB of it costs a TLB miss
-  // and a page walk. A hint only: without THP the pages stay small.
-  constexpr size_t huge = size_t{2} << 20;
-  if (bytes >= huge) {
-    const size_t rounded = (bytes + huge - 1) / huge * huge;
-    m.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(huge, rounded)));
-    if (m.data_) ::madvise(m.data_.get(), rounded, MADV_HUGEPAGE);
-  } else {
-    m.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
-  }
+  m.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
   uint8_t* data = m.data_.get();
   pool.parallel_for(static_cast<int>(m.n_panels_), [&](int p, int) {
     uint8_t* panel = data + static_cast<size_t>(p) * m.panel_bytes_;
