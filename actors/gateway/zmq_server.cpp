@@ -139,6 +139,9 @@ bool zmq_server::send_now(const std::string& peer, const std::string& payload, b
 }
 
 void zmq_server::peer_gone(const std::string& peer) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto g = gone_.begin(); g != gone_.end();) g = now - g->second > gone_mark_ttl ? gone_.erase(g) : std::next(g);
+  gone_[peer] = now;
   auto it = peers_.find(peer);
   if (it != peers_.end()) {
     if (it->second.fd >= 0) {
@@ -179,6 +182,9 @@ void zmq_server::drain_posts() {
     batch.swap(posted_);
   }
   for (auto& [peer, out] : batch) {
+    if (!gone_.empty() && gone_.count(peer)) {
+      continue;  // posted before the gateway heard the peer was gone
+    }
     auto& ps = peers_[peer];
     if (ps.queue.empty()) {
       int err = 0;
@@ -235,6 +241,7 @@ void zmq_server::receive_all() {
       auto known = peers_.find(in.peer);
       if (known == peers_.end() || known->second.fd != fd) handle_monitor();  // see run()
     }
+    if (!gone_.empty()) gone_.erase(in.peer);  // it talks again: serve it again
     auto& ps = peers_[in.peer];
     n_peers_ = peers_.size();
     if (ps.address.empty()) ps.address = std::move(address);

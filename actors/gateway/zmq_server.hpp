@@ -9,7 +9,9 @@
 // Peers are noticed gone when a send fails (EHOSTUNREACH, with
 // ROUTER_MANDATORY) or their connection closes (socket monitor +
 // heartbeats; the connection is tied to the peer by the source fd of its
-// messages).
+// messages). Once a peer is taken for gone, frames already posted for it are
+// dropped, not sent, until it sends a message again: a client whose send
+// failed never sees a later chunk of the same request (a gap in `seq`).
 //
 // With a CURVE secret key the ROUTER is a CURVE server (ZeroMQ RFC 26:
 // encrypted, and every client proves its key): a zap_handler in the same
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -143,6 +146,12 @@ class zmq_server {
   std::vector<std::pair<std::string, outgoing>> posted_;
   // I/O thread only.
   std::unordered_map<std::string, peer_state> peers_;
+  // Peers taken for gone and when: their posts are dropped until they talk
+  // again. Marks older than gone_mark_ttl are forgotten (posts still in
+  // flight for a gone peer arrive within milliseconds), so the map stays
+  // bounded when clients come and go.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> gone_;
+  static constexpr std::chrono::seconds gone_mark_ttl{30};
   std::unordered_map<int, std::vector<std::string>> peers_by_fd_;
   std::atomic<uint64_t> n_in_{0}, n_out_{0};
   std::atomic<size_t> n_peers_{0};

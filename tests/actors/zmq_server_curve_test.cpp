@@ -215,3 +215,49 @@ TEST_F(curve_server_test, throwing_authenticate_refuses) {
 
 }  // namespace
 }  // namespace cortex
+
+namespace cortex {
+namespace {
+
+// Plaintext, with the second send failing as if the peer had left
+// (EHOSTUNREACH): the frames already posted behind it must not go out (the
+// client would see a gap), and the peer is served again once it talks.
+TEST(zmq_server_gone, frames_posted_after_a_failed_send_are_dropped_until_the_peer_talks_again) {
+  zmq_server_options o;
+  o.endpoint = "tcp://127.0.0.1:*";
+  o.linger_ms = 0;
+  o.fault_send_fail_at = 2;
+  o.fault_send_errno = EHOSTUNREACH;
+  auto s = zmq_server::bind(o);
+  ASSERT_TRUE(s) << s.error().message;
+  std::unique_ptr<zmq_server> server = std::move(*s);
+  std::mutex mu;
+  std::vector<std::string> gone;
+  server->start({[&](inbound_frame&& f) {
+                   // All posted from the I/O thread's callback: one batch.
+                   if (f.payload == "hi") {
+                     for (const char* p : {"f1", "f2", "f3", "f4", "f5"}) server->post(f.peer, p, f.delimiter);
+                   } else {
+                     server->post(f.peer, "re:" + f.payload, f.delimiter);
+                   }
+                 },
+                 [&](const std::string& peer) {
+                   std::lock_guard<std::mutex> lk(mu);
+                   gone.push_back(peer);
+                 },
+                 nullptr});
+  dealer d(server->endpoint());
+  d.send("hi");
+  EXPECT_EQ(d.recv(10000), "f1");
+  EXPECT_EQ(d.recv(500), "<none>") << "f2 failed: nothing behind it may arrive";
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    EXPECT_EQ(gone.size(), 1u);
+  }
+  d.send("again");
+  EXPECT_EQ(d.recv(10000), "re:again");
+  server->stop();
+}
+
+}  // namespace
+}  // namespace cortex
