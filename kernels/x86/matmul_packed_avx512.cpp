@@ -160,9 +160,10 @@ CORTEX_INLINE void q4_group_of(int n, const __m512i (&wl)[NP][4], const __m512i 
 }
 
 // Records a panel is prefetched ahead (into L1): without it the compute of a
-// small batch and the weight stream do not overlap (9 tokens: 1.7x a decode
-// step's matmul time; with it ~1.35x; 2, 6, 8 and 16 records ahead measured
-// slower than 4 on an AVX-512 Xeon with a 260 MiB L3).
+// small batch and the weight stream barely overlap (9 tokens cost about the
+// sum of both). 2, 3, 6, 8, 16 and 32 records ahead, and prefetching into L2,
+// measured no better than 4 on an AVX-512 Xeon with a 260 MiB L3 (noisy
+// shared machine: bench_kernels matmul_packed/q4_0/.../tokens:9).
 constexpr int64_t q4_prefetch_records = 4;
 
 template <int NP>
