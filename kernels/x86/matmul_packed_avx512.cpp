@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/even_split.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
 
 namespace cortex::kernels {
@@ -177,8 +178,7 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
   for (int t0 = 0; t0 < n_tokens; t0 += q4_panel_max_tokens) {
     const int nt = n_tokens - t0 < q4_panel_max_tokens ? n_tokens - t0 : q4_panel_max_tokens;
     const uint8_t* xt = x.data + static_cast<size_t>(t0) * x.stride;
-    const int n_groups = (nt + q4_group_max - 1) / q4_group_max;
-    const int small = nt / n_groups, n_big = nt % n_groups;  // n_big groups of small + 1
+    const even_split groups(nt, q4_group_max);
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + (i * q4_panel_max_tokens + j) * 16, _mm512_setzero_ps());
     for (int64_t rec = 0; rec < n_records; ++rec) {
@@ -201,8 +201,8 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
           }
           dw[i] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(panel[i] + rec * record + h * 32)));
         }
-        for (int k = 0, j = 0; k < n_groups; ++k) {
-          const int g_size = small + (k < n_big ? 1 : 0);
+        for (int k = 0, j = 0; k < groups.count; ++k) {
+          const int g_size = groups.size(k);
           q4_group_of<NP>(g_size, wl, wh, dw, xt + j * x.stride, x.stride, x.d_offset, x.aux_offset, b, acc + 16 * j);
           j += g_size;
         }

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/even_split.hpp"
 
 namespace cortex::kernels {
 
@@ -215,12 +216,11 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
   // 4 + 4 + 1): each pass unpacks the panel's codes once, and a pass of one
   // token has too few independent vpdpbusd chains to hide their latency.
   static_assert(NT == 4, "the switch below covers pass sizes 1..4");
-  const int n_passes = (n_tokens + NT - 1) / NT;
-  const int small = n_tokens / n_passes, n_big = n_tokens % n_passes;
+  const even_split passes(n_tokens, NT);
   auto tokens = [&](auto np, int64_t pp) {
     constexpr int n = decltype(np)::value;
-    for (int k = 0, t = 0; k < n_passes; ++k) {
-      const int size = small + (k < n_big ? 1 : 0);
+    for (int k = 0, t = 0; k < passes.count; ++k) {
+      const int size = passes.size(k);
       switch (size) {
         case 4: Tile<n, 4>::run(w, x, pp, t); break;
         case 3: Tile<n, 3>::run(w, x, pp, t); break;

@@ -213,7 +213,7 @@ struct attn_tile {
   alignas(64) float s[attn_chunk];
   alignas(64) float kbuf[attn_chunk * attn_max_head_dim];  // (n, head_dim) widened K rows
   alignas(64) float vbuf[attn_chunk * attn_max_head_dim];
-  // attn_slab_run: rows in vector lanes (at most 16 lanes).
+  // attn_slab_run: rows in vector lanes (at most 32: two slabs of 16).
   alignas(64) float slab_q[attn_max_head_dim * 32];    // [d][lane] queries
   alignas(64) float slab_acc[attn_max_head_dim * 32];  // [d][lane] unnormalised outputs
   alignas(64) float slab_p[attn_chunk * 32];           // [key][lane] scores, then weights
@@ -276,6 +276,13 @@ void attn_row_update(attn_tile& t, int r, const float* k, const float* v, size_t
   t.m[r] = m_new;
 }
 
+// Positions taken at once from p: up to attn_chunk, within p's block, before p_end.
+inline int attn_chunk_at(int p, int block_size, int p_end) {
+  int n = block_size - p % block_size;
+  n = n < attn_chunk ? n : attn_chunk;
+  return n < p_end - p ? n : p_end - p;
+}
+
 // Where the K / V rows of positions [p, p + n) of KV head g are read from
 // (n <= attn_chunk, all in one block): the arena itself (f32, stride slot
 // floats) or, for other types, the tile's buffers after widening (stride
@@ -321,10 +328,7 @@ void attn_tile_run(attn_tile& t, int n_rows, const attention_args& a) {
   }
   const int p_end = last + 1 < a.key_end ? last + 1 : a.key_end;
   for (int p = a.key_begin; p < p_end;) {
-    const int slot = p % bs;
-    int n = bs - slot;
-    n = n < attn_chunk ? n : attn_chunk;
-    n = n < p_end - p ? n : p_end - p;
+    const int n = attn_chunk_at(p, bs, p_end);
     for (int j = 0; j < n_kv; ++j) {
       const int g = heads[j];
       bool needed = false;
@@ -444,9 +448,7 @@ void attn_slab_run(attn_tile& t, int r0, int n_rows, int g, const attention_args
   }
   const int p_end = last + 1 < a.key_end ? last + 1 : a.key_end;
   for (int p = a.key_begin; p < p_end;) {
-    int n = bs - p % bs;
-    n = n < attn_chunk ? n : attn_chunk;
-    n = n < p_end - p ? n : p_end - p;
+    const int n = attn_chunk_at(p, bs, p_end);
     const kv_chunk c = load_kv_chunk<V>(t, a, p, n, g);
     // Scores: KU keys at a time (KU * NS independent FMA chains), then 4,
     // then 1: a lone key's NS chains wait on FMA latency.
