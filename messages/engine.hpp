@@ -73,6 +73,14 @@ struct embedding_output {
   std::vector<float> embedding;
 };
 
+// A request the step could not serve for a reason of its own (its grammar
+// keeps too many parses open): it gets no token and ends with `error`; the
+// others in the step go on.
+struct request_failure {
+  request_id rid = 0;
+  status error;
+};
+
 // executor -> scheduler: the step's sampled tokens (and embeddings of embed
 // requests whose prompt completed), or a failure that ends exactly the
 // sequences of this step.
@@ -80,6 +88,7 @@ struct engine_step_result {
   uint64_t step_id = 0;
   std::vector<sampled_output> outputs;
   std::vector<embedding_output> embeddings;
+  std::vector<request_failure> failures;  // requests that end with their own error
   status error;  // not ok: the step failed (outputs and embeddings empty)
   double compute_ms = 0;
   bool failed() const { return !error.is_ok(); }

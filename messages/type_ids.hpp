@@ -104,13 +104,19 @@ typename Inspector::result_type inspect(Inspector& f, sampled_output& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_failure& x) {
+  return f(caf::meta::type_name("request_failure"), x.rid, x.error);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, embedding_output& x) {
   return f(caf::meta::type_name("embedding_output"), x.rid, x.embedding);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_step_result& x) {
-  return f(caf::meta::type_name("engine_step_result"), x.step_id, x.outputs, x.error, x.compute_ms, x.embeddings);
+  return f(caf::meta::type_name("engine_step_result"), x.step_id, x.outputs, x.error, x.compute_ms, x.embeddings,
+           x.failures);
 }
 
 template <class Inspector>

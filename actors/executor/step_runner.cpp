@@ -59,6 +59,18 @@ void step_runner::open(const sequence_open& o) {
   seqs_.emplace(o.rid, std::move(q));
 }
 
+namespace {
+
+status grammar_overflow_error(const grammar_matcher::state& s) {
+  return fail(errc::invalid_param, "the grammar (params.grammar or params.json_schema) keeps " + std::to_string(s.stacks.size()) +
+                                       " parses open at once after the output so far, more than the " +
+                                       std::to_string(grammar_matcher::max_open_stacks) +
+                                       " allowed: its alternatives multiply with the output; make alternatives differ in "
+                                       "their first characters");
+}
+
+}  // namespace
+
 void step_runner::compute_mask(constraint& c) {
   const auto bit = [](int32_t id) { return uint64_t{1} << (id & 63); };
   size_t n = c.ctx->masker.compute(c.state, c.mask);
@@ -229,7 +241,10 @@ engine_step_result step_runner::run(const engine_step& step) {
     }
     if (!by_context.empty()) {  // most steps carry no grammar: no pool round trip for them
       pool_.parallel_for(static_cast<int>(by_context.size()), [&](int k, int) {
-        for (constraint* c : by_context[static_cast<size_t>(k)]) compute_mask(*c);
+        for (constraint* c : by_context[static_cast<size_t>(k)]) {
+          c->overflow = c->state.stacks.size() > grammar_matcher::max_open_stacks;
+          if (!c->overflow) compute_mask(*c);
+        }
       });
     }
     // Samplers are independent (own RNG, own history): sample them in
@@ -238,12 +253,17 @@ engine_step_result step_runner::run(const engine_step& step) {
     // shared matcher, so those run afterwards on this thread.
     std::vector<std::vector<sampled_output>> outs(todo.size());
     const auto serial = [&](size_t i) { return todo[i].first->n_draft > 0 && todo[i].second->grammar; };
+    const auto refused = [&](size_t i) { return todo[i].second->grammar && todo[i].second->grammar->overflow; };
     pool_.parallel_for(static_cast<int>(todo.size()), [&](int i, int) {
       const auto k = static_cast<size_t>(i);
-      if (!serial(k)) sample_entry(*todo[k].first, *todo[k].second, row0[k], outs[k]);
+      if (!serial(k) && !refused(k)) sample_entry(*todo[k].first, *todo[k].second, row0[k], outs[k]);
     });
     for (size_t k = 0; k < todo.size(); ++k) {
-      if (serial(k)) sample_entry(*todo[k].first, *todo[k].second, row0[k], outs[k]);
+      if (refused(k)) {
+        res.failures.push_back({todo[k].first->rid, grammar_overflow_error(todo[k].second->grammar->state)});
+      } else if (serial(k)) {
+        sample_entry(*todo[k].first, *todo[k].second, row0[k], outs[k]);
+      }
     }
     for (auto& o : outs) {
       for (auto& t : o) res.outputs.push_back(std::move(t));

@@ -78,6 +78,7 @@ class step_runner {
     grammar_matcher::state state;
     std::vector<uint64_t> mask;  // (n_vocab + 63) / 64 words
     std::vector<int32_t> banned;  // logit_bias <= -100: out of the mask too
+    bool overflow = false;        // the state holds over max_open_stacks stacks: the request is refused
   };
   struct open_seq {
     sampler smp;

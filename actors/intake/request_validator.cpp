@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "model/grammar/grammar.hpp"
+#include "model/grammar/grammar_matcher.hpp"
 #include "model/grammar/json_schema.hpp"
 
 namespace cortex {
@@ -113,7 +114,16 @@ error_report resolve_grammar(const generation_request& r, std::string& gbnf) {
   } else {
     gbnf = p.grammar;
   }
-  if (auto c = grammar::compile(gbnf); !c) return refuse(errc::invalid_param, std::string(field) + ": " + c.error().message);
+  auto c = grammar::compile(gbnf);
+  if (!c) return refuse(errc::invalid_param, std::string(field) + ": " + c.error().message);
+  // The executor refuses a state with too many open parses at any step;
+  // one that starts that way is refused here, before it is queued.
+  const size_t open = grammar_matcher(*c).initial().stacks.size();
+  if (open > grammar_matcher::max_open_stacks) {
+    return refuse(errc::invalid_param, std::string(field) + ": the grammar opens " + std::to_string(open) +
+                                           " parses at its start, more than the " + std::to_string(grammar_matcher::max_open_stacks) +
+                                           " allowed (too many alternatives, or optional properties, at one place)");
+  }
   return ok();
 }
 

@@ -91,6 +91,9 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
     for (const auto& e : plan.entries) {
       if (!e.is_decode && st.core->find(e.rid) && st.slots.contains(e.rid)) st.tokens_prefilled += static_cast<uint64_t>(e.n_tokens());
     }
+    // Requests the executor refused on their own (before update(): the first
+    // reason recorded for a sequence is the one it ends with).
+    for (auto& f : res.failures) st.core->finish(f.rid, finish_reason::error, std::move(f.error));
     // Progress notes for the sessions, taken before update() may end sequences.
     auto notes = st.slots.progress(plan, res.outputs, res.embeddings, *st.core);
     st.core->update(plan, sampled);

@@ -325,13 +325,13 @@ void scheduler_core::end_step() {
   }
 }
 
-bool scheduler_core::finish(request_id rid, finish_reason reason) {
+bool scheduler_core::finish(request_id rid, finish_reason reason, status error) {
   sequence* s = find_mut(rid);
   if (s == nullptr) return false;
   if (in_flight_.count(rid) != 0) {
-    finish_deferred_.push_back({rid, reason, status::ok()});
+    finish_deferred_.push_back({rid, reason, std::move(error)});
   } else {
-    finish_now(*s, reason);
+    finish_now(*s, reason, std::move(error));
   }
   return true;
 }

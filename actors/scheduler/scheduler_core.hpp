@@ -117,8 +117,9 @@ class scheduler_core {
   const scheduler_config& config() const { return cfg_; }
 
   // Ends a sequence (blocks freed) at the next step boundary. Returns false
-  // if the id is unknown or already finished.
-  bool finish(request_id rid, finish_reason reason);
+  // if the id is unknown or already finished. `error` goes with
+  // finish_reason::error to the session.
+  bool finish(request_id rid, finish_reason reason, status error = status::ok());
   bool cancel(request_id rid) { return finish(rid, finish_reason::cancelled); }
 
   // Terminal records since the last call, in the order they happened.

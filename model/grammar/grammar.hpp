@@ -38,7 +38,10 @@ namespace cortex {
 // rule's last one). A character class is a run: `chr`/`chr_not` (the first
 // code point; `chr_not` negates the whole run), optional `rng_upper` (the
 // previous element is a range's lower bound) and `chr_alt` (one more code
-// point or range start); `chr_any` is `.`.
+// point or range start); `chr_any` is `.`. A compiled grammar holds each
+// run canonical: its ranges sorted and merged, each a pair (lower,
+// rng_upper upper), so matching a class of any size is a binary search and
+// the run's end is one lookup.
 enum class gelem_type : uint8_t { end, alt, rule_ref, chr, chr_not, rng_upper, chr_alt, chr_any };
 
 struct gelem {
@@ -81,6 +84,7 @@ class grammar {
  private:
   std::vector<gelem> elems_;
   std::vector<uint32_t> starts_;
+  std::vector<uint32_t> class_end_;  // [pos of a chr/chr_not run] the element after it
   std::vector<std::string> names_;
   uint32_t root_ = 0;
 };

@@ -45,6 +45,13 @@ class grammar_matcher {
   };
 
   static constexpr int max_expand_depth = 2000;
+  // A state may keep many parses open (an object of many optional
+  // properties opens one per property), but a grammar whose parses
+  // multiply with the output (x ::= "a" x "b" | "a" x "c" | "" doubles
+  // them per "a") would make every step slower without bound. Callers
+  // refuse a request whose state holds more than this many stacks
+  // (intake: the initial state; the executor: after each token).
+  static constexpr size_t max_open_stacks = 4096;
 
   explicit grammar_matcher(std::shared_ptr<const grammar> g);
 

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "model/grammar/json_schema_parts.hpp"
 
@@ -48,8 +50,11 @@ const std::set<std::string>& supported() {
 class schema_converter {
  public:
   expected<std::string> run(std::string_view text) {
-    // Bounded nesting first: parsing and dumping recurse per level.
-    int depth = 0, max_seen = 0;
+    // Bounded nesting first: parsing and dumping recurse per level. And
+    // bounded objects: the order-keeping parse finds each key by a linear
+    // search of its object, so an object's cost grows with its keys squared.
+    std::vector<uint32_t> keys;  // per open level: keys so far (objects)
+    std::vector<bool> is_object;
     bool in_string = false;
     for (size_t i = 0; i < text.size(); ++i) {
       const char c = text[i];
@@ -59,12 +64,19 @@ class schema_converter {
       } else if (c == '"') {
         in_string = true;
       } else if (c == '{' || c == '[') {
-        max_seen = std::max(max_seen, ++depth);
-      } else if (c == '}' || c == ']') {
-        --depth;
+        if (keys.size() == max_json_depth) {
+          return fail(errc::invalid_param, "json_schema: nested deeper than " + std::to_string(max_json_depth) + " levels");
+        }
+        keys.push_back(0);
+        is_object.push_back(c == '{');
+      } else if ((c == '}' || c == ']') && !keys.empty()) {
+        keys.pop_back();
+        is_object.pop_back();
+      } else if (c == ':' && !keys.empty() && is_object.back() && ++keys.back() > max_object_keys) {
+        return fail(errc::invalid_param, "json_schema: an object with more than " + std::to_string(max_object_keys) +
+                                             " keys (at byte " + std::to_string(i) + ")");
       }
     }
-    if (max_seen > max_json_depth) return fail(errc::invalid_param, "json_schema: nested deeper than " + std::to_string(max_json_depth) + " levels");
     root_ = json::parse(text.begin(), text.end(), nullptr, false);
     if (root_.is_discarded()) return fail(errc::invalid_param, "json_schema: not valid JSON");
     used_.insert("root");
@@ -77,7 +89,8 @@ class schema_converter {
 
  private:
   static constexpr int max_depth = 64;
-  static constexpr int max_json_depth = 128;
+  static constexpr size_t max_json_depth = 128;
+  static constexpr uint32_t max_object_keys = 1024;
 
   std::string error(const std::string& what) {
     if (err_.empty()) err_ = what;
@@ -89,7 +102,12 @@ class schema_converter {
     for (char c : hint) base += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '-';
     if (base.empty() || base.size() > 40) base = "s";
     std::string name = base;
-    for (int k = 2; used_.count(name); ++k) name = base + "-" + std::to_string(k);
+    if (used_.count(name)) {  // the next free suffix, counted per base: linear in the rules made
+      int& k = next_suffix_[base];
+      if (k < 2) k = 2;
+      do name = base + "-" + std::to_string(k++);
+      while (used_.count(name));
+    }
     used_.insert(name);
     rules_.emplace_back(name, std::move(body));
     return name;
@@ -105,7 +123,7 @@ class schema_converter {
         return error("keyword '" + k + "' at " + path + " is not supported");
       }
     }
-    if (s.contains("$ref")) return ref(s["$ref"], path);
+    if (s.contains("$ref")) return ref(s["$ref"], path, depth);
     if (s.contains("const")) return gbnf_literal(s["const"].dump());
     if (s.contains("enum")) {
       const json& e = s["enum"];
@@ -162,7 +180,7 @@ class schema_converter {
     return error("type '" + type + "' at " + path + " is not a JSON Schema type");
   }
 
-  std::string ref(const json& r, const std::string& path) {
+  std::string ref(const json& r, const std::string& path, int depth) {
     if (!r.is_string()) return error("$ref at " + path + " must be a string");
     const std::string target = r.get<std::string>();
     if (auto it = refs_.find(target); it != refs_.end()) return it->second;
@@ -178,7 +196,9 @@ class schema_converter {
     const std::string name = new_rule("ref-" + target.substr(target.find_last_of('/') + 1), "");
     refs_[target] = name;
     const size_t slot = rules_.size() - 1;
-    std::string body = visit(root_[ptr], target, 1);
+    // depth + 1, not a fresh count: a chain of refs (a -> b -> c ...) is
+    // nesting too, and must not recurse without bound.
+    std::string body = visit(root_[ptr], target, depth + 1);
     rules_[slot].second = body;
     return name;
   }
@@ -339,6 +359,7 @@ class schema_converter {
   json root_;
   std::string err_;
   std::vector<std::pair<std::string, std::string>> rules_;
+  std::unordered_map<std::string, int> next_suffix_;  // [rule name base] the suffix to try next
   std::set<std::string> used_ = {"ws", "json-char", "json-string", "json-number", "json-integer", "json-boolean",
                                  "json-null", "json-value", "json-object", "json-array"};
   std::map<std::string, std::string> refs_;

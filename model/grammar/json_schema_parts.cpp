@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/unicode.hpp"
+
 namespace cortex {
 namespace schema_parts {
 namespace {
@@ -27,26 +29,6 @@ std::string class_char(uint32_t c) {
   return plain ? std::string(1, static_cast<char>(c)) : hex_escape(c);
 }
 
-std::string utf8(uint32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
-  return s;
-}
-
 // A character as it appears inside a JSON string (escaped where needed).
 std::string json_char(uint32_t c) {
   if (c == '"') return gbnf_literal("\\\"");
@@ -59,7 +41,7 @@ std::string json_char(uint32_t c) {
     std::snprintf(buf, sizeof buf, "\\u%04x", c);
     return gbnf_literal(buf);
   }
-  return gbnf_literal(utf8(c));
+  return gbnf_literal(unicode::cpt_to_utf8(c));
 }
 
 using ranges = std::vector<std::pair<uint32_t, uint32_t>>;

@@ -140,6 +140,12 @@ TEST(request_validator, every_rule_has_its_code_and_names_the_field) {
        "params.grammar: grammar: rule 'x' is used but never defined"},
       {"bad schema", [](auto& r) { r.params.json_schema = R"({"type": "array", "contains": {}})"; }, errc::invalid_param,
        "params.json_schema: keyword 'contains' at # is not supported"},
+      {"grammar opening too many parses",
+       [](auto& r) {
+         r.params.grammar = "root ::= \"a\"";
+         for (int i = 0; i < 5000; ++i) r.params.grammar += " | \"a\"";
+       },
+       errc::invalid_param, "params.grammar: the grammar opens 5001 parses at its start"},
       {"both", [](auto& r) { r.params.grammar = "root ::= \"a\""; r.params.json_schema = "{}"; }, errc::invalid_param,
        "params.grammar or params.json_schema, not both"},
       {"grammar on embed", [](auto& r) { r.params.grammar = "root ::= \"a\""; r.kind = request_kind::embed; },

@@ -408,6 +408,32 @@ TEST(runtime, a_session_that_dies_ends_only_its_request) {
   EXPECT_TRUE(fx.wait_idle());
 }
 
+TEST(runtime, a_grammar_whose_parses_multiply_ends_only_its_request) {
+  // Each letter doubles the open parses; past grammar_matcher's bound the
+  // executor refuses that request (invalid_param, its own terminal) while
+  // a plain request in the same steps finishes as it does alone.
+  runtime_fixture fx(stories_config());
+  ASSERT_TRUE(fx.ok()) << fx.error();
+  const auto alone = run_alone(fx, greedy_request("alone", "Once upon a time", 40));
+  generation_request g = greedy_request("wide", "Once upon a time", 200);
+  g.params.grammar = "root ::= a\na ::= [a-z ] a \".\" | [a-z ] a \"!\" | \"\"";
+  fx.submit(std::move(g));
+  fx.submit(greedy_request("beside", "Once upon a time", 40));
+  ASSERT_TRUE(fx.log().wait_done({"wide", "beside"}));
+  const auto w = fx.log().get("wide");
+  ASSERT_TRUE(w.accepted);
+  ASSERT_TRUE(w.finished);
+  EXPECT_EQ(w.finished->reason, finish_reason::error);
+  EXPECT_EQ(w.finished->error.code, errc::invalid_param);
+  EXPECT_NE(w.finished->error.message.find("parses open"), std::string::npos) << w.finished->error.message;
+  EXPECT_EQ(w.n_terminal, 1);
+  const auto b = fx.log().get("beside");
+  ASSERT_TRUE(b.finished);
+  EXPECT_EQ(b.finished->reason, finish_reason::length);
+  EXPECT_EQ(b.text(), alone.text());
+  EXPECT_TRUE(fx.wait_idle());
+}
+
 TEST(runtime, invalid_requests_are_rejected_with_their_code) {
   runtime_fixture fx(stories_config());
   ASSERT_TRUE(fx.ok()) << fx.error();
