@@ -170,6 +170,9 @@ void step_runner::sample_entry(const step_entry& e, open_seq& sq, int row0, std:
     if (c) {
       if (trie_->is_eog(tok.id)) break;  // the document ended: nothing follows
       c->ctx->matcher.advance(c->state, trie_->token_bytes(tok.id));
+      // Past the open-parse bound no further mask is computed: the tokens so
+      // far stand, and the next step refuses the request (run()).
+      if (c->state.stacks.size() > grammar_matcher::max_open_stacks) break;
     }
   }
   if (c) c->state = saved;  // (its mask is recomputed at the next step)

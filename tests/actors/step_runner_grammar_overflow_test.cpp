@@ -90,5 +90,67 @@ TEST(step_runner_grammar_overflow, multiplying_parses_end_only_that_request) {
   EXPECT_TRUE(refused) << "13 letters open 8192 parses; 60 steps wrote " << known1.size() - 2 << " tokens";
 }
 
+// A verify step stops at the draft that carries the state past the bound:
+// no mask is computed beyond it (each further one would cost twice the
+// last), the drafts up to it stand, and the next step refuses the request.
+TEST(step_runner_grammar_overflow, a_verify_step_stops_at_the_bound) {
+  const std::string gbnf = "root ::= a\na ::= [a-z ] a \".\" | [a-z ] a \"!\" | \"\"";
+  sequence_open g;
+  g.rid = 1;
+  g.params.grammar = gbnf;
+  g.params.temperature = 0.0f;
+  g.tokens_prompt = {1, 403};
+  // The constrained greedy tokens up to the refusal, one step each.
+  tokens greedy;
+  {
+    step_runner r(testing_support::stories_model(), arena());
+    r.open(g);
+    tokens known = g.tokens_prompt;
+    int32_t done = 0;
+    uint64_t step_id = 1;
+    for (int i = 0; i < 60; ++i) {
+      engine_step s;
+      s.step_id = step_id++;
+      s.entries.push_back(entry(1, known, done));
+      const engine_step_result res = r.run(s);
+      ASSERT_FALSE(res.failed()) << res.error.message;
+      if (!res.failures.empty()) break;
+      ASSERT_EQ(res.outputs.size(), 1u);
+      done = static_cast<int32_t>(known.size());
+      known.push_back(res.outputs[0].token);
+      greedy.push_back(res.outputs[0].token);
+    }
+  }
+  ASSERT_GE(greedy.size(), 2u);
+  ASSERT_LT(greedy.size(), 60u) << "the grammar never passed the bound";
+  // The same tokens as drafts of one verify step after the prompt: greedy
+  // accepts each; the last one passes the bound, so nothing is sampled
+  // after it.
+  step_runner r(testing_support::stories_model(), arena());
+  r.open(g);
+  tokens known = g.tokens_prompt;
+  engine_step pre;
+  pre.step_id = 1;
+  pre.entries.push_back(entry(1, {known[0]}, 0));
+  pre.entries[0].sample = false;
+  ASSERT_FALSE(r.run(pre).failed());
+  tokens verify{known[1]};
+  verify.insert(verify.end(), greedy.begin(), greedy.end());
+  engine_step s;
+  s.step_id = 2;
+  s.entries.push_back(entry(1, tokens{known[0]}, 0));
+  s.entries[0].pos0 = 1;
+  s.entries[0].tokens = verify;
+  s.entries[0].n_draft = static_cast<int32_t>(greedy.size());
+  s.entries[0].block_table.clear();
+  for (int32_t b = 0; b * k_block_size < 1 + static_cast<int32_t>(verify.size()); ++b) s.entries[0].block_table.push_back(b);
+  const engine_step_result res = r.run(s);
+  ASSERT_FALSE(res.failed()) << res.error.message;
+  EXPECT_TRUE(res.failures.empty());
+  tokens out;
+  for (const auto& o : res.outputs) out.push_back(o.token);
+  EXPECT_EQ(out, greedy) << "every draft accepted, and no token sampled past the bound";
+}
+
 }  // namespace
 }  // namespace cortex
