@@ -41,16 +41,20 @@ step_entry entry(request_id rid, const tokens& known, int32_t n_computed) {
   return e;
 }
 
-TEST(step_runner_grammar_overflow, multiplying_parses_end_only_that_request) {
-  step_runner r(testing_support::stories_model(), arena());
-  // a ::= letter a "." | letter a "!" | "": after n letters, 2^n stacks
-  // (one per choice of closers still to come).
-  const std::string gbnf = "root ::= a\na ::= [a-z ] a \".\" | [a-z ] a \"!\" | \"\"";
+// Request 1, greedy under a ::= letter a "." | letter a "!" | "": after n
+// letters, 2^n stacks (one per choice of closers still to come).
+sequence_open multiplying_request() {
   sequence_open g;
   g.rid = 1;
-  g.params.grammar = gbnf;
+  g.params.grammar = "root ::= a\na ::= [a-z ] a \".\" | [a-z ] a \"!\" | \"\"";
   g.params.temperature = 0.0f;
   g.tokens_prompt = {1, 403};
+  return g;
+}
+
+TEST(step_runner_grammar_overflow, multiplying_parses_end_only_that_request) {
+  step_runner r(testing_support::stories_model(), arena());
+  const sequence_open g = multiplying_request();
   r.open(g);
   sequence_open plain = g;
   plain.rid = 2;
@@ -94,12 +98,7 @@ TEST(step_runner_grammar_overflow, multiplying_parses_end_only_that_request) {
 // no mask is computed beyond it (each further one would cost twice the
 // last), the drafts up to it stand, and the next step refuses the request.
 TEST(step_runner_grammar_overflow, a_verify_step_stops_at_the_bound) {
-  const std::string gbnf = "root ::= a\na ::= [a-z ] a \".\" | [a-z ] a \"!\" | \"\"";
-  sequence_open g;
-  g.rid = 1;
-  g.params.grammar = gbnf;
-  g.params.temperature = 0.0f;
-  g.tokens_prompt = {1, 403};
+  const sequence_open g = multiplying_request();
   // The constrained greedy tokens up to the refusal, one step each.
   tokens greedy;
   {
