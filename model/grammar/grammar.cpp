@@ -19,43 +19,26 @@ status check_left_recursion(const grammar::rules& r) {
   std::vector<uint32_t> waiting;                     // [alternative] references not yet nullable
   std::vector<std::vector<uint32_t>> waiters(n);     // [rule] alternatives referring to it, once per reference
   std::vector<uint32_t> ready;                       // rules newly nullable, to propagate
+  std::vector<uint32_t> refs;  // the current alternative's references
   for (size_t k = 0; k < n; ++k) {
-    bool chars = false;
-    uint32_t refs = 0;
-    const auto a = static_cast<uint32_t>(alt_rule.size());
+    bool chars = false;  // the current alternative matches a character
+    refs.clear();
     for (const gelem& e : r.body[k]) {
       if (e.type == gelem_type::alt || e.type == gelem_type::end) {
         if (!chars) {
+          const auto alt = static_cast<uint32_t>(alt_rule.size());
           alt_rule.push_back(static_cast<uint32_t>(k));
-          waiting.push_back(refs);
-          if (refs == 0 && !nullable[k]) {
+          waiting.push_back(static_cast<uint32_t>(refs.size()));
+          for (uint32_t to : refs) waiters[to].push_back(alt);
+          if (refs.empty() && !nullable[k]) {
             nullable[k] = true;
             ready.push_back(static_cast<uint32_t>(k));
           }
         }
         chars = false;
-        refs = 0;
+        refs.clear();
       } else if (e.type == gelem_type::rule_ref) {
-        ++refs;
-      } else {
-        chars = true;
-      }
-    }
-    // Register the waits of k's all-reference alternatives (a second walk:
-    // their ids are known only once counted).
-    uint32_t alt = a;
-    chars = false;
-    std::vector<uint32_t> refs_of_alt;
-    for (const gelem& e : r.body[k]) {
-      if (e.type == gelem_type::alt || e.type == gelem_type::end) {
-        if (!chars) {
-          for (uint32_t to : refs_of_alt) waiters[to].push_back(alt);
-          ++alt;
-        }
-        chars = false;
-        refs_of_alt.clear();
-      } else if (e.type == gelem_type::rule_ref) {
-        refs_of_alt.push_back(e.value);
+        refs.push_back(e.value);
       } else {
         chars = true;
       }
