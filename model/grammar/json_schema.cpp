@@ -53,8 +53,7 @@ class schema_converter {
     // Bounded nesting first: parsing and dumping recurse per level. And
     // bounded objects: the order-keeping parse finds each key by a linear
     // search of its object, so an object's cost grows with its keys squared.
-    std::vector<uint32_t> keys;  // per open level: keys so far (objects)
-    std::vector<bool> is_object;
+    std::vector<int32_t> keys;  // per open level: keys so far in an object, -1 in an array
     bool in_string = false;
     for (size_t i = 0; i < text.size(); ++i) {
       const char c = text[i];
@@ -67,12 +66,10 @@ class schema_converter {
         if (keys.size() == max_json_depth) {
           return fail(errc::invalid_param, "json_schema: nested deeper than " + std::to_string(max_json_depth) + " levels");
         }
-        keys.push_back(0);
-        is_object.push_back(c == '{');
+        keys.push_back(c == '{' ? 0 : -1);
       } else if ((c == '}' || c == ']') && !keys.empty()) {
         keys.pop_back();
-        is_object.pop_back();
-      } else if (c == ':' && !keys.empty() && is_object.back() && ++keys.back() > max_object_keys) {
+      } else if (c == ':' && !keys.empty() && keys.back() >= 0 && ++keys.back() > max_object_keys) {
         return fail(errc::invalid_param, "json_schema: an object with more than " + std::to_string(max_object_keys) +
                                              " keys (at byte " + std::to_string(i) + ")");
       }
@@ -90,7 +87,7 @@ class schema_converter {
  private:
   static constexpr int max_depth = 64;
   static constexpr size_t max_json_depth = 128;
-  static constexpr uint32_t max_object_keys = 1024;
+  static constexpr int32_t max_object_keys = 1024;
 
   std::string error(const std::string& what) {
     if (err_.empty()) err_ = what;
