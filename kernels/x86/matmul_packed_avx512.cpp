@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/dpbusd_inplace.hpp"
 #include "kernels/x86/even_split.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
 
@@ -131,10 +132,9 @@ CORTEX_INLINE void q4_group(const __m512i (&wl)[NP][4], const __m512i (&wh)[NP][
   for (int g = 0; g < 4; ++g) {
     for (int j = 0; j < G; ++j) {
       const int8_t* xq = reinterpret_cast<const int8_t*>(xbase + j * stride) + b * 32;
-      const __m512i xl = broadcast_dword(xq + 4 * g), xh = broadcast_dword(xq + 16 + 4 * g);
       for (int i = 0; i < NP; ++i) {
-        ia[i][j] = _mm512_dpbusd_epi32(ia[i][j], wl[i][g], xl);
-        ia[i][j] = _mm512_dpbusd_epi32(ia[i][j], wh[i][g], xh);
+        dpbusd_inplace_bcast(ia[i][j], wl[i][g], xq + 4 * g);
+        dpbusd_inplace_bcast(ia[i][j], wh[i][g], xq + 16 + 4 * g);
       }
     }
   }
@@ -182,9 +182,14 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + (i * q4_panel_max_tokens + j) * 16, _mm512_setzero_ps());
     for (int64_t rec = 0; rec < n_records; ++rec) {
-      if (rec + q4_prefetch_records < n_records) {
+      {
+        // Near a panel's end, the next panels' first records (the next call
+        // starts on them, or another task does: a prefetch never faults).
+        const int64_t ahead_rec = rec + q4_prefetch_records;
+        const bool next = ahead_rec >= n_records;
         for (int i = 0; i < NP; ++i) {
-          const uint8_t* ahead = panel[i] + (rec + q4_prefetch_records) * record;
+          const uint8_t* ahead = next ? panel[i] + NP * w.panel_bytes + (ahead_rec - n_records) * record
+                                      : panel[i] + ahead_rec * record;
           for (int64_t line = 0; line < record; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
         }
       }

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/x86/dpbusd_inplace.hpp"
 #include "kernels/x86/even_split.hpp"
 
 namespace cortex::kernels {
@@ -203,6 +204,106 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
   store_tile<NP, NT>(w, p, t, acc);
 }
 
+// Batched q6_k (2 tokens and up): one panel against every token of the task,
+// as q4_panel_all_tokens does for q4_0. Each 64-byte group of codes is loaded
+// and unpacked once and feeds all tokens (tinyllama's output head at a verify
+// step of 1 + 8 tokens unpacked every group three times, once per pass of 3
+// tokens); the per-token float sums live in L1 buffers. Tokens go in groups
+// of at most 3 (3 x 4 sub-block chains, with the 16 unpacked code registers),
+// sized evenly. Sums in the same order as tile_q6_k: same results.
+#define CORTEX_INLINE inline __attribute__((always_inline))
+
+constexpr int k_panel_max_tokens = 32;
+constexpr int q6_group_max = 3;
+
+template <int G>
+CORTEX_INLINE void q6_k_group(const __m512i (&codes)[4][4], const __m512* s, const uint8_t* xbase, size_t stride,
+                              size_t aux_offset, int64_t b, int h, int half2, float* sum) {
+  __m512i dot[G][4];
+  for (int j = 0; j < G; ++j) {
+    const auto* corr = reinterpret_cast<const int32_t*>(xbase + j * stride + aux_offset + b * 128 + 64);
+    for (int c = 0; c < 4; ++c) dot[j][c] = _mm512_set1_epi32(corr[8 * h + 2 * c + half2]);
+  }
+  for (int l = 0; l < 4; ++l) {
+    const int lq = 4 * half2 + l;
+    for (int j = 0; j < G; ++j) {
+      const int8_t* xq = reinterpret_cast<const int8_t*>(xbase + j * stride) + b * 256 + 128 * h + 4 * lq;
+      for (int c = 0; c < 4; ++c) dpbusd_inplace_bcast(dot[j][c], codes[l][c], xq + 32 * c);
+    }
+  }
+  for (int j = 0; j < G; ++j) {
+    __m512 r = _mm512_load_ps(sum + 16 * j);
+    for (int c = 0; c < 4; ++c) r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[j][c]), s[c], r);
+    _mm512_store_ps(sum + 16 * j, r);
+  }
+}
+
+CORTEX_INLINE void q6_k_group_of(int n, const __m512i (&codes)[4][4], const __m512* s, const uint8_t* xbase,
+                                 size_t stride, size_t aux_offset, int64_t b, int h, int half2, float* sum) {
+  static_assert(q6_group_max == 3, "the switch below covers group sizes 1..3");
+  switch (n) {
+    case 3: q6_k_group<3>(codes, s, xbase, stride, aux_offset, b, h, half2, sum); break;
+    case 2: q6_k_group<2>(codes, s, xbase, stride, aux_offset, b, h, half2, sum); break;
+    default: q6_k_group<1>(codes, s, xbase, stride, aux_offset, b, h, half2, sum); break;
+  }
+}
+
+void q6_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
+  const int64_t nb = w.cols / 256;
+  const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), high2 = _mm512_set1_epi8(0x30);
+  auto merge = [&](__m512i a, __m512i b) { return _mm512_ternarylogic_epi32(a, b, low4, 0xE4); };
+  alignas(64) float acc[k_panel_max_tokens * 16];
+  alignas(64) float sum[k_panel_max_tokens * 16];
+  alignas(64) __m512 s[4];
+  for (int t0 = 0; t0 < n_tokens; t0 += k_panel_max_tokens) {
+    const int nt = n_tokens - t0 < k_panel_max_tokens ? n_tokens - t0 : k_panel_max_tokens;
+    const uint8_t* xt = x.data + static_cast<size_t>(t0) * x.stride;
+    const even_split groups(nt, q6_group_max);
+    for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + 16 * j, _mm512_setzero_ps());
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = panel + b * record_q6_k;
+      for (int j = 0; j < nt; ++j) _mm512_store_ps(sum + 16 * j, _mm512_setzero_ps());
+      const __m512 d = load_half16(rec);
+      for (int h = 0; h < 2; ++h) {
+        for (int half2 = 0; half2 < 2; ++half2) {
+          // A quarter of the record two ahead (past the panel's end: the
+          // next panel's, which follows it; a prefetch never faults).
+          const int64_t ahead = b + 2;
+          const uint8_t* next = ahead < nb ? panel + ahead * record_q6_k
+                                           : panel + w.panel_bytes + (ahead - nb) * record_q6_k;
+          const int64_t quarter = (2 * h + half2) * (record_q6_k / 4);
+          for (int64_t line = 0; line < record_q6_k / 4; line += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(next + quarter + line), _MM_HINT_T0);
+          for (int c = 0; c < 4; ++c) s[c] = scale_i8(rec + 64 + 16 * (8 * h + 2 * c + half2), d);
+          __m512i codes[4][4];
+          for (int l = 0; l < 4; ++l) {
+            const uint8_t* g = rec + 320 + (h * 8 + 4 * half2 + l) * 3 * 64;
+            const __m512i a = _mm512_load_si512(g), bq = _mm512_load_si512(g + 64), hb = _mm512_load_si512(g + 128);
+            codes[l][0] = merge(a, _mm512_and_si512(_mm512_slli_epi16(hb, 4), high2));
+            codes[l][1] = merge(bq, _mm512_and_si512(_mm512_slli_epi16(hb, 2), high2));
+            codes[l][2] = merge(_mm512_srli_epi16(a, 4), _mm512_and_si512(hb, high2));
+            codes[l][3] = merge(_mm512_srli_epi16(bq, 4), _mm512_and_si512(_mm512_srli_epi16(hb, 2), high2));
+          }
+          for (int k = 0, j = 0; k < groups.count; ++k) {
+            const int g_size = groups.size(k);
+            q6_k_group_of(g_size, codes, s, xt + j * x.stride, x.stride, x.aux_offset, b, h, half2, sum + 16 * j);
+            j += g_size;
+          }
+        }
+      }
+      for (int j = 0; j < nt; ++j) {
+        const float dx = reinterpret_cast<const float*>(xt + j * x.stride + x.d_offset)[b];
+        _mm512_store_ps(acc + 16 * j,
+                        _mm512_fmadd_ps(_mm512_load_ps(sum + 16 * j), _mm512_set1_ps(dx), _mm512_load_ps(acc + 16 * j)));
+      }
+    }
+    const packed_dest dst = packed_dest_of(w, p);
+    const __mmask16 m = static_cast<__mmask16>(dst.valid == 16 ? 0xffff : (1u << dst.valid) - 1);
+    for (int j = 0; j < nt; ++j) _mm512_mask_storeu_ps(dst.y + (t0 + j) * dst.ld, m, _mm512_load_ps(acc + 16 * j));
+  }
+}
+
 // Tiles: NP panels x up to NT tokens; decode uses NP_DECODE panels x 1 token.
 template <template <int, int> class Tile, int NP, int NT, int NP_DECODE>
 void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
@@ -243,6 +344,14 @@ struct q6_k_tile {
   static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_q6_k<NP, NT>(w, x, p, t); }
 };
 
+void packed_rows_q6_k(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
+  if (n_tokens == 1) {
+    packed_rows<q6_k_tile, 1, 4, 2>(w, x, n_tokens, p0, p1);
+    return;
+  }
+  for (int64_t p = p0; p < p1; ++p) q6_k_panel_all_tokens(w, x, n_tokens, p);
+}
+
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp. Batched tiles: one panel x
@@ -251,6 +360,6 @@ struct q6_k_tile {
 // is under half the vpdpbusd count, and 16 int32 accumulators still fit the
 // 32 zmm registers with the float sums.
 extern const packed_rows_fn packed_avx512_q4_k = packed_rows<q4_k_tile, 1, 4, 2>,
-                            packed_avx512_q6_k = packed_rows<q6_k_tile, 1, 4, 2>;
+                            packed_avx512_q6_k = packed_rows_q6_k;
 
 }  // namespace cortex::kernels
