@@ -16,7 +16,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/dpbusd_inplace.hpp"
@@ -216,6 +215,102 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
 constexpr int k_panel_max_tokens = 32;
 constexpr int q6_group_max = 3;
 
+constexpr int q4_k_group_max = 5;
+
+// q4_k: pair pr of sub-blocks (2 pr, 2 pr + 1) for G tokens, the codes
+// unpacked (lo: sub-block 2 pr, hi: 2 pr + 1).
+template <int G>
+CORTEX_INLINE void q4_k_group(const __m512i (&lo)[8], const __m512i (&hi)[8], const __m512* s, const uint8_t* xbase,
+                              size_t stride, int64_t b, int pr, float* sum) {
+  __m512i da[G], db[G];
+  for (int j = 0; j < G; ++j) da[j] = db[j] = _mm512_setzero_si512();
+  for (int g = 0; g < 8; ++g) {
+    for (int j = 0; j < G; ++j) {
+      const int8_t* xq = reinterpret_cast<const int8_t*>(xbase + j * stride) + b * 256 + 64 * pr + 4 * g;
+      dpbusd_inplace_bcast(da[j], lo[g], xq);
+      dpbusd_inplace_bcast(db[j], hi[g], xq + 32);
+    }
+  }
+  for (int j = 0; j < G; ++j) {
+    __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da[j]), s[0], _mm512_load_ps(sum + 16 * j));
+    _mm512_store_ps(sum + 16 * j, _mm512_fmadd_ps(_mm512_cvtepi32_ps(db[j]), s[1], r));
+  }
+}
+
+CORTEX_INLINE void q4_k_group_of(int n, const __m512i (&lo)[8], const __m512i (&hi)[8], const __m512* s,
+                                 const uint8_t* xbase, size_t stride, int64_t b, int pr, float* sum) {
+  static_assert(q4_k_group_max == 5, "the switch below covers group sizes 1..5");
+  switch (n) {
+    case 5: q4_k_group<5>(lo, hi, s, xbase, stride, b, pr, sum); break;
+    case 4: q4_k_group<4>(lo, hi, s, xbase, stride, b, pr, sum); break;
+    case 3: q4_k_group<3>(lo, hi, s, xbase, stride, b, pr, sum); break;
+    case 2: q4_k_group<2>(lo, hi, s, xbase, stride, b, pr, sum); break;
+    default: q4_k_group<1>(lo, hi, s, xbase, stride, b, pr, sum); break;
+  }
+}
+
+// Prefetches a quarter (0..3) of the record two ahead of super-block b (past
+// the panel's end: the next panel's, which follows it; a prefetch never faults).
+template <int64_t Record>
+CORTEX_INLINE void prefetch_quarter_ahead(const packed_view& w, const uint8_t* panel, int64_t nb, int64_t b, int quarter) {
+  const int64_t ahead = b + 2;
+  const uint8_t* next = ahead < nb ? panel + ahead * Record : panel + w.panel_bytes + (ahead - nb) * Record;
+  for (int64_t line = 0; line < Record / 4; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(next + quarter * (Record / 4) + line), _MM_HINT_T0);
+}
+
+// Batched q4_k: as q6_k_panel_all_tokens below (sums in tile_q4_k's order).
+void q4_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
+  const int64_t nb = w.cols / 256;
+  const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  alignas(64) float acc[k_panel_max_tokens * 16];
+  alignas(64) float sum[k_panel_max_tokens * 16];
+  alignas(64) __m512 s[2];
+  for (int t0 = 0; t0 < n_tokens; t0 += k_panel_max_tokens) {
+    const int nt = n_tokens - t0 < k_panel_max_tokens ? n_tokens - t0 : k_panel_max_tokens;
+    const uint8_t* xt = x.data + static_cast<size_t>(t0) * x.stride;
+    const even_split groups(nt, q4_k_group_max);
+    for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + 16 * j, _mm512_setzero_ps());
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = panel + b * record_q4_k;
+      for (int j = 0; j < nt; ++j) _mm512_store_ps(sum + 16 * j, _mm512_setzero_ps());
+      const __m512 d = load_half16(rec);
+      for (int pr = 0; pr < 4; ++pr) {
+        prefetch_quarter_ahead<record_q4_k>(w, panel, nb, b, pr);
+        s[0] = scale_u8(rec + 64 + 16 * (2 * pr), d);
+        s[1] = scale_u8(rec + 64 + 16 * (2 * pr + 1), d);
+        __m512i lo[8], hi[8];
+        for (int g = 0; g < 8; ++g) {
+          const __m512i v = _mm512_load_si512(rec + 320 + (pr * 8 + g) * 64);
+          lo[g] = _mm512_and_si512(v, low4);
+          hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
+        for (int k = 0, j = 0; k < groups.count; ++k) {
+          const int g_size = groups.size(k);
+          q4_k_group_of(g_size, lo, hi, s, xt + j * x.stride, x.stride, b, pr, sum + 16 * j);
+          j += g_size;
+        }
+      }
+      __m512i mins[4];
+      for (int k = 0; k < 4; ++k)
+        mins[k] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(rec + 192 + 32 * k)));
+      const __m512 dmin = load_half16(rec + 32);
+      for (int j = 0; j < nt; ++j) {
+        const uint8_t* aux = xt + j * x.stride + x.aux_offset + b * 128;
+        __m512i msum = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k) msum = _mm512_dpwssd_epi32(msum, mins[k], broadcast_dword(aux + 4 * k));
+        const __m512 sj = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin, _mm512_load_ps(sum + 16 * j));
+        const float dx = reinterpret_cast<const float*>(xt + j * x.stride + x.d_offset)[b];
+        _mm512_store_ps(acc + 16 * j, _mm512_fmadd_ps(sj, _mm512_set1_ps(dx), _mm512_load_ps(acc + 16 * j)));
+      }
+    }
+    const packed_dest dst = packed_dest_of(w, p);
+    const __mmask16 m = static_cast<__mmask16>(dst.valid == 16 ? 0xffff : (1u << dst.valid) - 1);
+    for (int j = 0; j < nt; ++j) _mm512_mask_storeu_ps(dst.y + (t0 + j) * dst.ld, m, _mm512_load_ps(acc + 16 * j));
+  }
+}
+
 template <int G>
 CORTEX_INLINE void q6_k_group(const __m512i (&codes)[4][4], const __m512* s, const uint8_t* xbase, size_t stride,
                               size_t aux_offset, int64_t b, int h, int half2, float* sum) {
@@ -267,14 +362,7 @@ void q6_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tok
       const __m512 d = load_half16(rec);
       for (int h = 0; h < 2; ++h) {
         for (int half2 = 0; half2 < 2; ++half2) {
-          // A quarter of the record two ahead (past the panel's end: the
-          // next panel's, which follows it; a prefetch never faults).
-          const int64_t ahead = b + 2;
-          const uint8_t* next = ahead < nb ? panel + ahead * record_q6_k
-                                           : panel + w.panel_bytes + (ahead - nb) * record_q6_k;
-          const int64_t quarter = (2 * h + half2) * (record_q6_k / 4);
-          for (int64_t line = 0; line < record_q6_k / 4; line += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(next + quarter + line), _MM_HINT_T0);
+          prefetch_quarter_ahead<record_q6_k>(w, panel, nb, b, 2 * h + half2);
           for (int c = 0; c < 4; ++c) s[c] = scale_i8(rec + 64 + 16 * (8 * h + 2 * c + half2), d);
           __m512i codes[4][4];
           for (int l = 0; l < 4; ++l) {
@@ -304,37 +392,6 @@ void q6_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tok
   }
 }
 
-// Tiles: NP panels x up to NT tokens; decode uses NP_DECODE panels x 1 token.
-template <template <int, int> class Tile, int NP, int NT, int NP_DECODE>
-void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
-  int64_t p = p0;
-  if (n_tokens == 1) {
-    for (; p + NP_DECODE <= p1; p += NP_DECODE) Tile<NP_DECODE, 1>::run(w, x, p, 0);
-    for (; p < p1; ++p) Tile<1, 1>::run(w, x, p, 0);
-    return;
-  }
-  // Tokens in passes of at most NT, sized evenly (9 = 3 + 3 + 3, not
-  // 4 + 4 + 1): each pass unpacks the panel's codes once, and a pass of one
-  // token has too few independent vpdpbusd chains to hide their latency.
-  static_assert(NT == 4, "the switch below covers pass sizes 1..4");
-  const even_split passes(n_tokens, NT);
-  auto tokens = [&](auto np, int64_t pp) {
-    constexpr int n = decltype(np)::value;
-    for (int k = 0, t = 0; k < passes.count; ++k) {
-      const int size = passes.size(k);
-      switch (size) {
-        case 4: Tile<n, 4>::run(w, x, pp, t); break;
-        case 3: Tile<n, 3>::run(w, x, pp, t); break;
-        case 2: Tile<n, 2>::run(w, x, pp, t); break;
-        default: Tile<n, 1>::run(w, x, pp, t); break;
-      }
-      t += size;
-    }
-  };
-  for (; p + NP <= p1; p += NP) tokens(std::integral_constant<int, NP>{}, p);
-  for (; p < p1; ++p) tokens(std::integral_constant<int, 1>{}, p);
-}
-
 template <int NP, int NT>
 struct q4_k_tile {
   static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_q4_k<NP, NT>(w, x, p, t); }
@@ -344,22 +401,26 @@ struct q6_k_tile {
   static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_q6_k<NP, NT>(w, x, p, t); }
 };
 
-void packed_rows_q6_k(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
+// Decode: the tiles, two panels per pass; 2 tokens and up: Panel, each
+// panel's codes unpacked once for all tokens.
+template <template <int, int> class Tile, void (*Panel)(const packed_view&, const quantized_x&, int, int64_t)>
+void packed_rows_k(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
   if (n_tokens == 1) {
-    packed_rows<q6_k_tile, 1, 4, 2>(w, x, n_tokens, p0, p1);
+    int64_t p = p0;
+    for (; p + 2 <= p1; p += 2) Tile<2, 1>::run(w, x, p, 0);
+    for (; p < p1; ++p) Tile<1, 1>::run(w, x, p, 0);
     return;
   }
-  for (int64_t p = p0; p < p1; ++p) q6_k_panel_all_tokens(w, x, n_tokens, p);
+  for (int64_t p = p0; p < p1; ++p) Panel(w, x, n_tokens, p);
 }
 
 }  // namespace
 
-// Named by the rows of kernels/quant_traits.cpp. Batched tiles: one panel x
-// up to 4 tokens (passes sized evenly). Unpacking a 64-byte load of codes costs 3 (q4_k) to ~13/4 (q6_k)
-// ALU ops, shared by the tile's tokens; with 4 tokens per panel the unpacking
-// is under half the vpdpbusd count, and 16 int32 accumulators still fit the
-// 32 zmm registers with the float sums.
-extern const packed_rows_fn packed_avx512_q4_k = packed_rows<q4_k_tile, 1, 4, 2>,
-                            packed_avx512_q6_k = packed_rows_q6_k;
+// Named by the rows of kernels/quant_traits.cpp. Decode: the tiles at one
+// token. 2 tokens and up (a verify step, prefill): the panel kernels, whose
+// unpacking of a 64-byte load of codes (3 ALU ops for q4_k, ~13/4 for q6_k)
+// is shared by every token of the call.
+extern const packed_rows_fn packed_avx512_q4_k = packed_rows_k<q4_k_tile, q4_k_panel_all_tokens>,
+                            packed_avx512_q6_k = packed_rows_k<q6_k_tile, q6_k_panel_all_tokens>;
 
 }  // namespace cortex::kernels
