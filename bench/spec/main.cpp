@@ -1,12 +1,19 @@
 // cortex_spec_bench: what speculative decoding by prompt lookup costs and gains.
 //
 //   cortex_spec_bench --model M.gguf [--threads 2] [--ctx 128] [--draft 8] [--reps 20]
-//                     [--prompt TEXT] [--tokens 128] [--ngram 2]
+//                     [--prompt TEXT] [--tokens 128] [--ngram 2] [--only decode|verify]
 //
 // 1. Verify step cost: after a --ctx token prefill, one decode step of 1
 //    token (logits of the last row) against one verify step of 1 + --draft
 //    tokens (a row per token) at batch 1, alternating, --reps each; prints
-//    the medians and their ratio (issue 13's target: <= 1.3x).
+//    the medians and their ratio (issue 13's target: <= 1.3x). Then the
+//    step's two floors on this machine, from its measured peaks
+//    (bench/roofline/peaks.hpp): reading the packed weights once at the
+//    measured read bandwidth, and the verify step's int8 multiply-adds at
+//    the measured vpdpbusd peak. A verify step costs at least the larger;
+//    when the vpdpbusd floor alone is near the decode step, no VNNI kernel
+//    reaches 1.3x (an AMX machine has ~16x the int8 peak).
+//    --only decode|verify times that step alone and stops (for a profiler).
 // 2. Acceptance: greedy --tokens tokens from --prompt, then that text fed
 //    back as the prompt (a text that repeats itself) and continued --tokens
 //    tokens with and without prompt-lookup drafts (greedy verification:
@@ -30,6 +37,7 @@
 
 #include "actors/scheduler/prompt_lookup.hpp"
 #include "kernels/thread_pool.hpp"
+#include "bench/roofline/peaks.hpp"
 #include "model/forward.hpp"
 #include "model/kv_arena.hpp"
 #include "model/model.hpp"
@@ -117,11 +125,36 @@ std::vector<int32_t> generate(runner& r, std::vector<int32_t> seq, int n, const 
   return std::vector<int32_t>(seq.begin() + static_cast<long>(n_prompt), seq.end());
 }
 
+// Section 1's floors (see the header). Weights: every layer's linear
+// weights and the output head, as the pass reads them.
+void print_floors(const model& mdl, kernels::thread_pool& pool, int n_verify, double decode_ms) {
+  double bytes = 0, macs = 0;
+  auto add = [&](const kernels::weight_view& w) {
+    bytes += static_cast<double>(w.rows) * static_cast<double>(w.row_bytes);
+    macs += static_cast<double>(w.rows) * static_cast<double>(w.cols);
+  };
+  for (const auto& L : mdl.weights().layers) {
+    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*w);
+  }
+  add(mdl.weights().output);
+  const bench::machine_peaks peaks = bench::measure_peaks(pool, 0.2, 3);
+  const double read_ms = bytes / peaks.read_bytes_per_s * 1e3;
+  std::printf("floors: weights %.2f GiB at the measured read bandwidth %.1f GB/s: %.2f ms (%.2fx the decode step)", bytes / (1 << 30),
+              peaks.read_bytes_per_s / 1e9, read_ms, read_ms / decode_ms);
+  if (peaks.vnni_op_per_s > 0) {
+    const double vnni_ms = 2.0 * macs * n_verify / peaks.vnni_op_per_s * 1e3;
+    std::printf("; %d tokens x %.2f G int8 multiply-adds at the measured vpdpbusd peak %.0f GOP/s: %.2f ms (%.2fx)", n_verify,
+                macs / 1e9, peaks.vnni_op_per_s / 1e9, vnni_ms, vnni_ms / decode_ms);
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string path, prompt = "Once upon a time";
   int threads = 2, ctx = 128, n_draft = 8, reps = 20, n_tokens = 128, ngram = 2;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
@@ -133,14 +166,16 @@ int main(int argc, char** argv) {
     else if (k == "--reps") reps = std::atoi(v);
     else if (k == "--tokens") n_tokens = std::atoi(v);
     else if (k == "--ngram") ngram = std::atoi(v);
+    else if (k == "--only") only = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  if (path.empty() || ctx < 1 || n_draft < 1 || reps < 1 || n_tokens < 2 || ngram < 1 || threads < 1) {
+  if (path.empty() || ctx < 1 || n_draft < 1 || reps < 1 || n_tokens < 2 || ngram < 1 || threads < 1 ||
+      !(only.empty() || only == "decode" || only == "verify")) {
     std::fprintf(stderr, "usage: cortex_spec_bench --model M.gguf [--threads 2] [--ctx 128] [--draft 8] [--reps 20] "
-                         "[--prompt TEXT] [--tokens 128] [--ngram 2]\n");
+                         "[--prompt TEXT] [--tokens 128] [--ngram 2] [--only decode|verify]\n");
     return 2;
   }
   auto m = model::load(path);
@@ -171,14 +206,20 @@ int main(int argc, char** argv) {
   std::vector<double> t1, tk;
   for (int i = 0; i < reps; ++i) {
     double t = now_ms();
-    r.run(one, ctx, logits_mode::last);
+    if (only != "verify") r.run(one, ctx, logits_mode::last);
     t1.push_back(now_ms() - t);
     t = now_ms();
-    r.run(many, ctx, logits_mode::all);
+    if (only != "decode") r.run(many, ctx, logits_mode::all);
     tk.push_back(now_ms() - t);
+  }
+  if (!only.empty()) {
+    std::printf("%s step alone: ctx %d, threads %d, %d reps: median %.2f ms\n", only.c_str(), ctx, threads, reps,
+                only == "decode" ? median(t1) : median(tk));
+    return 0;
   }
   std::printf("verify step: ctx %d, threads %d: decode 1 token %.2f ms, verify 1+%d tokens %.2f ms, ratio %.2fx\n", ctx,
               threads, median(t1), n_draft, median(tk), median(tk) / median(t1));
+  print_floors(mdl, pool, n_draft + 1, median(t1));
 
   // 2. Acceptance on a text that repeats itself.
   std::vector<int32_t> p = mdl.tokenizer().encode(prompt, true);
