@@ -35,11 +35,20 @@ class Cluster:
         self.worker_args = list(worker_args)
 
     def start_worker(self, i):
+        """Starts worker i on its port. Before a router knows the port, a port
+        taken between free_port()'s probe and the worker's bind (another test
+        running in parallel) is replaced by a new one; a restart keeps it."""
         if self.workers[i] is not None:
             self.workers[i].close()
-        self.workers[i] = support.Cortexd("--role", "worker", "--cluster-port", str(self.ports[i]), "--threads", "1",
-                                          "--http", "off", *self.worker_args).start()
-        return self.workers[i]
+        for attempt in range(3):
+            try:
+                self.workers[i] = support.Cortexd("--role", "worker", "--cluster-port", str(self.ports[i]), "--threads",
+                                                  "1", "--http", "off", *self.worker_args).start()
+                return self.workers[i]
+            except AssertionError as e:
+                if self.router is not None or attempt == 2 or "is the port in use?" not in str(e):
+                    raise
+                self.ports[i] = support.free_port()
 
     def start(self):
         for i in range(len(self.ports)):
