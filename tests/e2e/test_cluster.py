@@ -24,6 +24,21 @@ LONG = 2000  # tokens: long enough to be mid-stream when the test acts (ctx 2048
 N_TOKENS = 200  # per request of the SIGKILL test
 
 
+def start_worker(port, *args, keep_port=False, **kwargs):
+    """A worker cortexd on cluster port `port`, and the port it got. Unless
+    keep_port (a router already knows the port), a port taken between
+    free_port()'s probe and the worker's bind (another test running in
+    parallel) is replaced by a new one."""
+    for attempt in range(3):
+        try:
+            return support.Cortexd("--role", "worker", "--cluster-port", str(port), "--threads", "1", "--http", "off",
+                                   *args, **kwargs).start(), port
+        except AssertionError as e:
+            if keep_port or attempt == 2 or "is the port in use?" not in str(e):
+                raise
+            port = support.free_port()
+
+
 class Cluster:
     """n workers and one router, every process on a free loopback port."""
 
@@ -35,20 +50,12 @@ class Cluster:
         self.worker_args = list(worker_args)
 
     def start_worker(self, i):
-        """Starts worker i on its port. Before a router knows the port, a port
-        taken between free_port()'s probe and the worker's bind (another test
-        running in parallel) is replaced by a new one; a restart keeps it."""
+        """Starts worker i; before a router knows its port, on another one if
+        the port was taken (start_worker); a restart keeps it."""
         if self.workers[i] is not None:
             self.workers[i].close()
-        for attempt in range(3):
-            try:
-                self.workers[i] = support.Cortexd("--role", "worker", "--cluster-port", str(self.ports[i]), "--threads",
-                                                  "1", "--http", "off", *self.worker_args).start()
-                return self.workers[i]
-            except AssertionError as e:
-                if self.router is not None or attempt == 2 or "is the port in use?" not in str(e):
-                    raise
-                self.ports[i] = support.free_port()
+        self.workers[i], self.ports[i] = start_worker(self.ports[i], *self.worker_args, keep_port=self.router is not None)
+        return self.workers[i]
 
     def start(self):
         for i in range(len(self.ports)):
@@ -321,10 +328,8 @@ class WithAccessControl(unittest.TestCase):
         self.secret = auth_support.new_secret()
         self.keys = auth_support.KeysFile({"small": {"max_tokens": 8}},
                                           [auth_support.key_entry("alice", "small", self.secret)])
-        port = support.free_port()
         auth = {"auth": self.secret}
-        self.worker = support.Cortexd("--role", "worker", "--cluster-port", str(port), "--threads", "1", "--http", "off",
-                                      "--auth", self.keys.path, client_kwargs=auth).start()
+        self.worker, port = start_worker(support.free_port(), "--auth", self.keys.path, client_kwargs=auth)
         self.router = support.Cortexd("--role", "router", "--workers", "127.0.0.1:%d" % port, "--auth", self.keys.path,
                                       client_kwargs=auth).start()
 
