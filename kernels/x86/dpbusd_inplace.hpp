@@ -1,8 +1,9 @@
-// acc += u8 . s8 (vpdpbusd) with the accumulator kept in its register.
-// GCC 12 compiles _mm512_dpbusd_epi32 in unrolled tiles into a copy of the
-// accumulator to a scratch register, the vpdpbusd there, and a copy back:
-// two extra moves per one or two vpdpbusd in the q4_0 verify kernel. The
-// asm ties the accumulator operand, so no copies are made.
+// vpdpbusd with the accumulator kept in its register, for the batched
+// (verify-step, prefill) kernels. GCC 12 compiles _mm512_dpbusd_epi32 in
+// unrolled tiles into a copy of the accumulator to a scratch register, the
+// vpdpbusd there, and a copy back: two extra moves per one or two vpdpbusd
+// in the q4_0 batched kernel. The asm ties the accumulator operand, so no
+// copies are made.
 #pragma once
 
 #include <immintrin.h>
@@ -11,11 +12,6 @@
 
 namespace cortex::kernels {
 namespace {
-
-__attribute__((always_inline, target("avx512f,avx512vnni"))) inline void dpbusd_inplace(__m512i& acc, __m512i u8,
-                                                                                        __m512i s8) {
-  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8));
-}
 
 // acc += u8 . (the 4 bytes at s8, broadcast to every lane): the broadcast is
 // the instruction's memory operand (EVEX embedded broadcast), not a separate
