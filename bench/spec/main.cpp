@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "actors/scheduler/prompt_lookup.hpp"
-#include "kernels/thread_pool.hpp"
 #include "bench/roofline/peaks.hpp"
+#include "kernels/thread_pool.hpp"
 #include "model/forward.hpp"
 #include "model/kv_arena.hpp"
 #include "model/model.hpp"

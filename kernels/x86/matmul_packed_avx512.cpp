@@ -19,6 +19,7 @@
 #include "kernels/x86/dpbusd_inplace.hpp"
 #include "kernels/x86/even_split.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/prefetch_ahead.hpp"
 
 namespace cortex::kernels {
 
@@ -182,16 +183,11 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + (i * q4_panel_max_tokens + j) * 16, _mm512_setzero_ps());
     for (int64_t rec = 0; rec < n_records; ++rec) {
-      {
-        // Near a panel's end, the next panels' first records (the next call
-        // starts on them, or another task does: a prefetch never faults).
-        const int64_t ahead_rec = rec + q4_prefetch_records;
-        const bool next = ahead_rec >= n_records;
-        for (int i = 0; i < NP; ++i) {
-          const uint8_t* ahead = next ? panel[i] + NP * w.panel_bytes + (ahead_rec - n_records) * record
-                                      : panel[i] + ahead_rec * record;
-          for (int64_t line = 0; line < record; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
-        }
+      // Near a panel's end, the next panels' first records (the next call
+      // starts on them, or another task does).
+      for (int i = 0; i < NP; ++i) {
+        prefetch_lines(record_ahead(panel[i], panel[i] + NP * w.panel_bytes, n_records, record, rec + q4_prefetch_records),
+                       record);
       }
       for (int h = 0; h < 2; ++h) {
         const int64_t b = 2 * rec + h;

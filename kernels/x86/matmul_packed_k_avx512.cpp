@@ -20,6 +20,7 @@
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/dpbusd_inplace.hpp"
 #include "kernels/x86/even_split.hpp"
+#include "kernels/x86/prefetch_ahead.hpp"
 
 namespace cortex::kernels {
 
@@ -249,29 +250,45 @@ CORTEX_INLINE void q4_k_group_of(int n, const __m512i (&lo)[8], const __m512i (&
   }
 }
 
-// Prefetches a quarter (0..3) of the record two ahead of super-block b (past
-// the panel's end: the next panel's, which follows it; a prefetch never faults).
-template <int64_t Record>
-CORTEX_INLINE void prefetch_quarter_ahead(const packed_view& w, const uint8_t* panel, int64_t nb, int64_t b, int quarter) {
-  const int64_t ahead = b + 2;
-  const uint8_t* next = ahead < nb ? panel + ahead * Record : panel + w.panel_bytes + (ahead - nb) * Record;
-  for (int64_t line = 0; line < Record / 4; line += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(next + quarter * (Record / 4) + line), _MM_HINT_T0);
-}
+// One super-block of a panel kernel's call, as k_panel_chunks hands it out.
+struct k_block {
+  const uint8_t* xt;          // the chunk's first token's activations
+  int nt;                     // tokens in the chunk
+  const even_split& groups;   // the nt tokens in the kernel's groups
+  int64_t b;                  // super-block
+  const uint8_t* rec;         // its record in the panel
+  __m512 d;                   // its super-block scale (16 rows)
+  float* sum;                 // per-token float sums of b (16 floats each), zeroed
+  float* acc;                 // per-token accumulators of the chunk
+  const uint8_t* ahead;       // the record two super-blocks ahead
+  int64_t record_bytes;
+  // Prefetches quarter q (0..3) of `ahead`: each of a super-block's four
+  // parts brings a quarter of the record it will need two blocks later.
+  void prefetch_quarter(int q) const { prefetch_lines(ahead + q * (record_bytes / 4), record_bytes / 4); }
+};
 
 // For each chunk of at most k_panel_max_tokens tokens of the call: the
 // chunk's float accumulators (16 rows per token, in L1) zeroed,
-// super_block(xt, nt, b, acc) for every super-block b of the panel, and the
-// accumulators stored to panel p's rows.
-template <class SuperBlock>
+// super_block(k_block) for every super-block of panel p (records of
+// Record bytes), and the accumulators stored to panel p's rows. Tokens go
+// in groups of at most GroupMax, sized evenly.
+template <int64_t Record, int GroupMax, class SuperBlock>
 CORTEX_INLINE void k_panel_chunks(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p,
                                   SuperBlock&& super_block) {
+  const int64_t nb = w.cols / 256;
+  const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
   alignas(64) float acc[k_panel_max_tokens * 16];
+  alignas(64) float sum[k_panel_max_tokens * 16];
   for (int t0 = 0; t0 < n_tokens; t0 += k_panel_max_tokens) {
     const int nt = n_tokens - t0 < k_panel_max_tokens ? n_tokens - t0 : k_panel_max_tokens;
-    const uint8_t* xt = x.data + static_cast<size_t>(t0) * x.stride;
+    const even_split groups(nt, GroupMax);
     for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + 16 * j, _mm512_setzero_ps());
-    for (int64_t b = 0; b < w.cols / 256; ++b) super_block(xt, nt, b, acc);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int j = 0; j < nt; ++j) _mm512_store_ps(sum + 16 * j, _mm512_setzero_ps());
+      const uint8_t* rec = panel + b * Record;
+      super_block(k_block{x.data + static_cast<size_t>(t0) * x.stride, nt, groups, b, rec, load_half16(rec), sum, acc,
+                          record_ahead(panel, panel + w.panel_bytes, nb, Record, b + 2), Record});
+    }
     const packed_dest dst = packed_dest_of(w, p);
     const __mmask16 m = static_cast<__mmask16>(dst.valid == 16 ? 0xffff : (1u << dst.valid) - 1);
     for (int j = 0; j < nt; ++j) _mm512_mask_storeu_ps(dst.y + (t0 + j) * dst.ld, m, _mm512_load_ps(acc + 16 * j));
@@ -280,43 +297,36 @@ CORTEX_INLINE void k_panel_chunks(const packed_view& w, const quantized_x& x, in
 
 // Batched q4_k: as q6_k_panel_all_tokens below (sums in tile_q4_k's order).
 void q4_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
-  const int64_t nb = w.cols / 256;
-  const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  alignas(64) float sum[k_panel_max_tokens * 16];
   alignas(64) __m512 s[2];
-  k_panel_chunks(w, x, n_tokens, p, [&](const uint8_t* xt, int nt, int64_t b, float* acc) {
-    const even_split groups(nt, q4_k_group_max);
-    const uint8_t* rec = panel + b * record_q4_k;
-    for (int j = 0; j < nt; ++j) _mm512_store_ps(sum + 16 * j, _mm512_setzero_ps());
-    const __m512 d = load_half16(rec);
+  k_panel_chunks<record_q4_k, q4_k_group_max>(w, x, n_tokens, p, [&](const k_block& k) {
     for (int pr = 0; pr < 4; ++pr) {
-      prefetch_quarter_ahead<record_q4_k>(w, panel, nb, b, pr);
-      s[0] = scale_u8(rec + 64 + 16 * (2 * pr), d);
-      s[1] = scale_u8(rec + 64 + 16 * (2 * pr + 1), d);
+      k.prefetch_quarter(pr);
+      s[0] = scale_u8(k.rec + 64 + 16 * (2 * pr), k.d);
+      s[1] = scale_u8(k.rec + 64 + 16 * (2 * pr + 1), k.d);
       __m512i lo[8], hi[8];
       for (int g = 0; g < 8; ++g) {
-        const __m512i v = _mm512_load_si512(rec + 320 + (pr * 8 + g) * 64);
+        const __m512i v = _mm512_load_si512(k.rec + 320 + (pr * 8 + g) * 64);
         lo[g] = _mm512_and_si512(v, low4);
         hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
       }
-      for (int k = 0, j = 0; k < groups.count; ++k) {
-        const int g_size = groups.size(k);
-        q4_k_group_of(g_size, lo, hi, s, xt + j * x.stride, x.stride, b, pr, sum + 16 * j);
+      for (int i = 0, j = 0; i < k.groups.count; ++i) {
+        const int g_size = k.groups.size(i);
+        q4_k_group_of(g_size, lo, hi, s, k.xt + j * x.stride, x.stride, k.b, pr, k.sum + 16 * j);
         j += g_size;
       }
     }
     __m512i mins[4];
-    for (int k = 0; k < 4; ++k)
-      mins[k] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(rec + 192 + 32 * k)));
-    const __m512 dmin = load_half16(rec + 32);
-    for (int j = 0; j < nt; ++j) {
-      const uint8_t* aux = xt + j * x.stride + x.aux_offset + b * 128;
+    for (int i = 0; i < 4; ++i)
+      mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(k.rec + 192 + 32 * i)));
+    const __m512 dmin = load_half16(k.rec + 32);
+    for (int j = 0; j < k.nt; ++j) {
+      const uint8_t* aux = k.xt + j * x.stride + x.aux_offset + k.b * 128;
       __m512i msum = _mm512_setzero_si512();
-      for (int k = 0; k < 4; ++k) msum = _mm512_dpwssd_epi32(msum, mins[k], broadcast_dword(aux + 4 * k));
-      const __m512 sj = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin, _mm512_load_ps(sum + 16 * j));
-      const float dx = reinterpret_cast<const float*>(xt + j * x.stride + x.d_offset)[b];
-      _mm512_store_ps(acc + 16 * j, _mm512_fmadd_ps(sj, _mm512_set1_ps(dx), _mm512_load_ps(acc + 16 * j)));
+      for (int i = 0; i < 4; ++i) msum = _mm512_dpwssd_epi32(msum, mins[i], broadcast_dword(aux + 4 * i));
+      const __m512 sj = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin, _mm512_load_ps(k.sum + 16 * j));
+      const float dx = reinterpret_cast<const float*>(k.xt + j * x.stride + x.d_offset)[k.b];
+      _mm512_store_ps(k.acc + 16 * j, _mm512_fmadd_ps(sj, _mm512_set1_ps(dx), _mm512_load_ps(k.acc + 16 * j)));
     }
   });
 }
@@ -354,41 +364,34 @@ CORTEX_INLINE void q6_k_group_of(int n, const __m512i (&codes)[4][4], const __m5
 }
 
 void q6_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
-  const int64_t nb = w.cols / 256;
-  const uint8_t* panel = w.data + static_cast<size_t>(p) * w.panel_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f), high2 = _mm512_set1_epi8(0x30);
   auto merge = [&](__m512i a, __m512i b) { return _mm512_ternarylogic_epi32(a, b, low4, 0xE4); };
-  alignas(64) float sum[k_panel_max_tokens * 16];
   alignas(64) __m512 s[4];
-  k_panel_chunks(w, x, n_tokens, p, [&](const uint8_t* xt, int nt, int64_t b, float* acc) {
-    const even_split groups(nt, q6_group_max);
-    const uint8_t* rec = panel + b * record_q6_k;
-    for (int j = 0; j < nt; ++j) _mm512_store_ps(sum + 16 * j, _mm512_setzero_ps());
-    const __m512 d = load_half16(rec);
+  k_panel_chunks<record_q6_k, q6_group_max>(w, x, n_tokens, p, [&](const k_block& k) {
     for (int h = 0; h < 2; ++h) {
       for (int half2 = 0; half2 < 2; ++half2) {
-        prefetch_quarter_ahead<record_q6_k>(w, panel, nb, b, 2 * h + half2);
-        for (int c = 0; c < 4; ++c) s[c] = scale_i8(rec + 64 + 16 * (8 * h + 2 * c + half2), d);
+        k.prefetch_quarter(2 * h + half2);
+        for (int c = 0; c < 4; ++c) s[c] = scale_i8(k.rec + 64 + 16 * (8 * h + 2 * c + half2), k.d);
         __m512i codes[4][4];
         for (int l = 0; l < 4; ++l) {
-          const uint8_t* g = rec + 320 + (h * 8 + 4 * half2 + l) * 3 * 64;
+          const uint8_t* g = k.rec + 320 + (h * 8 + 4 * half2 + l) * 3 * 64;
           const __m512i a = _mm512_load_si512(g), bq = _mm512_load_si512(g + 64), hb = _mm512_load_si512(g + 128);
           codes[l][0] = merge(a, _mm512_and_si512(_mm512_slli_epi16(hb, 4), high2));
           codes[l][1] = merge(bq, _mm512_and_si512(_mm512_slli_epi16(hb, 2), high2));
           codes[l][2] = merge(_mm512_srli_epi16(a, 4), _mm512_and_si512(hb, high2));
           codes[l][3] = merge(_mm512_srli_epi16(bq, 4), _mm512_and_si512(_mm512_srli_epi16(hb, 2), high2));
         }
-        for (int k = 0, j = 0; k < groups.count; ++k) {
-          const int g_size = groups.size(k);
-          q6_k_group_of(g_size, codes, s, xt + j * x.stride, x.stride, x.aux_offset, b, h, half2, sum + 16 * j);
+        for (int i = 0, j = 0; i < k.groups.count; ++i) {
+          const int g_size = k.groups.size(i);
+          q6_k_group_of(g_size, codes, s, k.xt + j * x.stride, x.stride, x.aux_offset, k.b, h, half2, k.sum + 16 * j);
           j += g_size;
         }
       }
     }
-    for (int j = 0; j < nt; ++j) {
-      const float dx = reinterpret_cast<const float*>(xt + j * x.stride + x.d_offset)[b];
-      _mm512_store_ps(acc + 16 * j,
-                      _mm512_fmadd_ps(_mm512_load_ps(sum + 16 * j), _mm512_set1_ps(dx), _mm512_load_ps(acc + 16 * j)));
+    for (int j = 0; j < k.nt; ++j) {
+      const float dx = reinterpret_cast<const float*>(k.xt + j * x.stride + x.d_offset)[k.b];
+      _mm512_store_ps(k.acc + 16 * j,
+                      _mm512_fmadd_ps(_mm512_load_ps(k.sum + 16 * j), _mm512_set1_ps(dx), _mm512_load_ps(k.acc + 16 * j)));
     }
   });
 }

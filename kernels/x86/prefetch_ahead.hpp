@@ -1,0 +1,29 @@
+// Software prefetch of packed weight records ahead of the batched kernels
+// (a verify step's compute and the weight stream barely overlap without
+// it). Anonymous namespace on purpose, as kernels/x86/even_split.hpp: each
+// isa TU keeps its copy.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace cortex::kernels {
+namespace {
+
+// Record `rec` of the panel at `panel` (n_records records of record_bytes);
+// from n_records on, the records of the panel at `next`, which the kernel
+// streams after it. A prefetch never faults, so an address past the
+// matrix's last panel is harmless.
+inline const uint8_t* record_ahead(const uint8_t* panel, const uint8_t* next, int64_t n_records, int64_t record_bytes,
+                                   int64_t rec) {
+  return rec < n_records ? panel + rec * record_bytes : next + (rec - n_records) * record_bytes;
+}
+
+// Prefetches the 64-byte lines of [p, p + bytes) into L1.
+inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
+  for (int64_t line = 0; line < bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T0);
+}
+
+}  // namespace
+}  // namespace cortex::kernels
