@@ -36,7 +36,7 @@ struct request_params {
   uint32_t min_tokens = 0;
   std::vector<int32_t> logit_bias_ids;  // parallel to logit_bias_values, in [-100, 100]
   std::vector<float> logit_bias_values;
-  // Structured output (model/grammar/): a GBNF grammar the generated text
+  // Structured output (grammar/): a GBNF grammar the generated text
   // must follow, or a JSON Schema (JSON text) its text must validate
   // against; at most one. Intake turns json_schema into grammar (and
   // clears it), so past intake only `grammar` is set.

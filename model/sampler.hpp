@@ -54,7 +54,7 @@ class sampler {
   // the last penalty_last_n of them; ids outside [0, n_vocab) are ignored).
   // REQUIRES: n_vocab > 0 and at least one token not banned by logit_bias.
   // allowed: null, or a bitset of (n_vocab + 63) / 64 words (bit id set =
-  // the token may be drawn: a grammar's mask, model/grammar/token_mask.hpp),
+  // the token may be drawn: a grammar's mask, grammar/token_mask.hpp),
   // applied after penalties and logit bias as a ban of the rest, so the
   // logprobs are those of the masked distribution. REQUIRES then: at
   // least one allowed token that logit_bias does not ban.

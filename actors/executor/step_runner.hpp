@@ -18,7 +18,7 @@
 #include "messages/engine.hpp"
 #include "model/forward.hpp"
 #include "model/kv_arena.hpp"
-#include "model/grammar/token_mask.hpp"
+#include "grammar/token_mask.hpp"
 #include "model/model.hpp"
 #include "model/sampler.hpp"
 

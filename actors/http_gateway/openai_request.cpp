@@ -8,7 +8,7 @@
 
 #include "actors/http_gateway/json_field_reader.hpp"
 #include "actors/http_gateway/openai_json.hpp"
-#include "model/grammar/json_schema.hpp"
+#include "grammar/json_schema.hpp"
 
 namespace cortex::http {
 

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/chat/chat_prompt.hpp"
-#include "model/chat/model_chat.hpp"
+#include "chat/chat_prompt.hpp"
+#include "chat/model_chat.hpp"
 
 namespace cortex {
 

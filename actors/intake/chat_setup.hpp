@@ -9,7 +9,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/request.hpp"
-#include "model/chat/chat_template.hpp"
+#include "chat/chat_template.hpp"
 #include "model/expected.hpp"
 #include "model/model.hpp"
 

@@ -11,7 +11,7 @@
 
 #include "actors/intake/admission_groups.hpp"
 #include "actors/session/session_actor.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <utility>
 
-#include "model/grammar/grammar.hpp"
-#include "model/grammar/grammar_matcher.hpp"
-#include "model/grammar/json_schema.hpp"
+#include "grammar/grammar.hpp"
+#include "grammar/grammar_matcher.hpp"
+#include "grammar/json_schema.hpp"
 
 namespace cortex {
 namespace {
@@ -97,7 +97,7 @@ error_report check_params(const request_params& p, const validation_limits& lim)
 }
 
 // Structured output: params.json_schema becomes a grammar; either must
-// compile (model/grammar/), its errors naming the field.
+// compile (grammar/), its errors naming the field.
 error_report resolve_grammar(const generation_request& r, std::string& gbnf) {
   const request_params& p = r.params;
   if (p.grammar.empty() && p.json_schema.empty()) return ok();

@@ -17,7 +17,7 @@
 #include "messages/errors.hpp"
 #include "messages/request.hpp"
 #include "actors/intake/chat_setup.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 

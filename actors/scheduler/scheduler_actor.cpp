@@ -12,7 +12,7 @@
 
 #include "actors/scheduler/request_slots.hpp"
 #include "messages/caf_status.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 

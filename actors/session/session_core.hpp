@@ -46,7 +46,7 @@
 #include "actors/session/stop_matcher.hpp"
 #include "messages/engine.hpp"
 #include "messages/request.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 

@@ -7,7 +7,7 @@
 #include "kernels/thread_pool.hpp"
 #include "model/embedding.hpp"
 #include "model/single_sequence.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex::cli {
 

@@ -6,7 +6,7 @@
 #include "apps/cortex/common.hpp"
 #include "kernels/thread_pool.hpp"
 #include "model/single_sequence.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex::cli {
 

@@ -7,9 +7,9 @@
 
 #include "apps/cortex/commands.hpp"
 #include "apps/cortex/common.hpp"
-#include "model/chat/chat_template.hpp"
-#include "model/chat/model_chat.hpp"
-#include "model/tokenizer.hpp"
+#include "chat/chat_template.hpp"
+#include "chat/model_chat.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex::cli {
 

@@ -27,7 +27,7 @@
 #include "actors/gateway_core/metrics_registry.hpp"
 #include "actors/http_gateway/http_gateway_actor.hpp"
 #include "actors/runtime/runtime.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "apps/cortexd/cluster_roles.hpp"
 #include "apps/cortexd/daemon_options.hpp"
 

@@ -32,9 +32,9 @@
 
 #include "kernels/thread_pool.hpp"
 #include "model/gguf.hpp"
-#include "model/grammar/json_schema.hpp"
-#include "model/grammar/token_mask.hpp"
-#include "model/tokenizer.hpp"
+#include "grammar/json_schema.hpp"
+#include "grammar/token_mask.hpp"
+#include "text/tokenizer.hpp"
 
 using namespace cortex;
 

@@ -41,7 +41,7 @@
 #include "model/forward.hpp"
 #include "model/kv_arena.hpp"
 #include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 using namespace cortex;
 

@@ -10,7 +10,7 @@
 
 #include "actors/intake/chat_setup.hpp"
 #include "actors/intake/request_validator.hpp"
-#include "model/chat/model_chat.hpp"
+#include "chat/model_chat.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/runtime_harness.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "actors/executor/step_runner.hpp"
-#include "model/grammar/grammar_matcher.hpp"
+#include "grammar/grammar_matcher.hpp"
 #include "model/model.hpp"
 #include "tests/actors/stories_model.hpp"
 

@@ -13,7 +13,7 @@
 
 #include "actors/executor/step_runner.hpp"
 #include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/actors/stories_model.hpp"
 
 namespace cortex {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model/gguf.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 namespace testing_support {

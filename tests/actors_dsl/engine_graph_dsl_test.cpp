@@ -28,7 +28,7 @@
 #include "actors/scheduler/scheduler_actor.hpp"
 #include "messages/actors.hpp"
 #include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 using namespace cortex;
 

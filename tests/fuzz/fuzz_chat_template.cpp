@@ -1,4 +1,4 @@
-// Fuzz target: chat templates (model/chat/). Byte 0 picks what is fuzzed:
+// Fuzz target: chat templates (chat/). Byte 0 picks what is fuzzed:
 //   even: the rest is template text: lexer, parser, then a render with a
 //         fixed conversation (system, user, assistant with a tool call, tool);
 //   odd:  the rest is request JSON (messages as the gateways hand them to
@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/chat/chat_prompt.hpp"
-#include "model/chat/chat_template.hpp"
+#include "chat/chat_prompt.hpp"
+#include "chat/chat_template.hpp"
 #include "model/gguf.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_shared.hpp"
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model/gguf.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 using namespace cortex;

@@ -1,4 +1,4 @@
-// Fuzz target: the grammar compiler and matcher (model/grammar/): GBNF text
+// Fuzz target: the grammar compiler and matcher (grammar/): GBNF text
 // or a JSON Schema (converted to GBNF) compiled, then bytes fed to the
 // matcher and masks computed over a small vocabulary.
 // Input: byte 0 even: GBNF, odd: JSON Schema; then the text up to the first
@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "model/grammar/grammar_matcher.hpp"
-#include "model/grammar/json_schema.hpp"
-#include "model/grammar/token_mask.hpp"
+#include "grammar/grammar_matcher.hpp"
+#include "grammar/json_schema.hpp"
+#include "grammar/token_mask.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 using namespace cortex;

@@ -1,5 +1,5 @@
 // Fuzz target: tokenizer encode / decode / incremental detokenization
-// (model/tokenizer.hpp) for every vocabulary of
+// (text/tokenizer.hpp) for every vocabulary of
 // ../shared/golden/tokenizer/vocab (SPM and byte-level BPE with each
 // pre-tokenizer), loaded once.
 // Input: byte 0 picks the vocabulary, byte 1 the mode (bit 0 add_special,
@@ -16,7 +16,7 @@
 
 #include "messages/wire/utf8.hpp"
 #include "model/gguf.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_shared.hpp"
 

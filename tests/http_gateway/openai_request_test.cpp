@@ -1,7 +1,7 @@
 // parse_openai_request: http.md's fields, ranges and error codes; every
 // error names the field.
 #include "actors/http_gateway/openai_request.hpp"
-#include "model/grammar/grammar_matcher.hpp"
+#include "grammar/grammar_matcher.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

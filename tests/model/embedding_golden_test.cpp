@@ -13,7 +13,7 @@
 #include "model/embedding.hpp"
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex {

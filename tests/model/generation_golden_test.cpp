@@ -14,7 +14,7 @@
 #include "model/forward.hpp"
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex {

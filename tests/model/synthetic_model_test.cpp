@@ -11,7 +11,7 @@
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
 #include "model/synthetic.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex {

@@ -10,7 +10,7 @@
 #include "model/gguf.hpp"
 #include "model/model.hpp"
 #include "model/synthetic.hpp"
-#include "model/tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex {

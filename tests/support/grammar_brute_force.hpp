@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "model/grammar/grammar_matcher.hpp"
-#include "model/grammar/token_mask.hpp"
+#include "grammar/grammar_matcher.hpp"
+#include "grammar/token_mask.hpp"
 
 namespace cortex::testing {
 

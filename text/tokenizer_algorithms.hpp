@@ -1,0 +1,23 @@
+// The two segmentation algorithms behind tokenizer::encode, on one
+// fragment of text that holds no special token. Internal to model/.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "text/vocab.hpp"
+
+namespace cortex {
+
+// SentencePiece (llama.cpp's "SPM"): `text` already has spaces escaped as
+// '▁'. Repeatedly merges the adjacent pair whose concatenation is the
+// highest-scoring token (leftmost on ties); pieces that are not tokens
+// fall back to byte tokens. Appends to `out`.
+void spm_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out);
+
+// Byte-level BPE: pre-tokenizes, maps bytes to the GPT-2 alphabet, then
+// merges by rank (lowest first, leftmost on ties) within each word.
+void bpe_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out);
+
+}  // namespace cortex

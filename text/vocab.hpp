@@ -1,0 +1,80 @@
+// The vocabulary of a GGUF file's tokenizer: token texts, scores, types,
+// BPE merges, special ids and the add-BOS/EOS defaults, read from the
+// `tokenizer.ggml.*` metadata with llama.cpp's conventions (the reference
+// our golden data comes from).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "model/expected.hpp"
+#include "model/gguf.hpp"
+#include "text/pre_tokenizer.hpp"
+
+namespace cortex {
+
+enum class vocab_kind {
+  spm,  // "llama": SentencePiece pieces with '▁' for space, scores, <0xXX> bytes
+  bpe,  // "gpt2": byte-level BPE with ranked merges and a pre-tokenizer
+};
+
+// Token attributes (bit flags). GGUF token_type 1..6 map to normal,
+// unknown, control, user_defined, unused, byte; lstrip/rstrip are set by
+// model-specific rules (they strip white space next to a special token).
+enum token_attr : uint32_t {
+  attr_undefined = 0,
+  attr_unknown = 1u << 0,
+  attr_unused = 1u << 1,
+  attr_normal = 1u << 2,
+  attr_control = 1u << 3,
+  attr_user_defined = 1u << 4,
+  attr_byte = 1u << 5,
+  attr_lstrip = 1u << 6,
+  attr_rstrip = 1u << 7,
+};
+
+struct vocab {
+  // Reads and validates the tokenizer metadata. Errors name the key.
+  static expected<vocab> from_gguf(const gguf::file& f);
+
+  vocab_kind kind = vocab_kind::spm;
+  std::string model_name;  // tokenizer.ggml.model
+  std::string pre_name;    // tokenizer.ggml.pre ("" when absent)
+  pre_tokenizer_info pre;  // bpe only
+
+  std::vector<std::string> texts;  // [n_tokens] token text as stored
+  std::vector<float> scores;       // [n_tokens] (0 when the file has none)
+  std::vector<uint32_t> attrs;     // [n_tokens] token_attr bits
+
+  // -1 when absent.
+  int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1, eot_id = -1, eom_id = -1;
+  bool add_bos = false;
+  bool add_eos = false;
+  bool add_space_prefix = false;  // spm: a space is put before text that starts a fragment
+  bool clean_spaces = false;      // detokenize removes " ," " 's" style artifacts
+
+  std::vector<int32_t> eog_ids;  // sorted: ids that end generation
+  // Tokens matched verbatim in input text before tokenizing (control,
+  // unknown and user-defined), longest text first.
+  std::vector<int32_t> special_ids;
+
+  int32_t n_tokens() const { return static_cast<int32_t>(texts.size()); }
+  bool has_attr(int32_t id, uint32_t a) const { return (attrs[static_cast<size_t>(id)] & a) != 0; }
+  // Id of the token whose text is exactly `text`, or -1.
+  int32_t find(std::string_view text) const;
+  // Rank of the merge "left right" (lower merges first), or -1.
+  int32_t merge_rank(std::string_view left, std::string_view right) const;
+  // spm: the token for a raw byte (<0xXX>, else the one-byte text, else
+  // unk; -1 if none). bpe: the token for the byte's alphabet character.
+  int32_t byte_token(uint8_t byte) const { return byte_tokens_[byte]; }
+
+ private:
+  std::unordered_map<std::string, int32_t> token_to_id_;
+  std::unordered_map<std::string, int32_t> merge_ranks_;  // key "left right"
+  int32_t byte_tokens_[256] = {};
+};
+
+}  // namespace cortex
