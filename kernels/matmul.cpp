@@ -29,7 +29,7 @@ struct x_layout {
 
 x_layout layout_for(x_format f, int64_t cols) {
   x_layout l;
-  if (f == x_format::q8_32) {
+  if (f == x_format::q8_32 || f == x_format::q8_1) {
     const size_t nbp = round_up(static_cast<size_t>(cols / 32), 2);
     l.d_offset = nbp * 32;
     l.aux_offset = nbp * 64;
@@ -69,6 +69,36 @@ void quantize_q8_32(const float* x, int64_t cols, int offset, const x_layout& l,
   }
 }
 
+// s of a q8_1 block: f16(d * sum(q)) with d = amax / 127 before its f16
+// rounding, as llama.cpp's quantize_row_q8_1 on x86 (AVX2) computes it.
+float q8_1_block_sum(const float* xb, int sum) {
+  float amax = 0.f;
+  for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+  return fp16_to_fp32(fp32_to_fp16(amax / 127.f * static_cast<float>(sum)));
+}
+
+// x (cols,) -> q8_1 layout at out (llama.cpp's quantize_row_q8_1 on x86).
+void quantize_q8_1(const float* x, int64_t cols, const x_layout& l, uint8_t* out, quantize_q8_32_fn qfn) {
+  const int64_t nb = cols / 32;
+  const int64_t nbp = static_cast<int64_t>(round_up(static_cast<size_t>(nb), 2));
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* dxv = reinterpret_cast<float*>(out + l.d_offset);
+  auto* sxv = reinterpret_cast<float*>(out + l.aux_offset);
+  for (int64_t b = 0; b < nb; ++b) {
+    int sum = 0;
+    const float d_stored = qfn(x + b * 32, qs + b * 32, &sum);
+    for (int j = 0; j < 8; ++j) {
+      dxv[b * 8 + j] = d_stored;
+      sxv[b * 8 + j] = 0.f;
+    }
+    sxv[b * 8] = q8_1_block_sum(x + b * 32, sum);
+  }
+  for (int64_t b = nb; b < nbp; ++b) {
+    std::memset(qs + b * 32, 0, 32);
+    for (int j = 0; j < 8; ++j) dxv[b * 8 + j] = sxv[b * 8 + j] = 0.f;
+  }
+}
+
 // x (cols,) -> q8_256 layout at out (llama.cpp's quantize_row_q8_K).
 void quantize_q8_256(const float* x, int64_t cols, const x_layout& l, uint8_t* out) {
   const int64_t nb = cols / 256;
@@ -95,6 +125,7 @@ void quantize_token(const quant_traits& tr, int64_t cols, const float* x, const 
   auto* y = reinterpret_cast<float*>(out);
   switch (tr.activation) {
     case x_format::q8_32: quantize_q8_32(x, cols, tr.zero_point, l, out, ks.quantize_q8_32); break;
+    case x_format::q8_1: quantize_q8_1(x, cols, l, out, ks.quantize_q8_32); break;
     case x_format::q8_256: quantize_q8_256(x, cols, l, out); break;
     case x_format::f16: ks.round_to_f16(x, y, cols); break;
     case x_format::bf16:

@@ -36,6 +36,12 @@ struct weight_view {
 //   float cxv[nbp * 8]   at aux_offset  lane 8b: -offset * sum(qs of b) * d_b,
 //                                        other lanes 0 (offset = the weight type's
 //                                        zero_point, kernels/quant_traits.hpp)
+// q8_1 layout (q4_1, q5_1 weights): the q8_32 layout (same qs and dxv, the
+// codes and f16-rounded d of llama.cpp's quantize_row_q8_1 on x86) except
+//   float sxv[nbp * 8]   at aux_offset  lane 8b: s of block b = f16(d * sum(qs
+//                                        of b)) with d unrounded (block_q8_1's
+//                                        s), other lanes 0
+// so a weight block's min m adds m * s, llama.cpp's vec_dot_q4_1_q8_1 term.
 // q8_256 layout (k-quant weights), nb = cols / 256 (llama.cpp's block_q8_k):
 //   int8    qs[nb * 256] at 0
 //   float   d[nb]        at d_offset

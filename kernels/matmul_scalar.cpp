@@ -103,6 +103,117 @@ void rows_q8_0(const weight_view& w, const quantized_x& x, int n, float* y, int6
   q8_32_rows<block_q8_0>(w, x, n, y, r0, r1, [](const block_q8_0& b, int j) { return static_cast<int>(b.qs[j]); });
 }
 
+// q4_1 / q5_1 weights against q8_1 activations: Decode(block, j) gives the
+// unsigned code of element j. Per block d_w * d_x * sum(code * q), and the
+// min apart as m_w * s_x (llama.cpp's vec_dot_q4_1_q8_1 sums it separately).
+template <class Block, class Decode>
+void q8_1_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1,
+               Decode decode) {
+  const int64_t nb = w.cols / 32;
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+    const auto* qs = reinterpret_cast<const int8_t*>(xt);
+    const auto* dxv = reinterpret_cast<const float*>(xt + x.d_offset);
+    const auto* sxv = reinterpret_cast<const float*>(xt + x.aux_offset);
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks = reinterpret_cast<const Block*>(weight_row(w, r));
+      float sum = 0.f, sum_min = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        int isum = 0;
+        for (int j = 0; j < 32; ++j) isum += decode(blocks[b], j) * qs[b * 32 + j];
+        sum += static_cast<float>(isum) * (fp16_to_fp32(blocks[b].d) * dxv[b * 8]);
+        sum_min += fp16_to_fp32(blocks[b].m) * sxv[b * 8];
+      }
+      y[t * w.rows + r] = sum + sum_min;
+    }
+  }
+}
+
+void rows_q4_1(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  q8_1_rows<block_q4_1>(w, x, n, y, r0, r1, [](const block_q4_1& b, int j) {
+    return j < 16 ? (b.qs[j] & 0xf) : (b.qs[j - 16] >> 4);
+  });
+}
+
+void rows_q5_1(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  q8_1_rows<block_q5_1>(w, x, n, y, r0, r1, [](const block_q5_1& b, int j) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    const int lo = j < 16 ? (b.qs[j] & 0xf) : (b.qs[j - 16] >> 4);
+    return lo | static_cast<int>(((qh >> j) & 1) << 4);
+  });
+}
+
+// The 2-bit code of element e of a q2_k / q3_k super-block: bit pair p of
+// qs[32h + l] for e = 128h + 32p + l.
+int k_low2(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+
+// q2_k: 16 sub-blocks of 16, 4-bit scale (low nibble) and min (high nibble).
+void rows_q2_k(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = w.cols / 256;
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+    const auto* qs = reinterpret_cast<const int8_t*>(xt);
+    const auto* dx = reinterpret_cast<const float*>(xt + x.d_offset);
+    const auto* bsums = reinterpret_cast<const int16_t*>(xt + x.aux_offset);
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks = reinterpret_cast<const block_q2_k*>(weight_row(w, r));
+      float sum = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const block_q2_k& blk = blocks[b];
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 16; ++j) {
+          int dot = 0;
+          for (int e = 16 * j; e < 16 * j + 16; ++e) dot += k_low2(blk.qs, e) * qs[b * 256 + e];
+          isum += (blk.scales[j] & 0xf) * dot;
+          msum += (blk.scales[j] >> 4) * bsums[b * 16 + j];
+        }
+        sum += dx[b] * fp16_to_fp32(blk.d) * static_cast<float>(isum) -
+               dx[b] * fp16_to_fp32(blk.dmin) * static_cast<float>(msum);
+      }
+      y[t * w.rows + r] = sum;
+    }
+  }
+}
+
+// Signed 6-bit scale (-32..31) of sub-block j (0..15) of a q3_k super-block:
+// low nibble from scales[j % 8] (high nibble for j >= 8), top two bits from
+// bit pair j / 4 of scales[8 + j % 4].
+int q3_k_scale(const uint8_t* scales, int j) {
+  const int low = (scales[j % 8] >> (4 * (j / 8))) & 0xf;
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// q3_k: 16 sub-blocks of 16 with signed 6-bit scales; code = low 2 bits + 4 *
+// (bit 4h + p of hmask[l]) - 4 for element 128h + 32p + l.
+void rows_q3_k(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = w.cols / 256;
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+    const auto* qs = reinterpret_cast<const int8_t*>(xt);
+    const auto* dx = reinterpret_cast<const float*>(xt + x.d_offset);
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks = reinterpret_cast<const block_q3_k*>(weight_row(w, r));
+      float sum = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const block_q3_k& blk = blocks[b];
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) {
+          int dot = 0;
+          for (int e = 16 * j; e < 16 * j + 16; ++e) {
+            const int high = (blk.hmask[e % 32] >> (e / 32)) & 1;
+            dot += (k_low2(blk.qs, e) + 4 * high - 4) * qs[b * 256 + e];
+          }
+          isum += q3_k_scale(blk.scales, j) * dot;
+        }
+        sum += dx[b] * fp16_to_fp32(blk.d) * static_cast<float>(isum);
+      }
+      y[t * w.rows + r] = sum;
+    }
+  }
+}
+
 // q4_k / q5_k: Decode(block, e) gives the unsigned code (0..15 / 0..31) of element e.
 template <class Block, class Decode>
 void k4_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1,
@@ -191,7 +302,9 @@ void rows_q6_k(const weight_view& w, const quantized_x& x, int n_tokens, float* 
 // Named by the rows of kernels/quant_traits.cpp.
 extern const matmul_rows_fn matmul_scalar_f32 = rows_f32, matmul_scalar_f16 = rows_f16, matmul_scalar_bf16 = rows_bf16,
                             matmul_scalar_q4_0 = rows_q4_0, matmul_scalar_q8_0 = rows_q8_0,
-                            matmul_scalar_q5_0 = rows_q5_0, matmul_scalar_q4_k = rows_q4_k,
+                            matmul_scalar_q5_0 = rows_q5_0, matmul_scalar_q4_1 = rows_q4_1,
+                            matmul_scalar_q5_1 = rows_q5_1, matmul_scalar_q2_k = rows_q2_k,
+                            matmul_scalar_q3_k = rows_q3_k, matmul_scalar_q4_k = rows_q4_k,
                             matmul_scalar_q5_k = rows_q5_k, matmul_scalar_q6_k = rows_q6_k;
 
 }  // namespace cortex::kernels

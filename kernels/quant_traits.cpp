@@ -31,7 +31,11 @@ void quantize_row_f32(const float*, void*, int64_t);
 void quantize_row_f16(const float*, void*, int64_t);
 void quantize_row_bf16(const float*, void*, int64_t);
 void quantize_row_q4_0(const float*, void*, int64_t);
+void quantize_row_q4_1(const float*, void*, int64_t);
+void quantize_row_q5_1(const float*, void*, int64_t);
 void quantize_row_q8_0(const float*, void*, int64_t);
+void quantize_row_q2_k(const float*, void*, int64_t);
+void quantize_row_q3_k(const float*, void*, int64_t);
 void quantize_row_q4_k(const float*, void*, int64_t);
 void quantize_row_q5_k(const float*, void*, int64_t);
 void quantize_row_q6_k(const float*, void*, int64_t);
@@ -48,8 +52,12 @@ CORTEX_MATMUL_KERNELS(f32);
 CORTEX_MATMUL_KERNELS(f16);
 CORTEX_MATMUL_KERNELS(bf16);
 CORTEX_MATMUL_KERNELS(q4_0);
+CORTEX_MATMUL_KERNELS(q4_1);
 CORTEX_MATMUL_KERNELS(q5_0);
+CORTEX_MATMUL_KERNELS(q5_1);
 CORTEX_MATMUL_KERNELS(q8_0);
+CORTEX_MATMUL_KERNELS(q2_k);
+CORTEX_MATMUL_KERNELS(q3_k);
 CORTEX_MATMUL_KERNELS(q4_k);
 CORTEX_MATMUL_KERNELS(q5_k);
 CORTEX_MATMUL_KERNELS(q6_k);
@@ -99,16 +107,20 @@ struct trait_table {
        CORTEX_MATMUL(bf16), nullptr},
       {ggml_type::q4_0, "q4_0", qk4_0, sizeof(block_q4_0), dequantize_row_q4_0, quantize_row_q4_0, xf::q8_32, 8,
        CORTEX_MATMUL(q4_0), &packed_q4_0},
-      {ggml_type::q4_1, "q4_1", 32, sizeof(block_q4_1), dequantize_row_q4_1, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q4_1, "q4_1", 32, sizeof(block_q4_1), dequantize_row_q4_1, quantize_row_q4_1, xf::q8_1, 0,
+       CORTEX_MATMUL(q4_1), nullptr},
       {ggml_type::q5_0, "q5_0", 32, sizeof(block_q5_0), dequantize_row_q5_0, nullptr, xf::q8_32, 16,
        CORTEX_MATMUL(q5_0), nullptr},
-      {ggml_type::q5_1, "q5_1", 32, sizeof(block_q5_1), dequantize_row_q5_1, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q5_1, "q5_1", 32, sizeof(block_q5_1), dequantize_row_q5_1, quantize_row_q5_1, xf::q8_1, 0,
+       CORTEX_MATMUL(q5_1), nullptr},
       {ggml_type::q8_0, "q8_0", qk8_0, sizeof(block_q8_0), dequantize_row_q8_0, quantize_row_q8_0, xf::q8_32, 128,
        CORTEX_MATMUL(q8_0), &packed_q8_0},
       // q8_1 = {d, s} halves + 32 int8; only produced at run time for dot products.
       {ggml_type::q8_1, "q8_1", 32, 2 * sizeof(half_bits) + 32, nullptr, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::q2_k, "q2_K", qk_k, sizeof(block_q2_k), dequantize_row_q2_k, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::q3_k, "q3_K", qk_k, sizeof(block_q3_k), dequantize_row_q3_k, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::q2_k, "q2_K", qk_k, sizeof(block_q2_k), dequantize_row_q2_k, quantize_row_q2_k, xf::q8_256, 0,
+       CORTEX_MATMUL(q2_k), nullptr},
+      {ggml_type::q3_k, "q3_K", qk_k, sizeof(block_q3_k), dequantize_row_q3_k, quantize_row_q3_k, xf::q8_256, 0,
+       CORTEX_MATMUL(q3_k), nullptr},
       {ggml_type::q4_k, "q4_K", qk_k, sizeof(block_q4_k), dequantize_row_q4_k, quantize_row_q4_k, xf::q8_256, 0,
        CORTEX_MATMUL(q4_k), &packed_q4_k},
       {ggml_type::q5_k, "q5_K", qk_k, sizeof(block_q5_k), dequantize_row_q5_k, quantize_row_q5_k, xf::q8_256, 0,

@@ -25,8 +25,10 @@ namespace kernels {
 
 // What matmul turns the f32 activations into for a weight type (layouts in
 // kernels/matmul_kernels.hpp): f32 itself, f32 rounded to f16 / bf16
-// (llama.cpp's vec_dot_type of those weights), or 8-bit blocks of 32 / 256.
-enum class x_format : uint8_t { none, f32, f16, bf16, q8_32, q8_256 };
+// (llama.cpp's vec_dot_type of those weights), 8-bit blocks of 32 (q8_32 as
+// llama.cpp's q8_0; q8_1 also carries each block's scaled sum, for weights
+// with a min) or of 256 (q8_256, llama.cpp's q8_K).
+enum class x_format : uint8_t { none, f32, f16, bf16, q8_32, q8_256, q8_1 };
 
 // Activations of the packed kernels: q8_p (blocks of 32) or q8_kp (256).
 enum class packed_x_format : uint8_t { q8_p, q8_kp };
@@ -63,7 +65,8 @@ struct quant_traits {
   kernels::x_format activation;  // none: no matmul for it
   // Subtracted from the stored (unsigned) code by the q8_32 and packed
   // kernels: 8 (q4_0), 16 (q5_0), 128 (q8_0, whose int8 codes the AVX-512
-  // kernels offset to uint8); 0 where unused.
+  // kernels offset to uint8); 0 where unused (q4_1 / q5_1 add their min
+  // through q8_1's block sums instead).
   int zero_point;
   kernels::matmul_rows_fn matmul[kernels::n_kernel_isas];  // [0] set iff activation != none
   const kernels::packed_layout* packed;                   // nullptr: not packed

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/fp16.hpp"
 #include "kernels/quant.hpp"
@@ -15,8 +16,15 @@
 namespace cortex {
 namespace {
 
-// Round half to even, as the reference's nearest_int. REQUIRES |v| < 2^22.
-inline int nearest_int(float v) { return static_cast<int>(std::lrint(v)); }
+// The reference's nearest_int, bit for bit: round half to even for
+// |v| < 2^22, and the same wrapped value beyond (where a degenerate block can
+// take it), so such blocks still quantize to llama-quantize's bytes.
+inline int nearest_int(float v) {
+  const float shifted = v + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &shifted, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
 
 void quantize_q8_0(const float* x, block_q8_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += qk8_0) {
@@ -52,11 +60,58 @@ void quantize_q4_0(const float* x, block_q4_0* y, int64_t nb) {
   }
 }
 
+// q4_1 / q5_1 (nmax 15 / 31): d = (max - min) / nmax, m = min, codes
+// truncate (x - min) / d + 0.5. q5_1 stores the fifth bit of element j in
+// bit j of qh. q4_1 clamps to 15; q5_1 does not (the reference does not
+// either, and (max - min) * (1 / d) + 0.5 stays below 32).
+template <class Block, int nmax>
+void quantize_scale_min_32(const float* x, Block* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    float min = std::numeric_limits<float>::max();
+    float max = -std::numeric_limits<float>::max();
+    for (int j = 0; j < 32; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / static_cast<float>(nmax);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    y[i].m = fp32_to_fp16(min);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      int q0 = static_cast<int>((x[j] - min) * id + 0.5f);
+      int q1 = static_cast<int>((x[j + 16] - min) * id + 0.5f);
+      if constexpr (nmax == 15) {
+        q0 = std::min(15, q0);
+        q1 = std::min(15, q1);
+      }
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0f) | ((q1 & 0x0f) << 4));
+      qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
+      qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + 16);
+    }
+    if constexpr (nmax == 31) std::memcpy(y[i].qh, &qh, sizeof(qh));
+  }
+}
+
+// Levels L[256] (0..3) of a q2_K / q3_K super-block into qs[64]: element
+// 128h + 32p + l in bit pair p of qs[32h + l].
+void pack_low2(const uint8_t* L, uint8_t* qs) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* Lh = L + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      qs[32 * h + l] = static_cast<uint8_t>(Lh[l] | (Lh[32 + l] << 2) | (Lh[64 + l] << 4) | (Lh[96 + l] << 6));
+    }
+  }
+}
+
 // Weighted least-squares fit of x[i] ~ scale * L[i] - min_out with L in
 // [0, nmax] and min_out >= 0, trying nstep + 1 candidate grid scales
-// (llama.cpp's make_qkx2_quants). Returns scale; L gets the levels.
+// (llama.cpp's make_qkx2_quants); use_mad: candidates are ranked by weighted
+// absolute error instead of squared error. Returns scale; L gets the levels.
+// REQUIRES: n <= 32.
 float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* min_out, float rmin,
-                    float rdelta, int nstep) {
+                    float rdelta, int nstep, bool use_mad = false) {
+  const auto error_of = [use_mad](float diff) { return use_mad ? std::fabs(diff) : diff * diff; };
   float lo = x[0], hi = x[0];
   float sum_w = w[0];
   float sum_x = sum_w * x[0];
@@ -78,7 +133,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
   for (int i = 0; i < n; ++i) {
     L[i] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax));
     const float diff = scale * L[i] + lo - x[i];
-    best_error += w[i] * (diff * diff);
+    best_error += w[i] * error_of(diff);
   }
   uint8_t trial[32];
   for (int is = 0; is <= nstep; ++is) {
@@ -103,7 +158,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
     float error = 0;
     for (int i = 0; i < n; ++i) {
       const float diff = this_scale * trial[i] + this_min - x[i];
-      error += w[i] * (diff * diff);
+      error += w[i] * error_of(diff);
     }
     if (error < best_error) {
       std::copy(trial, trial + n, L);
@@ -184,6 +239,152 @@ void quantize_q5_k(const float* x, block_q5_k* y, int64_t nb, int nstep = 15) {
         y[i].qs[32 * c + l] = static_cast<uint8_t>((L[64 * c + l] & 0x0f) | ((L[64 * c + 32 + l] & 0x0f) << 4));
       }
     }
+  }
+}
+
+// q2_K: 16 sub-blocks of 16 fitted as x ~ scale * L - min (L in 0..3,
+// weights |x|, absolute error), scales and mins to 4 bits against fp16
+// super-scales (llama.cpp's quantize_row_q2_K_ref), levels re-derived from
+// the rounded scales.
+void quantize_q2_k(const float* x, block_q2_k* y, int64_t nb) {
+  uint8_t L[qk_k];
+  float weights[16], mins[qk_k / 16], scales[qk_k / 16];
+  const float q4scale = 15.f;
+  for (int64_t i = 0; i < nb; ++i, x += qk_k) {
+    float max_scale = 0, max_min = 0;
+    for (int s = 0; s < qk_k / 16; ++s) {
+      for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * s + l]);
+      scales[s] = fit_scale_min(16, 3, x + 16 * s, weights, L + 16 * s, &mins[s], -0.5f, 0.1f, 15, true);
+      max_scale = std::max(max_scale, scales[s]);
+      max_min = std::max(max_min, mins[s]);
+    }
+    // uint8_t wrap-around of a negative level matches the reference.
+    if (max_scale > 0) {
+      const float iscale = q4scale / max_scale;
+      for (int s = 0; s < qk_k / 16; ++s) y[i].scales[s] = static_cast<uint8_t>(nearest_int(iscale * scales[s]));
+      y[i].d = fp32_to_fp16(max_scale / q4scale);
+    } else {
+      std::memset(y[i].scales, 0, sizeof(y[i].scales));
+      y[i].d = fp32_to_fp16(0.f);
+    }
+    if (max_min > 0) {
+      const float iscale = q4scale / max_min;
+      for (int s = 0; s < qk_k / 16; ++s) {
+        y[i].scales[s] = static_cast<uint8_t>(y[i].scales[s] | (static_cast<unsigned>(nearest_int(iscale * mins[s])) << 4));
+      }
+      y[i].dmin = fp32_to_fp16(max_min / q4scale);
+    } else {
+      y[i].dmin = fp32_to_fp16(0.f);
+    }
+    const float d_all = fp16_to_fp32(y[i].d), dmin_all = fp16_to_fp32(y[i].dmin);
+    for (int s = 0; s < qk_k / 16; ++s) {
+      const float d = d_all * static_cast<float>(y[i].scales[s] & 0xf);
+      if (d == 0.0f) continue;
+      const float dm = dmin_all * static_cast<float>(y[i].scales[s] >> 4);
+      for (int l = 0; l < 16; ++l) {
+        L[16 * s + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[16 * s + l] + dm) / d), 0, 3));
+      }
+    }
+    pack_low2(L, y[i].qs);
+  }
+}
+
+// Symmetric fit x[i] ~ scale * L[i], L in [-4, 3], weighted by x^2: the
+// plain rounding at -4 / max, then up to 5 passes moving single levels while
+// that improves the fit (llama.cpp's make_q3_quants with do_rmse). Returns
+// scale; L gets the levels + 4.
+float fit_scale_q3(const float* x, int8_t* L) {
+  constexpr int n = 16, nmax = 4;
+  float amax = 0, vmax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  if (amax < 1e-15f) {
+    std::fill(L, L + n, int8_t{0});
+    return 0.0f;
+  }
+  const float iscale = static_cast<float>(-nmax) / vmax;
+  float sum_lx = 0, sum_l2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = static_cast<int8_t>(l);
+    const float w = x[i] * x[i];
+    sum_lx += w * x[i] * static_cast<float>(l);
+    sum_l2 += w * static_cast<float>(l) * static_cast<float>(l);
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int n_changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = x[i] * x[i];
+      float slx = sum_lx - w * x[i] * static_cast<float>(L[i]);
+      if (!(slx > 0)) continue;
+      float sl2 = sum_l2 - w * static_cast<float>(L[i]) * static_cast<float>(L[i]);
+      const int l = std::clamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+      if (l == L[i]) continue;
+      slx += w * x[i] * static_cast<float>(l);
+      sl2 += w * static_cast<float>(l) * static_cast<float>(l);
+      if (sl2 > 0 && slx * slx * sum_l2 > sum_lx * sum_lx * sl2) {
+        L[i] = static_cast<int8_t>(l);
+        sum_lx = slx;
+        sum_l2 = sl2;
+        ++n_changed;
+      }
+    }
+    if (n_changed == 0) break;
+  }
+  for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(L[i] + nmax);
+  return sum_l2 > 0.0f ? sum_lx / sum_l2 : 0.0f;
+}
+
+// q3_K: 16 sub-blocks of 16 fitted symmetrically (levels -4..3), their
+// scales to signed 6 bits against an fp16 super-scale (llama.cpp's
+// quantize_row_q3_K_ref); the levels' third bits go to hmask.
+void quantize_q3_k(const float* x, block_q3_k* y, int64_t nb) {
+  int8_t L[qk_k];
+  float scales[qk_k / 16];
+  for (int64_t i = 0; i < nb; ++i, x += qk_k) {
+    float max_scale = 0, amax = 0;
+    for (int s = 0; s < qk_k / 16; ++s) {
+      scales[s] = fit_scale_q3(x + 16 * s, L + 16 * s);
+      if (std::fabs(scales[s]) > amax) {
+        amax = std::fabs(scales[s]);
+        max_scale = scales[s];
+      }
+    }
+    std::memset(y[i].scales, 0, sizeof(y[i].scales));
+    if (max_scale != 0) {
+      const float iscale = -32.f / max_scale;
+      for (int s = 0; s < qk_k / 16; ++s) {
+        // The reference stores the level in an int8_t before clamping.
+        const int l = std::clamp<int>(static_cast<int8_t>(nearest_int(iscale * scales[s])), -32, 31) + 32;
+        y[i].scales[s % 8] = static_cast<uint8_t>(y[i].scales[s % 8] | ((l & 0xf) << (4 * (s / 8))));
+        y[i].scales[8 + s % 4] = static_cast<uint8_t>(y[i].scales[8 + s % 4] | ((l >> 4) << (2 * (s / 4))));
+      }
+      y[i].d = fp32_to_fp16(1 / iscale);
+    } else {
+      y[i].d = fp32_to_fp16(0.f);
+    }
+    const float d_all = fp16_to_fp32(y[i].d);
+    for (int s = 0; s < qk_k / 16; ++s) {
+      const int low = (y[i].scales[s % 8] >> (4 * (s / 8))) & 0xf;
+      const int high = (y[i].scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+      const float d = d_all * static_cast<float>((low | (high << 4)) - 32);
+      if (d == 0.0f) continue;
+      for (int l = 0; l < 16; ++l) {
+        L[16 * s + l] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * s + l] / d), -4, 3) + 4);
+      }
+    }
+    // Element 128h + 32p + l: third bit to bit 4h + p of hmask[l].
+    std::memset(y[i].hmask, 0, sizeof(y[i].hmask));
+    uint8_t low2[qk_k];
+    for (int e = 0; e < qk_k; ++e) {
+      if (L[e] > 3) y[i].hmask[e % 32] = static_cast<uint8_t>(y[i].hmask[e % 32] | (1 << (e / 32)));
+      low2[e] = static_cast<uint8_t>(L[e] & 3);
+    }
+    pack_low2(low2, y[i].qs);
   }
 }
 
@@ -287,7 +488,15 @@ void quantize_row_bf16(const float* x, void* y, int64_t n) {
 }
 
 void quantize_row_q4_0(const float* x, void* y, int64_t n) { quantize_q4_0(x, static_cast<block_q4_0*>(y), n / qk4_0); }
+void quantize_row_q4_1(const float* x, void* y, int64_t n) {
+  quantize_scale_min_32<block_q4_1, 15>(x, static_cast<block_q4_1*>(y), n / 32);
+}
+void quantize_row_q5_1(const float* x, void* y, int64_t n) {
+  quantize_scale_min_32<block_q5_1, 31>(x, static_cast<block_q5_1*>(y), n / 32);
+}
 void quantize_row_q8_0(const float* x, void* y, int64_t n) { quantize_q8_0(x, static_cast<block_q8_0*>(y), n / qk8_0); }
+void quantize_row_q2_k(const float* x, void* y, int64_t n) { quantize_q2_k(x, static_cast<block_q2_k*>(y), n / qk_k); }
+void quantize_row_q3_k(const float* x, void* y, int64_t n) { quantize_q3_k(x, static_cast<block_q3_k*>(y), n / qk_k); }
 void quantize_row_q4_k(const float* x, void* y, int64_t n) { quantize_q4_k(x, static_cast<block_q4_k*>(y), n / qk_k); }
 void quantize_row_q5_k(const float* x, void* y, int64_t n) { quantize_q5_k(x, static_cast<block_q5_k*>(y), n / qk_k); }
 void quantize_row_q6_k(const float* x, void* y, int64_t n) { quantize_q6_k(x, static_cast<block_q6_k*>(y), n / qk_k); }

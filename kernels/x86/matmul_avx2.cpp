@@ -1,6 +1,6 @@
-// AVX2 matmul kernels: f32/f16/bf16 and the q8_32 quant types (q4_0, q5_0,
-// q8_0). Only the kernels named at the end are exported (this file is
-// compiled with -mavx2 -mfma -mf16c).
+// AVX2 matmul kernels: f32/f16/bf16, the q8_32 quant types (q4_0, q5_0,
+// q8_0) and the q8_1 ones (q4_1, q5_1). Only the kernels named at the end
+// are exported (this file is compiled with -mavx2 -mfma -mf16c).
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
@@ -43,9 +43,11 @@ struct load_bf16 {
 // ---- q8_32 weights (blocks of 32 with one f16 scale) ----------------------
 
 // Each unpack gives the 32 codes of block b as bytes, element j in byte j:
-// unsigned codes (zero point removed through cxv) or, for q8_0, signed.
-struct unpack_q4_0 {
-  using block = block_q4_0;
+// unsigned codes (zero point removed through cxv, or a min added through
+// q8_1's s) or, for q8_0, signed.
+template <class Block>
+struct unpack_nibbles {
+  using block = Block;
   static constexpr bool is_signed = false;
   static __m256i codes(const block& b) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
@@ -54,8 +56,13 @@ struct unpack_q4_0 {
   }
 };
 
-struct unpack_q5_0 {
-  using block = block_q5_0;
+using unpack_q4_0 = unpack_nibbles<block_q4_0>;
+using unpack_q4_1 = unpack_nibbles<block_q4_1>;
+
+// Nibbles plus the fifth bit of element j from bit j of qh.
+template <class Block>
+struct unpack_five_bits {
+  using block = Block;
   static constexpr bool is_signed = false;
   static __m256i codes(const block& b) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
@@ -73,6 +80,9 @@ struct unpack_q5_0 {
   }
 };
 
+using unpack_q5_0 = unpack_five_bits<block_q5_0>;
+using unpack_q5_1 = unpack_five_bits<block_q5_1>;
+
 struct unpack_q8_0 {
   using block = block_q8_0;
   static constexpr bool is_signed = true;
@@ -84,6 +94,7 @@ struct unpack_q8_0 {
 struct avx2_q8_32 : avx2_isa {
   static constexpr int q8_blocks = 1;
   using qvec = __m256i;
+  using wscale = facc;
   template <class Unpack, int n>
   static qvec codes(const typename Unpack::block* b) {
     return Unpack::codes(b[0]);
@@ -120,6 +131,25 @@ struct avx2_q8_32 : avx2_isa {
   }
 };
 
+// The q8_1 steps (q4_1, q5_1 weights): the codes' dot as for q8_32, plus
+// the weight block's min m times the activation block's s (lane 0 of sxv).
+struct avx2_q8_1 : avx2_q8_32 {
+  struct wscale {
+    __m256 d, m;
+  };
+  template <int n, class Block>
+  static wscale scales(const Block* b) {
+    return {_mm256_set1_ps(_cvtsh_ss(b[0].d)), _mm256_set1_ps(_cvtsh_ss(b[0].m))};
+  }
+  template <class Unpack>
+  static facc dot(qvec wq, const wscale& w, const q8_x& xb, facc acc) {
+    const __m256i p = _mm256_maddubs_epi16(wq, xb.q);
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(f, xb.d), w.d, acc);
+    return _mm256_fmadd_ps(xb.c, w.m, acc);
+  }
+};
+
 }  // namespace
 
 // Activations of f16 weights: F16C conversions round to nearest even with
@@ -148,6 +178,8 @@ extern const matmul_rows_fn matmul_avx2_f32 = tiled_rows<float_tile<avx2_isa, lo
                             matmul_avx2_bf16 = tiled_rows<float_tile<avx2_isa, load_bf16>, 4, 2, 4>,
                             matmul_avx2_q4_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q4_0>, 4, 2, 3>,
                             matmul_avx2_q5_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q5_0>, 4, 2, 3>,
-                            matmul_avx2_q8_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q8_0>, 4, 2, 3>;
+                            matmul_avx2_q8_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q8_0>, 4, 2, 3>,
+                            matmul_avx2_q4_1 = tiled_rows<q8_32_tile<avx2_q8_1, unpack_q4_1>, 4, 2, 3>,
+                            matmul_avx2_q5_1 = tiled_rows<q8_32_tile<avx2_q8_1, unpack_q5_1>, 4, 2, 3>;
 
 }  // namespace cortex::kernels

@@ -1,11 +1,12 @@
-// AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels: f32/f16/bf16 and the q8_32
-// quant types (q4_0, q5_0, q8_0). Only the kernels named
-// at the end are exported.
+// AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels: f32/f16/bf16, the q8_32
+// quant types (q4_0, q5_0, q8_0) and the q8_1 ones (q4_1, q5_1). Only the
+// kernels named at the end are exported.
 //
 // Quant kernels take two blocks (64 codes) per zmm. Weight codes are made
 // unsigned (q8_0: +128) so vpdpbusd(codes u8, x s8) applies; the zero point
 // comes back through the activation's cxv term: per block
-//   (sum(code * xq) * dx - offset * sum(xq) * dx) * dw.
+//   (sum(code * xq) * dx - offset * sum(xq) * dx) * dw,
+// and q4_1 / q5_1's min through q8_1's s: sum(code * xq) * dx * dw + m * s.
 // GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -64,8 +65,9 @@ __m512i split_nibbles(__m512i v) {
 
 // Each unpack gives unsigned codes of blocks b, b+1 (pair) or of block b in
 // the low half and zeros above (single), element j of block b in byte j.
-struct unpack_q4_0 {
-  using block = block_q4_0;
+template <class Block>
+struct unpack_nibbles {
+  using block = Block;
   static __m512i pair(const block* b) {
     return split_nibbles(broadcast_halves(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)),
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs))));
@@ -76,8 +78,13 @@ struct unpack_q4_0 {
   }
 };
 
-struct unpack_q5_0 {
-  using block = block_q5_0;
+using unpack_q4_0 = unpack_nibbles<block_q4_0>;
+using unpack_q4_1 = unpack_nibbles<block_q4_1>;
+
+// Nibbles plus the fifth bit of element j from bit j of qh.
+template <class Block>
+struct unpack_five_bits {
+  using block = Block;
   static uint64_t high_bits(const block& b) {
     uint32_t qh;
     __builtin_memcpy(&qh, b.qh, 4);
@@ -95,6 +102,9 @@ struct unpack_q5_0 {
     return _mm512_or_si512(lo, _mm512_maskz_mov_epi8(high_bits(b[0]), _mm512_set1_epi8(0x10)));
   }
 };
+
+using unpack_q5_0 = unpack_five_bits<block_q5_0>;
+using unpack_q5_1 = unpack_five_bits<block_q5_1>;
 
 struct unpack_q8_0 {
   using block = block_q8_0;
@@ -131,11 +141,36 @@ __m512 pair_scales(const Block* b) {
   return _mm512_cvtph_ps(_mm512_castsi512_si256(d));
 }
 
+// Scale and min vectors of blocks b, b+1 of q4_1 / q5_1 (d, m first): lanes
+// 0-7 of blocks b, lanes 8-15 of b+1. One masked load of the words up to
+// b+1's m and one word permute: d in words 0-15, m in words 16-31.
+template <class Block>
+struct pair_scale_min_index {
+  static constexpr int stride = sizeof(Block) / 2;
+  alignas(64) uint16_t words[32];
+  constexpr pair_scale_min_index() : words{} {
+    for (int i = 0; i < 32; ++i) words[i] = static_cast<uint16_t>((i / 16) + (i % 16 < 8 ? 0 : stride));
+  }
+};
+
+template <class Block>
+void pair_scales_mins(const Block* b, __m512& d, __m512& m) {
+  static_assert(sizeof(Block) % 2 == 0 && offsetof(Block, d) == 0 && offsetof(Block, m) == 2,
+                "f16 d then m first, word-aligned blocks");
+  static constexpr pair_scale_min_index<Block> index{};
+  constexpr int stride = pair_scale_min_index<Block>::stride;
+  const __m512i v = _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << (stride + 2)) - 1), b);
+  const __m512i w = _mm512_permutexvar_epi16(_mm512_load_si512(index.words), v);
+  d = _mm512_cvtph_ps(_mm512_castsi512_si256(w));
+  m = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(w, 1));
+}
+
 // The q8_32 steps of the generic tile (matmul_tile_body.hpp): two blocks
 // (64 codes) per zmm, a single block for an odd last one.
 struct avx512_q8_32 : avx512_isa {
   static constexpr int q8_blocks = 2;
   using qvec = __m512i;
+  using wscale = facc;
   template <class Unpack, int n>
   static qvec codes(const typename Unpack::block* b) {
     if constexpr (n == 2) {
@@ -168,6 +203,32 @@ struct avx512_q8_32 : avx512_isa {
   }
 };
 
+// The q8_1 steps (q4_1, q5_1 weights): the codes' dot as for q8_32, plus
+// each weight block's min m times its activation block's s (lanes 0 and 8
+// of sxv; the zero padding block's s is 0).
+struct avx512_q8_1 : avx512_q8_32 {
+  struct wscale {
+    __m512 d, m;
+  };
+  template <int n, class Block>
+  static wscale scales(const Block* b) {
+    wscale s;
+    if constexpr (n == 2) {
+      pair_scales_mins(b, s.d, s.m);
+    } else {
+      s.d = _mm512_set1_ps(_cvtsh_ss(b[0].d));
+      s.m = _mm512_set1_ps(_cvtsh_ss(b[0].m));
+    }
+    return s;
+  }
+  template <class Unpack>
+  static facc dot(qvec wq, const wscale& w, const q8_x& xb, facc acc) {
+    const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, xb.q);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), xb.d), w.d, acc);
+    return _mm512_fmadd_ps(xb.c, w.m, acc);
+  }
+};
+
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
@@ -176,6 +237,8 @@ extern const matmul_rows_fn matmul_avx512_f32 = tiled_rows<float_tile<avx512_isa
                             matmul_avx512_bf16 = tiled_rows<float_tile<avx512_isa, load_bf16>, 4, 4, 4>,
                             matmul_avx512_q4_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q4_0>, 4, 4, 3>,
                             matmul_avx512_q5_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q5_0>, 4, 4, 3>,
-                            matmul_avx512_q8_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q8_0>, 4, 4, 3>;
+                            matmul_avx512_q8_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q8_0>, 4, 4, 3>,
+                            matmul_avx512_q4_1 = tiled_rows<q8_32_tile<avx512_q8_1, unpack_q4_1>, 4, 4, 3>,
+                            matmul_avx512_q5_1 = tiled_rows<q8_32_tile<avx512_q8_1, unpack_q5_1>, 4, 4, 3>;
 
 }  // namespace cortex::kernels

@@ -1,12 +1,14 @@
-// AVX2 matmul kernels for the k-quants (q4_k, q5_k, q6_k) against q8_k
+// AVX2 matmul kernels for the k-quants (q2_k .. q6_k) against q8_k
 // activations, the same integer math as kernels/matmul_scalar.cpp. Only the
 // kernels named at the end are exported (compiled with -mavx2 -mfma -mf16c).
 //
 // A super-block (256) is four chunks of 64 codes, two ymm of 32 codes each.
-// Codes are unsigned (q6_k's -32 comes back through bsums), so per ymm
+// Codes are unsigned (q6_k's -32 and q3_k's -4 come back through bsums), so
+// per ymm
 //   p = maddubs(codes u8, x s8)            16 int16, |lane| <= 2 * 63 * 128
 //   isum += madd(p, scale)                 8 int32, scale as int16 per lane
-// and per super-block y += d * dx * isum (- dmin * dx * sum(min * bsum)).
+// and per super-block y += d * dx * isum (- dmin * dx * sum(min * bsum)),
+// mins per 32 codes (q4_k, q5_k) or per 16 (q2_k).
 // The float sums are in a different order than the reference: results agree
 // within float rounding, not bit for bit.
 #include <immintrin.h>
@@ -16,6 +18,7 @@
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/matmul_isa_avx2.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
+#include "kernels/x86/q3_k_scales.hpp"
 
 namespace cortex::kernels {
 
@@ -89,6 +92,104 @@ struct k4_policy {
   }
 };
 
+// Scales of the four 16-code sub-blocks of chunk c (4c .. 4c + 3), two per
+// ymm (16 codes per 128 bits), from int16 scales 8h .. 8h + 7 held in both
+// 128-bit halves of halves[h].
+chunk scales_of_16(const __m256i (&halves)[2], int c) {
+  const __m256i& sc = halves[c >> 1];
+  const int k = (4 * c) & 7;
+  return {_mm256_shuffle_epi8(sc, pick_int16(k, k + 1)), _mm256_shuffle_epi8(sc, pick_int16(k + 2, k + 3))};
+}
+
+// The int8 scales of 16 sub-blocks -> both 128-bit halves of halves[h]
+// holding scales 8h .. 8h + 7 as int16; returns all 16 as int16.
+__m256i spread_scales_of_16(__m128i sc8, bool is_signed, __m256i (&halves)[2]) {
+  const __m256i sc16 = is_signed ? _mm256_cvtepi8_epi16(sc8) : _mm256_cvtepu8_epi16(sc8);
+  halves[0] = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+  halves[1] = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+  return sc16;
+}
+
+// The 2-bit codes of chunk c of a q2_k / q3_k super-block: element 128h +
+// 32p + l is bit pair p of qs[32h + l], so chunk c (h = c / 2) is bit pairs
+// 2(c % 2) (lo) and 2(c % 2) + 1 (hi) of the same 32 bytes.
+chunk low2_codes(const uint8_t* qs, int c) {
+  const __m256i v = load32(qs + 32 * (c >> 1));
+  const int shift = 4 * (c & 1);
+  const __m256i three = _mm256_set1_epi8(3);
+  return {_mm256_and_si256(_mm256_srli_epi16(v, shift), three),
+          _mm256_and_si256(_mm256_srli_epi16(v, shift + 2), three)};
+}
+
+// q2_k: 16 sub-blocks of 16, 4-bit scales (low nibbles) and mins (high
+// nibbles), codes 0..3.
+struct q2_policy {
+  using block = block_q2_k;
+
+  struct row_state {
+    __m256i scales[2];  // int16, both 128-bit halves: scales 8h .. 8h + 7
+    __m256i mins;       // int16 lane j: min j (matches bsums j)
+    float d, dmin;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    spread_scales_of_16(_mm_and_si128(sc8, nibble), false, s.scales);
+    s.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), nibble));
+    s.d = _cvtsh_ss(b.d);
+    s.dmin = _cvtsh_ss(b.dmin);
+  }
+
+  static chunk codes(const block& b, const row_state&, int c) { return low2_codes(b.qs, c); }
+  static chunk scale(const row_state& s, int c) { return scales_of_16(s.scales, c); }
+
+  // acc += dx * (d * isum - dmin * sum_j min_j * bsum_j)
+  static __m256 finish(const row_state& s, __m256i isum, __m256i bsums, float dx, __m256 acc) {
+    const __m256i mins = _mm256_madd_epi16(s.mins, bsums);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(s.d * dx), acc);
+    return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(s.dmin * dx), acc);
+  }
+};
+
+// q3_k: 16 sub-blocks of 16 with signed 6-bit scales; codes 0..7 (the 2-bit
+// code plus 4 * its hmask bit) with zero point 4: llama.cpp's "subtract 4
+// where the bit is clear", brought back through bsums.
+struct q3_policy {
+  using block = block_q3_k;
+
+  struct row_state {
+    __m256i scales[2];  // int16, both 128-bit halves: scales 8h .. 8h + 7
+    __m256i scales_m4;  // int16 lane j: -4 * scale j
+    float d;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    const __m256i sc16 = spread_scales_of_16(q3_k_scales(b.scales), true, s.scales);
+    s.scales_m4 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 2));
+    s.d = _cvtsh_ss(b.d);
+  }
+
+  // Element 128h + 32p + l has its third bit at bit 4h + p of hmask[l].
+  static chunk codes(const block& b, const row_state&, int c) {
+    chunk q = low2_codes(b.qs, c);
+    const __m256i hm = load32(b.hmask);
+    const int bit = 2 * c;  // 4h + 2(c % 2)
+    const __m256i four = _mm256_set1_epi8(4);
+    q.lo = _mm256_or_si256(q.lo, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(hm, bit), 2), four));
+    q.hi = _mm256_or_si256(q.hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(hm, bit + 1), 2), four));
+    return q;
+  }
+
+  static chunk scale(const row_state& s, int c) { return scales_of_16(s.scales, c); }
+
+  // acc += dx * d * (isum - 4 * sum_j scale_j * bsum_j)
+  static __m256 finish(const row_state& s, __m256i isum, __m256i bsums, float dx, __m256 acc) {
+    const __m256i total = _mm256_add_epi32(isum, _mm256_madd_epi16(s.scales_m4, bsums));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(s.d * dx), acc);
+  }
+};
+
 // q6_k: int8 scale per 16 codes, codes 0..63 with zero point 32. Chunk c is
 // half h = c / 2, quarters 2(c % 2) and 2(c % 2) + 1 of that half; quarter q
 // (32 codes, sub-blocks 8h + 2q and 8h + 2q + 1) takes its low 4 bits from
@@ -103,9 +204,8 @@ struct q6_policy {
   };
 
   static void prepare(const block& b, row_state& s) {
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    s.scales[0] = _mm256_permute2x128_si256(sc16, sc16, 0x00);
-    s.scales[1] = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+    const __m256i sc16 =
+        spread_scales_of_16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), true, s.scales);
     s.scales_m32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
     s.d = _cvtsh_ss(b.d);
   }
@@ -124,12 +224,7 @@ struct q6_policy {
                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), top))};
   }
 
-  // Sub-blocks of chunk c: 4c .. 4c + 3, two per ymm (16 codes per 128 bits).
-  static chunk scale(const row_state& s, int c) {
-    const __m256i& sc = s.scales[c >> 1];
-    const int k = (4 * c) & 7;
-    return {_mm256_shuffle_epi8(sc, pick_int16(k, k + 1)), _mm256_shuffle_epi8(sc, pick_int16(k + 2, k + 3))};
-  }
+  static chunk scale(const row_state& s, int c) { return scales_of_16(s.scales, c); }
 
   // acc += dx * d * (isum - 32 * sum_j scale_j * bsum_j)
   static __m256 finish(const row_state& s, __m256i isum, __m256i bsums, float dx, __m256 acc) {
@@ -143,7 +238,9 @@ struct q6_policy {
 // Named by the rows of kernels/quant_traits.cpp. One row per tile: with 16
 // ymm registers, two rows' codes and scales plus their sums spill, and
 // measured slower at both 1 and 16 tokens.
-extern const matmul_rows_fn matmul_avx2_q4_k = tiled_rows<k_tile<avx2_isa, k4_policy<block_q4_k, false>>, 1, 1, 4>,
+extern const matmul_rows_fn matmul_avx2_q2_k = tiled_rows<k_tile<avx2_isa, q2_policy>, 1, 1, 4>,
+                            matmul_avx2_q3_k = tiled_rows<k_tile<avx2_isa, q3_policy>, 1, 1, 4>,
+                            matmul_avx2_q4_k = tiled_rows<k_tile<avx2_isa, k4_policy<block_q4_k, false>>, 1, 1, 4>,
                             matmul_avx2_q5_k = tiled_rows<k_tile<avx2_isa, k4_policy<block_q5_k, true>>, 1, 1, 4>,
                             matmul_avx2_q6_k = tiled_rows<k_tile<avx2_isa, q6_policy>, 1, 1, 4>;
 

@@ -1,8 +1,8 @@
-// AVX-512 VNNI matmul kernels for the k-quants (q4_k, q5_k, q6_k) against
-// q8_k activations. Only the kernels named at the end are exported.
+// AVX-512 VNNI matmul kernels for the k-quants (q2_k .. q6_k) against q8_k
+// activations. Only the kernels named at the end are exported.
 //
 // A super-block (256) is four chunks of 64 codes, one zmm each. Codes are
-// unsigned (q6_k's -32 comes back through bsums), so per chunk
+// unsigned (q6_k's -32 and q3_k's -4 come back through bsums), so per chunk
 //   dot = vpdpbusd(codes u8, x s8)          16 lanes, |lane| < 2^15
 //   isum = vpdpwssd(isum, dot, scale)        scale in the low 16 bits of a lane
 // and per super-block y += d * dx * isum (- dmin * dx * sum(min * bsum)).
@@ -14,6 +14,7 @@
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/matmul_isa_avx512.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
+#include "kernels/x86/q3_k_scales.hpp"
 
 namespace cortex::kernels {
 
@@ -83,6 +84,87 @@ struct k4_policy {
   }
 };
 
+// The 2-bit codes of chunk c of a q2_k / q3_k super-block: bit pairs
+// 2(c % 2) (low half) and 2(c % 2) + 1 (high half) of qs[32h ..], h = c / 2.
+__m512i low2_codes(const uint8_t* qs, int c) {
+  const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (c >> 1))));
+  const int shift = 4 * (c & 1);
+  return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(shift + 2, shift + 2, shift + 2, shift + 2, shift,
+                                                                 shift, shift, shift)),
+                          _mm512_set1_epi8(3));
+}
+
+// q2_k: 16 sub-blocks of 16, 4-bit scales (low nibbles) and mins (high
+// nibbles), codes 0..3.
+struct q2_policy {
+  using block = block_q2_k;
+
+  struct row_state {
+    __m512i scales;  // lane j: scale j (zero-extended)
+    __m256i mins;    // int16 lane j: min j (matches bsums j)
+    float d, dmin;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    s.scales = _mm512_cvtepu8_epi32(_mm_and_si128(sc8, nibble));
+    s.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), nibble));
+    s.d = _cvtsh_ss(b.d);
+    s.dmin = _cvtsh_ss(b.dmin);
+  }
+
+  static __m512i codes(const block& b, const row_state&, int c) { return low2_codes(b.qs, c); }
+  static __m512i scale(const row_state& s, int c) { return _mm512_permutexvar_epi32(chunk_index_q6(c), s.scales); }
+
+  // acc += dx * (d * isum - dmin * sum_j min_j * bsum_j)
+  static __m512 finish(const row_state& s, __m512i isum, __m256i bsums, float dx, __m512 acc) {
+    const __m256i mins = _mm256_madd_epi16(s.mins, bsums);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(s.d * dx), acc);
+    return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(mins)), _mm512_set1_ps(s.dmin * dx), acc);
+  }
+};
+
+// q3_k: 16 sub-blocks of 16 with signed 6-bit scales; codes 0..7 (the 2-bit
+// code plus 4 * its hmask bit) with zero point 4, brought back through bsums.
+struct q3_policy {
+  using block = block_q3_k;
+
+  struct row_state {
+    __m512i scales;     // lane j: scale j in the low 16 bits (sign in bit 15)
+    __m256i scales_m4;  // int16 lane j: -4 * scale j
+    __m512i hmask;      // hmask in both halves
+    float d;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    const __m256i sc16 = _mm256_cvtepi8_epi16(q3_k_scales(b.scales));
+    s.scales = _mm512_cvtepu16_epi32(sc16);
+    s.scales_m4 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 2));
+    s.hmask = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)));
+    s.d = _cvtsh_ss(b.d);
+  }
+
+  // Element 128h + 32p + l has its third bit at bit 4h + p of hmask[l]:
+  // bits 2c (low half) and 2c + 1 (high half) for chunk c.
+  static __m512i codes(const block& b, const row_state& s, int c) {
+    const __m512i q = low2_codes(b.qs, c);
+    const __mmask64 high = _mm512_test_epi8_mask(
+        s.hmask, _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * c))),
+                                    _mm256_set1_epi8(static_cast<char>(2 << (2 * c))), 1));
+    return _mm512_mask_add_epi8(q, high, q, _mm512_set1_epi8(4));
+  }
+
+  static __m512i scale(const row_state& s, int c) { return _mm512_permutexvar_epi32(chunk_index_q6(c), s.scales); }
+
+  // acc += dx * d * (isum - 4 * sum_j scale_j * bsum_j)
+  static __m512 finish(const row_state& s, __m512i isum, __m256i bsums, float dx, __m512 acc) {
+    const __m256i zero_point = _mm256_madd_epi16(s.scales_m4, bsums);
+    const __m512i total = _mm512_add_epi32(isum, _mm512_zextsi256_si512(zero_point));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_set1_ps(s.d * dx), acc);
+  }
+};
+
 // q6_k: int8 scale per 16 codes, codes 0..63 with zero point 32.
 struct q6_policy {
   using block = block_q6_k;
@@ -126,7 +208,9 @@ struct q6_policy {
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const matmul_rows_fn matmul_avx512_q4_k = tiled_rows<k_tile<avx512_isa, k4_policy<block_q4_k, false>>, 4, 2, 4>,
+extern const matmul_rows_fn matmul_avx512_q2_k = tiled_rows<k_tile<avx512_isa, q2_policy>, 4, 2, 4>,
+                            matmul_avx512_q3_k = tiled_rows<k_tile<avx512_isa, q3_policy>, 4, 2, 4>,
+                            matmul_avx512_q4_k = tiled_rows<k_tile<avx512_isa, k4_policy<block_q4_k, false>>, 4, 2, 4>,
                             matmul_avx512_q5_k = tiled_rows<k_tile<avx512_isa, k4_policy<block_q5_k, true>>, 4, 2, 4>,
                             matmul_avx512_q6_k = tiled_rows<k_tile<avx512_isa, q6_policy>, 4, 2, 4>;
 

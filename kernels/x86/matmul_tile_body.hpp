@@ -29,10 +29,13 @@
 //   q8_blocks            blocks of 32 per step (1 or 2; with 2, an odd last
 //                        block is a step of 1 against the zero padding block)
 //   qvec                 the codes of a step
-//   codes<Unpack, n>(const block*) -> qvec, scales<n>(const block*) -> facc
+//   wscale               the weight blocks' scales of a step: facc (d), or
+//                        for the q8_1 types a pair of facc (d and min m)
+//   codes<Unpack, n>(const block*) -> qvec, scales<n>(const block*) -> wscale
 //   q8_x, load_x(xt, x, b) a token's activations of the step at block b
-//   dot<Unpack>(qvec, facc wd, q8_x, facc acc) -> facc
-//                        acc + (codes . xq * dx + zero point term) * wd
+//   dot<Unpack>(qvec, wscale wd, q8_x, facc acc) -> facc
+//                        acc + (codes . xq * dx + zero point term) * wd, or
+//                        for q8_1: acc + codes . xq * dx * d + m * s
 #pragma once
 
 #include <immintrin.h>
@@ -89,7 +92,8 @@ struct float_tile {
 };
 
 // q8_32 weights (blocks of 32 codes and one f16 scale) against q8_32
-// activations; each step's weight codes are unpacked once for all nt tokens.
+// activations, or q4_1 / q5_1 (a scale and a min) against q8_1; each step's
+// weight codes are unpacked once for all nt tokens.
 template <class I, class Unpack>
 struct q8_32_tile {
   using block = typename Unpack::block;
@@ -100,7 +104,7 @@ struct q8_32_tile {
   template <int n_blocks, int nr, int nt>
   void step(const tile_operands<block, uint8_t, nr, nt>& op, int64_t b, typename I::facc (&acc)[nr][nt]) const {
     typename I::qvec wq[nr];
-    typename I::facc wd[nr];
+    typename I::wscale wd[nr];
     for (int i = 0; i < nr; ++i) {
       wq[i] = I::template codes<Unpack, n_blocks>(op.rows[i] + b);
       wd[i] = I::template scales<n_blocks>(op.rows[i] + b);

@@ -14,6 +14,7 @@
 #include "kernels/fp16.hpp"
 #include "kernels/quant.hpp"
 #include "kernels/thread_pool.hpp"
+#include "tests/kernels/random_weights.hpp"
 
 namespace cortex::kernels {
 namespace {
@@ -24,68 +25,11 @@ struct type_case {
 };
 
 const type_case all_types[] = {
-    {ggml_type::f32, 1},   {ggml_type::f16, 1},   {ggml_type::bf16, 1},  {ggml_type::q4_0, 32}, {ggml_type::q8_0, 32},
-    {ggml_type::q5_0, 32}, {ggml_type::q4_k, 256}, {ggml_type::q5_k, 256}, {ggml_type::q6_k, 256},
+    {ggml_type::f32, 1},    {ggml_type::f16, 1},    {ggml_type::bf16, 1},   {ggml_type::q4_0, 32},
+    {ggml_type::q8_0, 32},  {ggml_type::q5_0, 32},  {ggml_type::q4_1, 32},  {ggml_type::q5_1, 32},
+    {ggml_type::q2_k, 256}, {ggml_type::q3_k, 256}, {ggml_type::q4_k, 256}, {ggml_type::q5_k, 256},
+    {ggml_type::q6_k, 256},
 };
-
-void put_half(uint8_t* p, float v) {
-  const uint16_t h = fp32_to_fp16(v);
-  std::memcpy(p, &h, 2);
-}
-
-// Random weight bytes: every code pattern, with sane f16 scales.
-std::vector<uint8_t> random_weights(ggml_type t, int64_t rows, int64_t cols, std::mt19937& rng) {
-  const size_t row_bytes = matmul_row_bytes(t, cols);
-  std::vector<uint8_t> out(row_bytes * static_cast<size_t>(rows));
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  if (t == ggml_type::f32 || t == ggml_type::f16 || t == ggml_type::bf16) {
-    for (int64_t i = 0; i < rows * cols; ++i) {
-      const float v = normal(rng);
-      if (t == ggml_type::f32) std::memcpy(out.data() + i * 4, &v, 4);
-      if (t == ggml_type::f16) put_half(out.data() + i * 2, v);
-      if (t == ggml_type::bf16) {
-        const uint16_t h = fp32_to_bf16(v);
-        std::memcpy(out.data() + i * 2, &h, 2);
-      }
-    }
-    return out;
-  }
-  for (auto& b : out) b = static_cast<uint8_t>(byte(rng));
-  size_t block_bytes = 0, d_at = 0, dmin_at = 0;
-  bool has_min = false;
-  switch (t) {
-    case ggml_type::q4_0: block_bytes = sizeof(block_q4_0); break;
-    case ggml_type::q8_0: block_bytes = sizeof(block_q8_0); break;
-    case ggml_type::q5_0: block_bytes = sizeof(block_q5_0); break;
-    case ggml_type::q4_k: block_bytes = sizeof(block_q4_k); dmin_at = 2; has_min = true; break;
-    case ggml_type::q5_k: block_bytes = sizeof(block_q5_k); dmin_at = 2; has_min = true; break;
-    case ggml_type::q6_k: block_bytes = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
-    default: break;
-  }
-  for (size_t off = 0; off + block_bytes <= out.size(); off += block_bytes) {
-    put_half(out.data() + off + d_at, scale(rng));
-    if (has_min) put_half(out.data() + off + dmin_at, std::fabs(scale(rng)));
-  }
-  return out;
-}
-
-std::vector<float> random_x(int n_tokens, int64_t cols, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::vector<float> x(static_cast<size_t>(n_tokens * cols));
-  for (auto& v : x) v = normal(rng);
-  if (!x.empty()) x[x.size() / 2] = 0.f;
-  return x;
-}
-
-std::vector<float> dequantized(const weight_view& w) {
-  std::vector<float> out(static_cast<size_t>(w.rows * w.cols));
-  for (int64_t r = 0; r < w.rows; ++r) {
-    dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + r * w.row_bytes, out.data() + r * w.cols, w.cols);
-  }
-  return out;
-}
 
 // sum_k |w_rk x_tk|: the scale that float rounding errors are relative to.
 std::vector<double> magnitudes(const std::vector<float>& wf, const std::vector<float>& x, int64_t rows, int64_t cols,
@@ -169,7 +113,7 @@ TEST_P(matmul_isa_test, k_quants_match_reference_on_tile_edges) {
   thread_pool pools[] = {thread_pool(1), thread_pool(2), thread_pool(3)};
   matmul_scratch scratch;
   int iter = 0;
-  for (ggml_type t : {ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k}) {
+  for (ggml_type t : {ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k}) {
     for (int64_t cols : {256, 768, 1280}) {
       for (int n_tokens : {1, 3, 4, 5, 9, 17}) {
         const int64_t rows = 1 + (iter * 5) % 11;
@@ -198,12 +142,13 @@ INSTANTIATE_TEST_SUITE_P(isas, matmul_isa_test, ::testing::Values(isa::scalar, i
 // * 2^-11), and in mean square close to sum_k w_k^2 d_k^2 / 12.
 TEST(matmul_reference_test, within_activation_quantization_error_of_float_math) {
   std::mt19937 rng(7);
-  const ggml_type types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q5_0, ggml_type::q4_k,
-                             ggml_type::q5_k, ggml_type::q6_k, ggml_type::f16,  ggml_type::bf16, ggml_type::f32};
+  const ggml_type types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q5_0, ggml_type::q4_1, ggml_type::q5_1,
+                             ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k,
+                             ggml_type::f16,  ggml_type::bf16, ggml_type::f32};
   for (ggml_type t : types) {
     const int64_t rows = 24, cols = 768;
     const int n_tokens = 3;
-    const int block = (t == ggml_type::q4_k || t == ggml_type::q5_k || t == ggml_type::q6_k) ? 256 : 32;
+    const int block = type_traits(t).block_size == 256 ? 256 : 32;
     const std::vector<uint8_t> wbytes = random_weights(t, rows, cols, rng);
     const weight_view w{t, rows, cols, wbytes.data(), matmul_row_bytes(t, cols)};
     const std::vector<float> wf = dequantized(w);
@@ -260,7 +205,8 @@ TEST(matmul_test, quantized_weights_from_quantizer_track_float_math) {
   std::mt19937 rng(11);
   thread_pool pool(2);
   matmul_scratch scratch;
-  const ggml_type types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k};
+  const ggml_type types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_1, ggml_type::q5_1,
+                             ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k};
   for (ggml_type t : types) {
     const int64_t rows = 40, cols = 1280;
     std::normal_distribution<float> normal(0.f, 0.05f);
@@ -306,7 +252,8 @@ TEST(matmul_test, scratch_stops_growing_after_the_largest_call) {
 
 TEST(matmul_test, supports_the_required_types) {
   for (const type_case& tc : all_types) EXPECT_TRUE(matmul_supports(tc.type)) << static_cast<int>(tc.type);
-  EXPECT_FALSE(matmul_supports(ggml_type::q2_k));
+  EXPECT_FALSE(matmul_supports(ggml_type::q8_k));
+  EXPECT_FALSE(matmul_supports(ggml_type::i32));
 }
 
 }  // namespace

@@ -363,6 +363,41 @@ TEST(quantize, q4_0_error_within_one_step) {
   }
 }
 
+// q4_1 / q5_1: d = (max - min) / nmax, codes round (x - min) / d, so the
+// error is <= d/2 plus the fp16 rounding of d (times the code) and of min.
+TEST(quantize, q4_1_and_q5_1_error_within_half_a_step) {
+  for (const auto& [t, nmax] : {std::pair{ggml_type::q4_1, 15}, std::pair{ggml_type::q5_1, 31}}) {
+    SCOPED_TRACE(type_traits(t).name);
+    const auto x = random_row(n_test, 5);
+    const auto y = round_trip(t, x);
+    for (int64_t blk = 0; blk < n_test / 32; ++blk) {
+      const auto first = x.begin() + blk * 32;
+      const auto [lo, hi] = std::minmax_element(first, first + 32);
+      const double d = (*hi - *lo) / nmax;
+      const double bound = (d * (0.5 + nmax * half_eps) + std::fabs(*lo) * half_eps) * (1 + 1e-5);
+      for (int j = 0; j < 32; ++j) ASSERT_LE(std::fabs(x[blk * 32 + j] - y[blk * 32 + j]), bound) << blk << " " << j;
+    }
+  }
+}
+
+// A block holding exactly the grid min + code * d (d, min fp16 numbers)
+// quantizes back to those codes: what a llama.cpp file holds survives.
+TEST(quantize, q4_1_and_q5_1_keep_values_on_their_grid) {
+  std::vector<float> x(64);
+  for (int j = 0; j < 32; ++j) {
+    x[j] = -1.0f + 0.125f * static_cast<float>(j % 16);       // q4_1 grid: min -1, d 1/8
+    x[32 + j] = 0.5f + 0.0625f * static_cast<float>((j * 7) % 32);  // q5_1 grid: min 0.5, d 1/16
+  }
+  x[3] = 0.875f;   // code 15 present in block 0
+  x[35] = 0.5f + 0.0625f * 31;  // code 31 present in block 1
+  const auto y4 = round_trip(ggml_type::q4_1, std::vector<float>(x.begin(), x.begin() + 32));
+  const auto y5 = round_trip(ggml_type::q5_1, std::vector<float>(x.begin() + 32, x.end()));
+  for (int j = 0; j < 32; ++j) {
+    EXPECT_EQ(y4[j], x[j]) << j;
+    EXPECT_EQ(y5[j], x[32 + j]) << j;
+  }
+}
+
 // k-quants fit scales by least squares; bound the RMS error relative to the
 // data's spread (unit normal here) by what their bit widths allow.
 TEST(quantize, k_quants_rms_error) {
@@ -375,12 +410,19 @@ TEST(quantize, k_quants_rms_error) {
   EXPECT_LT(rms_q6, 0.03);
   EXPECT_LT(rms_q5, rms_q4 * 0.6);
   EXPECT_LT(rms_q6, rms_q5 * 0.6);
+  const double rms_q2 = rms_error(x, round_trip(ggml_type::q2_k, x));
+  const double rms_q3 = rms_error(x, round_trip(ggml_type::q3_k, x));
+  EXPECT_LT(rms_q2, 0.45);
+  EXPECT_LT(rms_q3, 0.26);
+  EXPECT_LT(rms_q3, rms_q2 * 0.7);
+  EXPECT_LT(rms_q4, rms_q3 * 0.7);
 }
 
 TEST(quantize, zero_rows_stay_zero) {
   const std::vector<float> x(512, 0.0f);
-  for (ggml_type t : {ggml_type::f16, ggml_type::bf16, ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k,
-                      ggml_type::q5_k, ggml_type::q6_k}) {
+  for (ggml_type t : {ggml_type::f16, ggml_type::bf16, ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_1,
+                      ggml_type::q8_0, ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k,
+                      ggml_type::q6_k}) {
     const auto y = round_trip(t, x);
     for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], 0.0f) << type_traits(t).name << " " << i;
   }
@@ -389,7 +431,7 @@ TEST(quantize, zero_rows_stay_zero) {
 TEST(quantize, unsupported_types_write_nothing) {
   const std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> q(1024, 0xcd);
-  for (ggml_type t : {ggml_type::q4_1, ggml_type::q5_0, ggml_type::q2_k, ggml_type::q3_k, ggml_type::i32}) {
+  for (ggml_type t : {ggml_type::q5_0, ggml_type::q8_1, ggml_type::q8_k, ggml_type::i32}) {
     EXPECT_FALSE(quantize_supported(t));
     EXPECT_EQ(quantize_row(t, x.data(), q.data(), 256), 0u);
   }

@@ -56,6 +56,11 @@ TEST(quant_traits, activation_format_fits_the_block_and_zero_point) {
         EXPECT_EQ(r->block_size, 32);
         EXPECT_TRUE(r->zero_point == 8 || r->zero_point == 16 || r->zero_point == 128) << r->zero_point;
         break;
+      case x_format::q8_1:
+        // The min is added through the activation's block sums, not a zero point.
+        EXPECT_EQ(r->block_size, 32);
+        EXPECT_EQ(r->zero_point, 0);
+        break;
       case x_format::q8_256: EXPECT_EQ(r->block_size, 256); break;
       case x_format::none: break;
       default: EXPECT_EQ(r->block_size, 1); break;
@@ -67,24 +72,31 @@ TEST(quant_traits, activation_format_fits_the_block_and_zero_point) {
 // layouts, and the type set the README documents), not against the rows.
 TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
   using t = ggml_type;
-  for (t type : {t::f32, t::f16, t::bf16, t::q8_0, t::q4_0, t::q5_0, t::q4_k, t::q5_k, t::q6_k}) {
+  for (t type : {t::f32, t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_0, t::q5_1, t::q2_k, t::q3_k, t::q4_k,
+                 t::q5_k, t::q6_k}) {
     EXPECT_TRUE(kernels::matmul_supports(type)) << type_traits(type).name;
   }
-  EXPECT_FALSE(kernels::matmul_supports(t::q4_1)) << "q4_1 has dequantization only";
+  EXPECT_FALSE(kernels::matmul_supports(t::q8_1)) << "q8_1 is only made at run time";
+  EXPECT_FALSE(kernels::matmul_supports(t::q8_k)) << "q8_k is only made at run time";
   for (t type : {t::f32, t::f16, t::bf16, t::q4_0, t::q4_1, t::q5_0, t::q5_1, t::q8_0, t::q2_k, t::q3_k, t::q4_k,
                  t::q5_k, t::q6_k}) {
     EXPECT_TRUE(dequantize_supported(type)) << type_traits(type).name;
   }
-  for (t type : {t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_k, t::q5_k, t::q6_k}) {
+  for (t type : {t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_1, t::q4_k, t::q5_k, t::q6_k}) {
     EXPECT_TRUE(quantize_supported(type)) << type_traits(type).name;
   }
   EXPECT_FALSE(dequantize_supported(t::i32));
   // 512 values: f32 4 B each; f16 2; q8_0 16 blocks of 34 B; q4_0 16 of 18;
-  // q4_K 2 super-blocks of 144; q6_K 2 of 210.
+  // q4_1 16 of 20; q5_1 16 of 24; q2_K 2 super-blocks of 84; q3_K 2 of 110;
+  // q4_K 2 of 144; q6_K 2 of 210.
   EXPECT_EQ(kernels::matmul_row_bytes(t::f32, 512), 2048u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::f16, 512), 1024u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q8_0, 512), 544u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q4_0, 512), 288u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q4_1, 512), 320u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q5_1, 512), 384u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q2_k, 512), 168u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::q3_k, 512), 220u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q4_k, 512), 288u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q6_k, 512), 420u);
 }
