@@ -24,6 +24,7 @@ struct piece_view {
 bool ws(uint32_t c) { return c != out_of_range && is_whitespace(c); }
 bool letter(uint32_t c) { return c != out_of_range && is_letter(c); }
 bool number(uint32_t c) { return c != out_of_range && is_number(c); }
+bool punct(uint32_t c) { return c != out_of_range && unicode::is_punctuation(c); }
 // [^\s\p{L}\p{N}] restricted to the piece.
 bool other(uint32_t c) { return c != out_of_range && !is_whitespace(c) && !is_letter(c) && !is_number(c); }
 bool cr_or_lf(uint32_t c) { return c == '\r' || c == '\n'; }
@@ -78,6 +79,23 @@ size_t match_gpt2(const piece_view& v, size_t pos) {
   return 1;
 }
 
+// ' ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+', the tail the Llama-3
+// family regexes share; `symbol` is the bracket class. Always matches.
+template <bool (*symbol)(uint32_t)>
+size_t match_symbols_or_space(const piece_view& v, size_t pos) {
+  const size_t body = (v.at(pos) == ' ') ? pos + 1 : pos;
+  if (symbol(v.at(body))) {
+    size_t p = body + run_length(v, body, symbol);
+    while (cr_or_lf(v.at(p))) ++p;
+    return p - pos;
+  }
+  const auto [n_ws, last_cr_lf_end] = whitespace_run(v, pos);
+  if (last_cr_lf_end > 0) return last_cr_lf_end - pos;             // \s*[\r\n]+
+  if (n_ws > 1 && v.at(pos + n_ws) != out_of_range) return n_ws - 1;  // \s+(?!\S)
+  if (n_ws > 0) return n_ws;
+  return 1;
+}
+
 // Llama-3 family: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|
 // \p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 template <size_t max_digits>
@@ -92,17 +110,31 @@ size_t match_llama3(const piece_view& v, size_t pos) {
     while (n < max_digits && number(v.at(pos + n))) ++n;
     return n;
   }
-  const size_t body = (c == ' ') ? pos + 1 : pos;
-  if (other(v.at(body))) {
-    size_t p = body + run_length(v, body, other);
-    while (cr_or_lf(v.at(p))) ++p;
-    return p - pos;
+  return match_symbols_or_space<other>(v, pos);
+}
+
+bool mark(uint32_t c) { return c != out_of_range && unicode::category_of(c) == unicode::cpt_category::mark; }
+bool letter_or_mark(uint32_t c) { return letter(c) || mark(c); }
+// [^\s\p{L}\p{M}\p{N}]
+bool other_nor_mark(uint32_t c) { return other(c) && !mark(c); }
+
+// Qwen 3.5: the Qwen2 regex with combining marks in the letter runs and out
+// of the symbol runs: (?i:'s|...)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+//  ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t match_qwen35(const piece_view& v, size_t pos) {
+  if (size_t n = match_contraction(v, pos, true)) return n;
+  const uint32_t c = v.at(pos);
+  if (!cr_or_lf(c) && !number(c) && (letter_or_mark(c) || letter_or_mark(v.at(pos + 1)))) {
+    return 1 + run_length(v, pos + 1, letter_or_mark);
   }
-  const auto [n_ws, last_cr_lf_end] = whitespace_run(v, pos);
-  if (last_cr_lf_end > 0) return last_cr_lf_end - pos;             // \s*[\r\n]+
-  if (n_ws > 1 && v.at(pos + n_ws) != out_of_range) return n_ws - 1;  // \s+(?!\S)
-  if (n_ws > 0) return n_ws;
-  return 1;
+  if (number(c)) return 1;
+  return match_symbols_or_space<other_nor_mark>(v, pos);
+}
+
+// [^\n]+|[\n]+
+size_t match_line_run(const piece_view& v, size_t pos) {
+  const bool newline = v.at(pos) == '\n';
+  return run_length(v, pos, [&](uint32_t c) { return c != out_of_range && (c == '\n') == newline; });
 }
 
 bool falcon_punct(uint32_t c) {
@@ -231,6 +263,13 @@ std::vector<matcher> stages_of(pre_tokenizer_kind kind) {
     case pre_tokenizer_kind::deepseek_llm:
       return {match_cr_or_lf, match_space_then_run<ds_letter>, match_space_then_run<ds_punct>,
               match_trailing_space, match_cjk_run, match_number_run};
+    case pre_tokenizer_kind::deepseek_coder:
+      return {match_cr_or_lf, match_space_then_run<letter>, match_space_then_run<punct>, match_cjk_run,
+              match_one_number};
+    case pre_tokenizer_kind::qwen35:
+      return {match_qwen35};
+    case pre_tokenizer_kind::line_runs:
+      return {match_line_run};
     case pre_tokenizer_kind::default_bpe:
       break;
   }
@@ -241,7 +280,7 @@ std::vector<matcher> stages_of(pre_tokenizer_kind kind) {
 
 std::optional<pre_tokenizer_info> pre_tokenizer_from_name(std::string_view name) {
   using k = pre_tokenizer_kind;
-  // name, kind, clean_spaces, ignore_merges, add_bos
+  // name, kind, clean_spaces, ignore_merges, add_bos, escape_whitespaces, byte_encode
   struct entry {
     std::string_view name;
     pre_tokenizer_info info;
@@ -266,6 +305,9 @@ std::optional<pre_tokenizer_info> pre_tokenizer_from_name(std::string_view name)
       {"smollm", {k::starcoder, false, false, false}},
       {"command-r", {k::starcoder, false, false, false}},
       {"deepseek-llm", {k::deepseek_llm, false, false, false}},
+      {"deepseek-coder", {k::deepseek_coder, false, false, false}},
+      {"qwen35", {k::qwen35, false, false, false}},
+      {"gemma4", {k::line_runs, true, false, false, true, false}},
   };
   for (const entry& e : table) {
     if (e.name == name) return e.info;

@@ -88,7 +88,7 @@ std::string make_piece(const vocab& v, int32_t id) {
   if (v.has_attr(id, attr_control | attr_unknown | attr_user_defined)) return text;
   if (v.has_attr(id, attr_normal)) {
     std::string piece = text;
-    if (v.kind == vocab_kind::spm) {
+    if (v.kind == vocab_kind::spm || v.pre.escape_whitespaces) {
       replace_all(piece, k_escaped_space, " ");
       return piece;
     }
@@ -124,11 +124,7 @@ expected<std::unique_ptr<tokenizer>> tokenizer::from_gguf(const gguf::file& f) {
 tokenizer::tokenizer(cortex::vocab v) : vocab_(std::move(v)) {
   const int32_t n = vocab_.n_tokens();
   pieces_.reserve(static_cast<size_t>(n));
-  rendered_.reserve(static_cast<size_t>(n));
-  for (int32_t id = 0; id < n; ++id) {
-    pieces_.push_back(make_piece(vocab_, id));
-    rendered_.push_back(vocab_.has_attr(id, attr_control | attr_unknown) ? std::string() : pieces_.back());
-  }
+  for (int32_t id = 0; id < n; ++id) pieces_.push_back(make_piece(vocab_, id));
 }
 
 std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
@@ -154,6 +150,10 @@ std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, 
     for (const fragment& f : frags) {
       if (f.token >= 0) {
         out.push_back(f.token);
+      } else if (vocab_.pre.escape_whitespaces) {
+        std::string piece(text.substr(f.begin, f.size));
+        replace_all(piece, " ", k_escaped_space);
+        bpe_encode(vocab_, piece, out);
       } else {
         bpe_encode(vocab_, text.substr(f.begin, f.size), out);
       }
@@ -171,7 +171,7 @@ std::string tokenizer::token_to_piece(int32_t id) const {
 const std::string& tokenizer::rendered_piece(int32_t id) const {
   static const std::string empty;
   if (id < 0 || id >= n_vocab()) return empty;
-  return rendered_[static_cast<size_t>(id)];
+  return vocab_.has_attr(id, attr_control | attr_unknown) ? empty : pieces_[static_cast<size_t>(id)];
 }
 
 std::string tokenizer::decode(const std::vector<int32_t>& ids) const {

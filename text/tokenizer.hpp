@@ -1,6 +1,7 @@
 // Text <-> token ids for GGUF vocabularies, matching llama.cpp (the source
-// of our golden data): SentencePiece ("llama") and byte-level BPE ("gpt2")
-// with the pre-tokenizers of text/pre_tokenizer.hpp.
+// of our golden data): SentencePiece ("llama"), byte-level BPE ("gpt2")
+// with the pre-tokenizers of text/pre_tokenizer.hpp, and Gemma 4's BPE over
+// SentencePiece-style pieces ("gemma4").
 //
 // A tokenizer is immutable after construction; all const methods may be
 // called from any number of threads at once. Nothing here throws.
@@ -30,9 +31,10 @@ class tokenizer {
   // falls back to byte tokens, BPE reads invalid bytes as U+FFFD).
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special = false) const;
 
-  // The bytes token `id` stands for: byte tokens give the raw byte, SPM '▁'
-  // becomes ' ', byte-level BPE characters map back to bytes; control and
-  // user-defined tokens give their text. Empty for ids out of range.
+  // The bytes token `id` stands for: byte tokens give the raw byte, SPM and
+  // Gemma 4 '▁' becomes ' ', byte-level BPE characters map back to bytes;
+  // control and user-defined tokens give their text. Empty for ids out of
+  // range.
   std::string token_to_piece(int32_t id) const;
 
   // llama.cpp's detokenize(remove_special = false, unparse_special = false):
@@ -58,8 +60,7 @@ class tokenizer {
 
  private:
   cortex::vocab vocab_;
-  std::vector<std::string> pieces_;    // [n_vocab] token_to_piece
-  std::vector<std::string> rendered_;  // [n_vocab] as decode renders it
+  std::vector<std::string> pieces_;  // [n_vocab] token_to_piece
 };
 
 // Streams detokenized text in whole UTF-8 characters. The concatenation of

@@ -110,10 +110,21 @@ void spm_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out
 void bpe_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out) {
   for (const std::string& word : pre_tokenize(v.pre.kind, text)) {
     std::string enc;
-    enc.reserve(word.size() * 2);
-    for (char c : word) unicode::append_utf8(enc, unicode::byte_to_bpe_cpt(static_cast<uint8_t>(c)));
+    if (v.pre.byte_encode) {
+      enc.reserve(word.size() * 2);
+      for (char c : word) unicode::append_utf8(enc, unicode::byte_to_bpe_cpt(static_cast<uint8_t>(c)));
+    } else {
+      enc = word;
+    }
 
     if (v.pre.ignore_merges) {
+      if (const int32_t id = v.find(enc); id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+    } else if (v.pre.kind == pre_tokenizer_kind::line_runs && enc.find_first_not_of('\n') == std::string::npos) {
+      // Gemma 4: a run of newlines that is a token stays whole, as llama.cpp
+      // special-cases it (the merges alone would not always rebuild it).
       if (const int32_t id = v.find(enc); id >= 0) {
         out.push_back(id);
         continue;
@@ -153,9 +164,10 @@ void bpe_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out
         out.push_back(id);
         continue;
       }
-      // A merge whose result is not in the vocabulary: single-byte texts only.
+      // A merge whose result is not in the vocabulary: one token per byte,
+      // its single-byte text (byte-level) or <0xXX> token, else nothing.
       for (char c : piece) {
-        const int32_t b = v.find(std::string(1, c));
+        const int32_t b = v.pre.byte_encode ? v.find(std::string(1, c)) : v.byte_token(static_cast<uint8_t>(c));
         if (b >= 0) out.push_back(b);
       }
     }

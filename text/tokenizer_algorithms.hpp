@@ -1,5 +1,5 @@
 // The two segmentation algorithms behind tokenizer::encode, on one
-// fragment of text that holds no special token. Internal to model/.
+// fragment of text that holds no special token. Internal to text/.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,10 @@ namespace cortex {
 // fall back to byte tokens. Appends to `out`.
 void spm_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out);
 
-// Byte-level BPE: pre-tokenizes, maps bytes to the GPT-2 alphabet, then
-// merges by rank (lowest first, leftmost on ties) within each word.
+// BPE: pre-tokenizes, maps bytes to the GPT-2 alphabet (unless
+// v.pre.byte_encode is false: Gemma 4 merges raw UTF-8 whose spaces the
+// caller escaped as '▁'), then merges by rank (lowest first, leftmost on
+// ties) within each word.
 void bpe_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out);
 
 }  // namespace cortex

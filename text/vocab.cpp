@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "text/special_tokens.hpp"
 #include "text/unicode.hpp"
 
 namespace cortex {
@@ -26,18 +27,6 @@ uint32_t attr_of_type(int32_t type) {
     case 6: return attr_byte;
     default: return attr_undefined;
   }
-}
-
-// Texts that mark end-of-generation tokens when the file does not say so
-// (llama.cpp's list at the golden data's commit).
-bool is_eog_text(std::string_view t) {
-  return t == "<|eot_id|>" || t == "<|im_end|>" || t == "<|end|>" || t == "<end_of_turn>" ||
-         t == "<|endoftext|>" || t == "<|eom_id|>" || t == "<EOT>" || t == "_<EOT>";
-}
-bool is_eot_text(std::string_view t) {
-  return t == "<|eot_id|>" || t == "<|im_end|>" || t == "<|end|>" || t == "<end_of_turn>" ||
-         t == "<|endoftext|>" || t == "<EOT>" || t == "_<EOT>" ||
-         t == "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
 }
 
 // Reads an optional special-token id. A default outside the vocabulary
@@ -66,17 +55,10 @@ status read_flag(const gguf::file& f, std::string_view key, bool& flag) {
 
 }  // namespace
 
-int32_t vocab::find(std::string_view text) const {
-  auto it = token_to_id_.find(std::string(text));
-  return it == token_to_id_.end() ? -1 : it->second;
-}
+int32_t vocab::find(std::string_view text) const { return token_to_id_.find(text); }
 
 int32_t vocab::merge_rank(std::string_view left, std::string_view right) const {
-  std::string key;
-  key.reserve(left.size() + right.size() + 1);
-  key.append(left).append(1, ' ').append(right);
-  auto it = merge_ranks_.find(key);
-  return it == merge_ranks_.end() ? -1 : it->second;
+  return merge_ranks_.find(left, ' ', right);
 }
 
 expected<vocab> vocab::from_gguf(const gguf::file& f) {
@@ -84,15 +66,18 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
   const auto model = f.get_string(k_model);
   if (!model) return fail(errc::malformed, std::string(k_model) + " is missing (no tokenizer in this file)");
   v.model_name = std::string(*model);
+  if (auto pre = f.get_string(k_pre)) v.pre_name = std::string(*pre);
   if (v.model_name == "llama") {
     v.kind = vocab_kind::spm;
   } else if (v.model_name == "gpt2") {
     v.kind = vocab_kind::bpe;
+  } else if (v.model_name == "gemma4") {
+    v.kind = vocab_kind::bpe;
+    v.pre_name = "gemma4";  // the model implies its pre-tokenizer, whatever the file says
   } else {
     return fail(errc::unsupported, std::string(k_model) + " = '" + v.model_name +
-                                           "' is not supported (supported: llama, gpt2)");
+                                           "' is not supported (supported: llama, gpt2, gemma4)");
   }
-  if (auto pre = f.get_string(k_pre)) v.pre_name = std::string(*pre);
 
   const auto* tokens = f.get_string_array(k_tokens);
   if (!tokens) return fail(errc::malformed, std::string(k_tokens) + " is missing or not a string array");
@@ -122,13 +107,15 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
   }
 
   v.texts.reserve(static_cast<size_t>(n));
-  v.token_to_id_.reserve(static_cast<size_t>(n));
+  size_t n_token_bytes = 0;
+  for (std::string_view t : *tokens) n_token_bytes += t.size();
+  v.token_to_id_.reserve(static_cast<size_t>(n), n_token_bytes);
   for (int32_t i = 0; i < n; ++i) {
     std::string text((*tokens)[static_cast<size_t>(i)]);
     if (text.empty()) text = "[EMPTY_" + std::to_string(i) + "]";  // as the reference does
-    if (!v.token_to_id_.emplace(text, i).second) {
+    if (const int32_t first = v.token_to_id_.insert(text, i); first >= 0) {
       return fail(errc::malformed, std::string(k_tokens) + ": duplicate token '" + text + "' at ids " +
-                        std::to_string(v.token_to_id_[text]) + " and " + std::to_string(i));
+                        std::to_string(first) + " and " + std::to_string(i));
     }
     v.texts.push_back(std::move(text));
   }
@@ -141,21 +128,28 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
     v.clean_spaces = false;
   } else {
     const auto* merges = f.get_string_array(k_merges);
-    if (!merges) return fail(errc::malformed, std::string(k_merges) + " is missing or not a string array (needed by gpt2 tokenizers)");
-    v.merge_ranks_.reserve(merges->size());
+    if (!merges) {
+      return fail(errc::malformed, std::string(k_merges) + " is missing or not a string array (needed by " +
+                                       v.model_name + " tokenizers)");
+    }
+    size_t n_merge_bytes = 0;
+    for (std::string_view m : *merges) n_merge_bytes += m.size();
+    v.merge_ranks_.reserve(merges->size(), n_merge_bytes);
     for (size_t r = 0; r < merges->size(); ++r) {
       const std::string_view m = (*merges)[r];
       if (m.size() < 3 || m.find(' ', 1) == std::string_view::npos) {
         return fail(errc::malformed, std::string(k_merges) + "[" + std::to_string(r) + "] = '" + std::string(m) +
                           "' is not 'left right'");
       }
-      v.merge_ranks_.emplace(std::string(m), static_cast<int32_t>(r));
+      v.merge_ranks_.insert(m, static_cast<int32_t>(r));  // a repeated merge keeps its first rank
     }
     const std::string pre_name = v.pre_name.empty() ? "default" : v.pre_name;
     const auto pre = pre_tokenizer_from_name(pre_name);
     if (!pre) return fail(errc::unsupported, std::string(k_pre) + " = '" + pre_name + "' is not a supported pre-tokenizer");
     v.pre = *pre;
-    v.bos_id = 11; v.eos_id = 11;
+    if (v.model_name == "gpt2") {
+      v.bos_id = 11; v.eos_id = 11;
+    }  // gemma4 has no default special tokens
     v.add_bos = pre->add_bos;
     v.clean_spaces = pre->clean_spaces;
   }
@@ -164,6 +158,12 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
       {"tokenizer.ggml.bos_token_id", &v.bos_id},     {"tokenizer.ggml.eos_token_id", &v.eos_id},
       {"tokenizer.ggml.eot_token_id", &v.eot_id},     {"tokenizer.ggml.eom_token_id", &v.eom_id},
       {"tokenizer.ggml.unknown_token_id", &v.unk_id}, {"tokenizer.ggml.padding_token_id", &v.pad_id},
+      {"tokenizer.ggml.fim_pre_token_id", &v.fim_pre_id}, {"tokenizer.ggml.fim_suf_token_id", &v.fim_suf_id},
+      {"tokenizer.ggml.fim_mid_token_id", &v.fim_mid_id}, {"tokenizer.ggml.fim_pad_token_id", &v.fim_pad_id},
+      {"tokenizer.ggml.fim_rep_token_id", &v.fim_rep_id}, {"tokenizer.ggml.fim_sep_token_id", &v.fim_sep_id},
+      // older names of the first three
+      {"tokenizer.ggml.prefix_token_id", &v.fim_pre_id},  {"tokenizer.ggml.suffix_token_id", &v.fim_suf_id},
+      {"tokenizer.ggml.middle_token_id", &v.fim_mid_id},
   };
   for (const auto& [key, id] : ids) {
     if (status s = read_special_id(f, key, n, *id); !s) return s;
@@ -173,31 +173,12 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
                                   {"tokenizer.ggml.add_space_prefix", &v.add_space_prefix}}) {
     if (status s = read_flag(f, key, *flag); !s) return s;
   }
+  // Gemma 4 files may say false, but its prompts start with BOS (llama.cpp overrides it too).
+  if (v.pre_name == "gemma4") v.add_bos = true;
   if (v.add_bos && v.bos_id < 0) return fail(errc::malformed, "tokenizer.ggml.add_bos_token is true but there is no BOS token");
   if (v.add_eos && v.eos_id < 0) return fail(errc::malformed, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
 
-  // End-of-generation tokens: eos/eot/eom plus well-known texts; a token
-  // recognised by text is treated as a control token.
-  for (int32_t i = 0; i < n; ++i) {
-    const std::string& t = v.texts[static_cast<size_t>(i)];
-    if (v.eot_id < 0 && is_eot_text(t)) {
-      v.eot_id = i;
-      v.attrs[static_cast<size_t>(i)] |= attr_control;
-    }
-    if (v.eom_id < 0 && t == "<|eom_id|>") {
-      v.eom_id = i;
-      v.attrs[static_cast<size_t>(i)] |= attr_control;
-    }
-    if (is_eog_text(t)) {
-      v.eog_ids.push_back(i);
-      v.attrs[static_cast<size_t>(i)] |= attr_control;
-    }
-  }
-  for (int32_t id : {v.eos_id, v.eot_id, v.eom_id}) {
-    if (id >= 0) v.eog_ids.push_back(id);
-  }
-  std::sort(v.eog_ids.begin(), v.eog_ids.end());
-  v.eog_ids.erase(std::unique(v.eog_ids.begin(), v.eog_ids.end()), v.eog_ids.end());
+  detect_special_tokens(v);
 
   for (int32_t i = 0; i < n; ++i) {
     if (v.has_attr(i, attr_control | attr_user_defined | attr_unknown)) v.special_ids.push_back(i);
@@ -222,12 +203,14 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
 
   for (int b = 0; b < 256; ++b) {
     int32_t id = -1;
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
     if (v.kind == vocab_kind::spm) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
       id = v.find(hex);
       if (id < 0) id = v.find(std::string(1, static_cast<char>(b)));
       if (id < 0) id = v.unk_id;
+    } else if (!v.pre.byte_encode) {
+      id = v.find(hex);
     } else {
       id = v.find(unicode::cpt_to_utf8(unicode::byte_to_bpe_cpt(static_cast<uint8_t>(b))));
     }

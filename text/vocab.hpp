@@ -7,18 +7,19 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "model/expected.hpp"
 #include "model/gguf.hpp"
 #include "text/pre_tokenizer.hpp"
+#include "text/string_map.hpp"
 
 namespace cortex {
 
 enum class vocab_kind {
   spm,  // "llama": SentencePiece pieces with '▁' for space, scores, <0xXX> bytes
-  bpe,  // "gpt2": byte-level BPE with ranked merges and a pre-tokenizer
+  bpe,  // "gpt2": byte-level BPE with ranked merges and a pre-tokenizer;
+        // "gemma4": BPE over SentencePiece-style pieces (pre-tokenizer "gemma4")
 };
 
 // Token attributes (bit flags). GGUF token_type 1..6 map to normal,
@@ -42,7 +43,7 @@ struct vocab {
 
   vocab_kind kind = vocab_kind::spm;
   std::string model_name;  // tokenizer.ggml.model
-  std::string pre_name;    // tokenizer.ggml.pre ("" when absent)
+  std::string pre_name;    // tokenizer.ggml.pre ("" when absent; "gemma4" for model gemma4)
   pre_tokenizer_info pre;  // bpe only
 
   std::vector<std::string> texts;  // [n_tokens] token text as stored
@@ -51,6 +52,8 @@ struct vocab {
 
   // -1 when absent.
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1, eot_id = -1, eom_id = -1;
+  // Fill-in-the-middle: prefix, suffix, middle, pad, repository, file separator.
+  int32_t fim_pre_id = -1, fim_suf_id = -1, fim_mid_id = -1, fim_pad_id = -1, fim_rep_id = -1, fim_sep_id = -1;
   bool add_bos = false;
   bool add_eos = false;
   bool add_space_prefix = false;  // spm: a space is put before text that starts a fragment
@@ -68,12 +71,13 @@ struct vocab {
   // Rank of the merge "left right" (lower merges first), or -1.
   int32_t merge_rank(std::string_view left, std::string_view right) const;
   // spm: the token for a raw byte (<0xXX>, else the one-byte text, else
-  // unk; -1 if none). bpe: the token for the byte's alphabet character.
+  // unk; -1 if none). bpe: the token for the byte's alphabet character, or
+  // with pre.byte_encode = false the <0xXX> token (-1 if none).
   int32_t byte_token(uint8_t byte) const { return byte_tokens_[byte]; }
 
  private:
-  std::unordered_map<std::string, int32_t> token_to_id_;
-  std::unordered_map<std::string, int32_t> merge_ranks_;  // key "left right"
+  string_map token_to_id_;
+  string_map merge_ranks_;  // key "left right"
   int32_t byte_tokens_[256] = {};
 };
 

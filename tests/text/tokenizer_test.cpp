@@ -181,11 +181,51 @@ TEST(PreTokenizer, Llama3AndQwen2Regexes) {
   EXPECT_TRUE(words(pre_tokenizer_kind::llama3, "").empty());
 }
 
+TEST(PreTokenizer, Qwen35LetterRunsTakeCombiningMarks) {
+  using v = std::vector<std::string>;
+  const std::string acute = "\xcc\x81";  // U+0301 COMBINING ACUTE ACCENT (Mn)
+  // [\p{L}\p{M}]+ keeps "cafe" + U+0301 whole; Qwen2's \p{L}+ leaves the mark
+  // to the symbol alternative.
+  EXPECT_EQ(words(pre_tokenizer_kind::qwen35, "cafe" + acute + " "), (v{"cafe" + acute, " "}));
+  EXPECT_EQ(words(pre_tokenizer_kind::qwen2, "cafe" + acute + " "), (v{"cafe", acute, " "}));
+  // The optional non-letter prefix may precede a mark: " ́x" and "!́" are one word each.
+  EXPECT_EQ(words(pre_tokenizer_kind::qwen35, " " + acute + "x!" + acute), (v{" " + acute + "x", "!" + acute}));
+  // Otherwise Qwen2's rules: single digits, case-insensitive contractions.
+  EXPECT_EQ(words(pre_tokenizer_kind::qwen35, "a12 WE'RE"), (v{"a", "1", "2", " WE", "'RE"}));
+}
+
+TEST(PreTokenizer, DeepseekCoderStages) {
+  using v = std::vector<std::string>;
+  // [\r\n], then \s?\p{L}+, then \s?\p{P}+ ('=' is a symbol, ';' punctuation), then single digits.
+  EXPECT_EQ(words(pre_tokenizer_kind::deepseek_coder, "int x = 10;\n"),
+            (v{"int", " x", " = ", "1", "0", ";", "\n"}));
+  // [一-龥ࠀ-一가-퟿]+ also groups the symbols in that range (U+2605 BLACK STAR).
+  EXPECT_EQ(words(pre_tokenizer_kind::deepseek_coder, "\xe2\x98\x85\xe2\x98\x85+"),
+            (v{"\xe2\x98\x85\xe2\x98\x85", "+"}));
+}
+
+TEST(PreTokenizer, LineRunsSplitOnlyAtNewlines) {
+  using v = std::vector<std::string>;
+  EXPECT_EQ(words(pre_tokenizer_kind::line_runs, "a b, 12\n\nc\r\n"), (v{"a b, 12", "\n\n", "c\r", "\n"}));
+}
+
 TEST(PreTokenizer, NamesMapToRegexFamilies) {
   EXPECT_EQ(pre_tokenizer_from_name("llama-bpe")->kind, pre_tokenizer_kind::llama3);
   EXPECT_TRUE(pre_tokenizer_from_name("llama-bpe")->ignore_merges);
   EXPECT_EQ(pre_tokenizer_from_name("qwen2")->kind, pre_tokenizer_kind::qwen2);
   EXPECT_FALSE(pre_tokenizer_from_name("qwen2")->clean_spaces);
+  EXPECT_EQ(pre_tokenizer_from_name("qwen35")->kind, pre_tokenizer_kind::qwen35);
+  EXPECT_FALSE(pre_tokenizer_from_name("qwen35")->clean_spaces);
+  EXPECT_EQ(pre_tokenizer_from_name("deepseek-coder")->kind, pre_tokenizer_kind::deepseek_coder);
+  EXPECT_FALSE(pre_tokenizer_from_name("deepseek-coder")->clean_spaces);
+  EXPECT_TRUE(pre_tokenizer_from_name("command-r").has_value());
+  EXPECT_TRUE(pre_tokenizer_from_name("refact").has_value());
+  EXPECT_TRUE(pre_tokenizer_from_name("mpt").has_value());
+  const auto gemma4 = pre_tokenizer_from_name("gemma4");
+  EXPECT_EQ(gemma4->kind, pre_tokenizer_kind::line_runs);
+  EXPECT_TRUE(gemma4->escape_whitespaces);
+  EXPECT_FALSE(gemma4->byte_encode);
+  EXPECT_TRUE(gemma4->clean_spaces);
   EXPECT_FALSE(pre_tokenizer_from_name("no-such-pre").has_value());
 }
 
@@ -226,6 +266,19 @@ TEST(Tokenizer, LoadErrorsNameTheKey) {
               w.set_string("tokenizer.ggml.model", "gpt2");
               w.set_string_array("tokenizer.ggml.tokens", toks);
             }).find("tokenizer.ggml.merges"),
+            std::string::npos);
+  EXPECT_NE(load_error([&](gguf::writer& w) {
+              w.set_string("tokenizer.ggml.model", "gemma4");
+              w.set_string_array("tokenizer.ggml.tokens", toks);
+            }).find("tokenizer.ggml.merges"),
+            std::string::npos);
+  // Gemma 4 always adds BOS, and has no default BOS id to fall back on.
+  EXPECT_NE(load_error([&](gguf::writer& w) {
+              w.set_string("tokenizer.ggml.model", "gemma4");
+              w.set_string_array("tokenizer.ggml.tokens", toks);
+              w.set_string_array("tokenizer.ggml.merges", {"a b"});
+              w.set_bool("tokenizer.ggml.add_bos_token", false);
+            }).find("BOS"),
             std::string::npos);
   EXPECT_NE(load_error([&](gguf::writer& w) {
               w.set_string("tokenizer.ggml.model", "gpt2");
