@@ -3,7 +3,8 @@
 // ids, the set of end-of-generation tokens, and the attribute changes that
 // come with them. Attributes matter beyond generation: a token that becomes
 // a control token is no longer split out of plain text (parse_special =
-// false) and detokenizes to nothing. Internal to text/.
+// false) and detokenizes to nothing. One deliberate difference: "</s>" is
+// not recognised by its text (see special_tokens.cpp). Internal to text/.
 #pragma once
 
 #include "text/vocab.hpp"
@@ -15,8 +16,8 @@ namespace cortex {
 // recognised tokens as control tokens, fills v.eog_ids (sorted) and applies
 // llama.cpp's per-family fixes: gpt-oss's channel tokens render as text,
 // "<|end|>" does not end generation next to "<|return|>"/"<|call|>" (and
-// next to "<|calls|>"/"<|flush|>"), and "</s>" is an ordinary token in
-// vocabularies that have "<|tool_response>" (Gemma 4).
+// next to "<|calls|>"/"<|flush|>"), and "</s>" neither ends generation nor
+// is special in vocabularies with "<|tool_response>" (Gemma 4).
 void detect_special_tokens(vocab& v);
 
 }  // namespace cortex
