@@ -68,6 +68,9 @@ using matmul_rows_fn = void (*)(const weight_view& w, const quantized_x& x, int 
 //     q4_0: 4 groups of 64 B; group g, row r = bytes 4g..4g+3 of the row's qs
 //           (low nibbles: columns 4g.., high nibbles: columns 16+4g..)
 //     q8_0: 8 groups of 64 B; group g, row r = qs[4g..4g+3] ^ 0x80 (unsigned)
+//     q5_0: q4_0's 4 groups of its qs, then one group of its fifth bits: row
+//           r's byte k holds in bit 2g the fifth bit of column 4g + k, in bit
+//           2g + 1 that of column 16 + 4g + k (g = 0..3)
 // so one 64-byte load holds 4 codes (or 8 nibbles) of each of the 16 rows.
 //
 // k-quants: one record per 256-column super-block (row r in lane r):
@@ -94,7 +97,7 @@ struct packed_segment {
 };
 
 struct packed_view {
-  ggml_type type;  // q4_0, q8_0, q4_k or q6_k
+  ggml_type type;  // q4_0, q5_0, q8_0, q4_k or q6_k
   int64_t cols;
   int64_t n_panels;
   const uint8_t* data;
@@ -116,7 +119,8 @@ packed_dest packed_dest_of(const packed_view& w, int64_t p);
 //   int8  qs[nbp * 32]  at 0           as quantize_row_q8_0 (llama.cpp)
 //   float d[nbp]        at d_offset    f16-rounded block scale
 //   int32 corr[nbp]     at aux_offset  -zero_point * sum(qs of the block)
-//                                      (zero point 8 for q4_0, 128 for q8_0)
+//                                      (zero point 8 for q4_0, 16 for q5_0,
+//                                      128 for q8_0)
 // Activations for packed k-quant kernels (q8_kp layout), nb = cols / 256:
 //   int8  qs[nb * 256]  at 0           as quantize_row_q8_K (llama.cpp)
 //   float d[nb]         at d_offset

@@ -16,22 +16,31 @@ constexpr size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 constexpr int64_t panel_rows = packed_panel_rows;
 constexpr int64_t record_header = 64;
 
-// The two q8_p panel layouts (kernels/matmul_kernels.hpp): 4 (q4_0) or 8
-// (q8_0) 64-byte code groups per 32-column block; q8_0's int8 codes are
-// stored offset to uint8 (xor 0x80).
+// The q8_p panel layouts (kernels/matmul_kernels.hpp): 4 (q4_0, q5_0) or 8
+// (q8_0) 64-byte groups of the source block's qs per 32-column block; q8_0's
+// int8 codes are stored offset to uint8 (xor 0x80); q5_0 adds one group of
+// its fifth bits.
 struct layout_q4_0 {
   using block = block_q4_0;
   static constexpr int n_groups = 4;
   static constexpr uint32_t flip = 0;
+  static constexpr bool fifth_bits = false;
+};
+struct layout_q5_0 {
+  using block = block_q5_0;
+  static constexpr int n_groups = 4;
+  static constexpr uint32_t flip = 0;
+  static constexpr bool fifth_bits = true;
 };
 struct layout_q8_0 {
   using block = block_q8_0;
   static constexpr int n_groups = 8;
   static constexpr uint32_t flip = 0x80808080u;
+  static constexpr bool fifth_bits = false;
 };
 
 template <class L>
-constexpr int64_t block_code_bytes = 64 * L::n_groups;
+constexpr int64_t block_code_bytes = 64 * (L::n_groups + (L::fifth_bits ? 1 : 0));
 template <class L>
 constexpr int64_t record_bytes = record_header + 2 * block_code_bytes<L>;
 template <class L>
@@ -49,6 +58,37 @@ size_t scale_offset(int64_t b, int64_t i) {
   return static_cast<size_t>((b / 2) * record_bytes<L> + (b % 2) * 32 + i * 2);
 }
 
+// q5_0's fifth bits as its packed group holds them: byte k (0..3) of a row's
+// lane, bit 2g = the bit of code 4g + k, bit 2g + 1 = that of code 16 + 4g + k
+// (g = 0..3), so the code groups g take their bits by one shift each.
+uint32_t fifth_bits_to_lane(uint32_t qh) {
+  uint32_t lane = 0;
+  for (int k = 0; k < 4; ++k) {
+    for (int g = 0; g < 4; ++g) {
+      lane |= ((qh >> (4 * g + k)) & 1u) << (8 * k + 2 * g);
+      lane |= ((qh >> (16 + 4 * g + k)) & 1u) << (8 * k + 2 * g + 1);
+    }
+  }
+  return lane;
+}
+
+uint32_t fifth_bits_from_lane(uint32_t lane) {
+  uint32_t qh = 0;
+  for (int k = 0; k < 4; ++k) {
+    for (int g = 0; g < 4; ++g) {
+      qh |= ((lane >> (8 * k + 2 * g)) & 1u) << (4 * g + k);
+      qh |= ((lane >> (8 * k + 2 * g + 1)) & 1u) << (16 + 4 * g + k);
+    }
+  }
+  return qh;
+}
+
+// Byte offset of row i's fifth-bit lane of block b (q5_0).
+template <class L>
+size_t fifth_bits_offset(int64_t b, int64_t i) {
+  return code_offset<L>(b, i, 0) + 64 * L::n_groups;
+}
+
 // Codes move as 4-byte groups (one lane of one zmm group).
 template <class L>
 void pack_panel(const weight_view& w, int64_t first_row, uint8_t* panel) {
@@ -56,14 +96,20 @@ void pack_panel(const weight_view& w, int64_t first_row, uint8_t* panel) {
   for (int64_t i = 0; i < panel_rows && first_row + i < w.rows; ++i) {
     const auto* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(first_row + i) * w.row_bytes;
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* src = row + static_cast<size_t>(b) * sizeof(typename L::block);
-      std::memcpy(panel + scale_offset<L>(b, i), src, 2);
+      const auto* src = reinterpret_cast<const typename L::block*>(row) + b;
+      std::memcpy(panel + scale_offset<L>(b, i), &src->d, 2);
       uint8_t* dst = panel + code_offset<L>(b, i, 0);
       for (int g = 0; g < L::n_groups; ++g) {
         uint32_t v;
-        std::memcpy(&v, src + 2 + 4 * g, 4);
+        std::memcpy(&v, reinterpret_cast<const uint8_t*>(src->qs) + 4 * g, 4);
         v ^= L::flip;
         std::memcpy(dst + 64 * g, &v, 4);
+      }
+      if constexpr (L::fifth_bits) {
+        uint32_t qh;
+        std::memcpy(&qh, src->qh, 4);
+        const uint32_t lane = fifth_bits_to_lane(qh);
+        std::memcpy(panel + fifth_bits_offset<L>(b, i), &lane, 4);
       }
     }
   }
@@ -73,9 +119,16 @@ template <class L>
 void unpack_row(int64_t cols, const uint8_t* panel, int64_t i, uint8_t* out) {
   const auto flip = static_cast<uint8_t>(L::flip);
   for (int64_t b = 0; b < cols / 32; ++b) {
-    uint8_t* dst = out + static_cast<size_t>(b) * sizeof(typename L::block);
-    std::memcpy(dst, panel + scale_offset<L>(b, i), 2);
-    for (int k = 0; k < n_code_bytes<L>; ++k) dst[2 + k] = panel[code_offset<L>(b, i, k)] ^ flip;
+    auto* dst = reinterpret_cast<typename L::block*>(out) + b;
+    std::memcpy(&dst->d, panel + scale_offset<L>(b, i), 2);
+    auto* qs = reinterpret_cast<uint8_t*>(dst->qs);
+    for (int k = 0; k < n_code_bytes<L>; ++k) qs[k] = panel[code_offset<L>(b, i, k)] ^ flip;
+    if constexpr (L::fifth_bits) {
+      uint32_t lane;
+      std::memcpy(&lane, panel + fifth_bits_offset<L>(b, i), 4);
+      const uint32_t qh = fifth_bits_from_lane(lane);
+      std::memcpy(dst->qh, &qh, 4);
+    }
   }
 }
 
@@ -92,10 +145,18 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
     float sum = 0.f;
     for (int64_t b = 0; b < nb; ++b) {
       int32_t dot = xc[b];
+      uint32_t qh = 0;
+      if constexpr (L::fifth_bits) {
+        uint32_t lane;
+        std::memcpy(&lane, panel + fifth_bits_offset<L>(b, i), 4);
+        qh = fifth_bits_from_lane(lane);
+      }
       for (int k = 0; k < n_code_bytes<L>; ++k) {
         const uint8_t c = panel[code_offset<L>(b, i, k)];
         if (q4) {
-          dot += (c & 0x0f) * xq[b * 32 + k] + (c >> 4) * xq[b * 32 + 16 + k];
+          const int lo = (c & 0x0f) | static_cast<int>(((qh >> k) & 1u) << 4);
+          const int hi = (c >> 4) | static_cast<int>(((qh >> (16 + k)) & 1u) << 4);
+          dot += lo * xq[b * 32 + k] + hi * xq[b * 32 + 16 + k];
         } else {
           dot += c * xq[b * 32 + k];
         }
@@ -183,9 +244,12 @@ packed_dest packed_dest_of(const packed_view& w, int64_t p) {
 }
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const pack_panel_fn pack_panel_q4_0 = pack_panel<layout_q4_0>, pack_panel_q8_0 = pack_panel<layout_q8_0>;
-extern const unpack_row_fn unpack_row_q4_0 = unpack_row<layout_q4_0>, unpack_row_q8_0 = unpack_row<layout_q8_0>;
+extern const pack_panel_fn pack_panel_q4_0 = pack_panel<layout_q4_0>, pack_panel_q5_0 = pack_panel<layout_q5_0>,
+                           pack_panel_q8_0 = pack_panel<layout_q8_0>;
+extern const unpack_row_fn unpack_row_q4_0 = unpack_row<layout_q4_0>, unpack_row_q5_0 = unpack_row<layout_q5_0>,
+                           unpack_row_q8_0 = unpack_row<layout_q8_0>;
 extern const packed_rows_fn packed_scalar_q4_0 = packed_rows_scalar<layout_q4_0>,
+                            packed_scalar_q5_0 = packed_rows_scalar<layout_q5_0>,
                             packed_scalar_q8_0 = packed_rows_scalar<layout_q8_0>;
 
 void packed_matrix::free_deleter::operator()(uint8_t* p) const { std::free(p); }

@@ -70,6 +70,7 @@ CORTEX_MATMUL_KERNELS(q6_k);
   extern const unpack_row_fn unpack_row_##t;   \
   extern const packed_rows_fn packed_scalar_##t, packed_avx2_##t, packed_avx512_##t
 CORTEX_PACKED_KERNELS(q4_0);
+CORTEX_PACKED_KERNELS(q5_0);
 CORTEX_PACKED_KERNELS(q8_0);
 CORTEX_PACKED_KERNELS(q4_k);
 CORTEX_PACKED_KERNELS(q6_k);
@@ -90,8 +91,12 @@ using xf = x_format;
 // Built on first use: the kernel pointers are other TUs' constants.
 struct trait_table {
   // Panel records: two 32-column blocks (64-byte scale header, then 256 /
-  // 512 code bytes per block) or one 256-column super-block.
+  // 320 / 512 code bytes per block) or one 256-column super-block. q5_0 has
+  // no AVX2 packed kernel (its 5-bit codes would saturate maddubs' int16
+  // block sums): packed_is_faster says no there, and matmul runs it.
   const packed_layout packed_q4_0{packed_x_format::q8_p, 64, 64 + 2 * 256, CORTEX_PACKED(q4_0)};
+  const packed_layout packed_q5_0{packed_x_format::q8_p, 64, 64 + 2 * 320, pack_panel_q5_0, unpack_row_q5_0,
+                                  {packed_scalar_q5_0, nullptr, packed_avx512_q5_0}};
   const packed_layout packed_q8_0{packed_x_format::q8_p, 64, 64 + 2 * 512, CORTEX_PACKED(q8_0)};
   const packed_layout packed_q4_k{packed_x_format::q8_kp, 256, packed_record_q4_k, CORTEX_PACKED(q4_k)};
   const packed_layout packed_q6_k{packed_x_format::q8_kp, 256, packed_record_q6_k, CORTEX_PACKED(q6_k)};
@@ -110,7 +115,7 @@ struct trait_table {
       {ggml_type::q4_1, "q4_1", 32, sizeof(block_q4_1), dequantize_row_q4_1, quantize_row_q4_1, xf::q8_1, 0,
        CORTEX_MATMUL(q4_1), nullptr},
       {ggml_type::q5_0, "q5_0", 32, sizeof(block_q5_0), dequantize_row_q5_0, nullptr, xf::q8_32, 16,
-       CORTEX_MATMUL(q5_0), nullptr},
+       CORTEX_MATMUL(q5_0), &packed_q5_0},
       {ggml_type::q5_1, "q5_1", 32, sizeof(block_q5_1), dequantize_row_q5_1, quantize_row_q5_1, xf::q8_1, 0,
        CORTEX_MATMUL(q5_1), nullptr},
       {ggml_type::q8_0, "q8_0", qk8_0, sizeof(block_q8_0), dequantize_row_q8_0, quantize_row_q8_0, xf::q8_32, 128,

@@ -1,12 +1,12 @@
-// AVX-512 VNNI kernels for packed q4_0 / q8_0 weights (layout in
-// kernels/matmul_kernels.hpp). Only the kernels named at the
-// end are exported.
+// AVX-512 VNNI kernels for packed q4_0 / q5_0 / q8_0 weights (layout in
+// kernels/matmul_kernels.hpp). Only the kernels named at the end are
+// exported. q5_0 is q4_0 plus each block's fifth bits, ORed in as 0x10.
 //
 // A 64-byte load gives 4 codes of each of 16 rows; vpdpbusd with the token's
 // 4 matching activation bytes broadcast to every lane accumulates one int32
 // block dot per row and lane. Per (block, panel, token) the float work is one
 // convert and one multiply-add for 16 rows, and the result is 16 contiguous
-// outputs: no horizontal sums. The zero point (8 or 128) enters as the
+// outputs: no horizontal sums. The zero point (8, 16 or 128) enters as the
 // accumulator's initial value, corr = -zero_point * sum(x codes of the block).
 // GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -34,6 +34,11 @@ inline __m512i broadcast_dword(const int8_t* p) {
 // y for panels [p, p + NP) and tokens [t, t + NT).
 template <class Fmt, int NP, int NT>
 void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
+  // q5_0: left rotations taking bit 2g (2g + 1) of each byte to bit 4.
+  const __m512i rot_lo[4] = {_mm512_set1_epi32(4), _mm512_set1_epi32(2), _mm512_set1_epi32(0),
+                             _mm512_set1_epi32(30)};
+  const __m512i rot_hi[4] = {_mm512_set1_epi32(3), _mm512_set1_epi32(1), _mm512_set1_epi32(31),
+                             _mm512_set1_epi32(29)};
   constexpr int64_t record = record_header + 2 * Fmt::block_code_bytes;
   const int64_t nb = w.cols / 32;
   const int64_t n_records = (nb + 1) / 2;
@@ -58,13 +63,25 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
         const __m512i c = _mm512_set1_epi32(xc[j][b]);
         for (int i = 0; i < NP; ++i) ia[i][j] = c;
       }
-      if constexpr (Fmt::block_code_bytes == 256) {
+      if constexpr (Fmt::block_code_bytes == 256 || Fmt::block_code_bytes == 320) {
+        constexpr bool fifth_bits = Fmt::block_code_bytes == 320;
+        __m512i bits[NP];
+        if constexpr (fifth_bits) {
+          for (int i = 0; i < NP; ++i) bits[i] = _mm512_load_si512(codes[i] + 256);
+        }
         for (int g = 0; g < 4; ++g) {
           __m512i lo[NP], hi[NP];
           for (int i = 0; i < NP; ++i) {
             const __m512i v = _mm512_load_si512(codes[i] + 64 * g);
             lo[i] = _mm512_and_si512(v, low4);
             hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+            if constexpr (fifth_bits) {
+              // Bits 2g and 2g + 1 of each byte to bit 4 (a 32-bit rotate
+              // never carries another byte's bit into bit 4).
+              const __m512i bit4 = _mm512_set1_epi8(0x10);
+              lo[i] = _mm512_or_si512(lo[i], _mm512_and_si512(_mm512_rolv_epi32(bits[i], rot_lo[g]), bit4));
+              hi[i] = _mm512_or_si512(hi[i], _mm512_and_si512(_mm512_rolv_epi32(bits[i], rot_hi[g]), bit4));
+            }
           }
           for (int j = 0; j < NT; ++j) {
             const __m512i xl = broadcast_dword(xq[j] + b * 32 + 4 * g);
@@ -251,6 +268,7 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const packed_rows_fn packed_avx512_q4_0 = packed_rows<fmt_q4_0>, packed_avx512_q8_0 = packed_rows<fmt_q8_0>;
+extern const packed_rows_fn packed_avx512_q4_0 = packed_rows<fmt_q4_0>, packed_avx512_q5_0 = packed_rows<fmt_q5_0>,
+                            packed_avx512_q8_0 = packed_rows<fmt_q8_0>;
 
 }  // namespace cortex::kernels

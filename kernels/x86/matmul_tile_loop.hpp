@@ -31,14 +31,17 @@ struct tile_operands {
   }
 };
 
-// Packed q4_0 / q8_0 records (kernels/matmul_kernels.hpp): a 64-byte header
-// of two blocks' f16 scales, then each block's code groups.
+// Packed q4_0 / q5_0 / q8_0 records (kernels/matmul_kernels.hpp): a 64-byte
+// header of two blocks' f16 scales, then each block's code groups.
 constexpr int64_t record_header = 64;
 struct fmt_q4_0 {
   static constexpr int64_t block_code_bytes = 256;
 };
 struct fmt_q8_0 {
   static constexpr int64_t block_code_bytes = 512;
+};
+struct fmt_q5_0 {  // q4_0's 4 nibble groups, then one group of fifth bits
+  static constexpr int64_t block_code_bytes = 320;
 };
 
 // Pointers into the q8_p / q8_kp activations (kernels/matmul_kernels.hpp) of

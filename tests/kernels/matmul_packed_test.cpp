@@ -29,6 +29,7 @@ std::vector<uint8_t> random_blocks(ggml_type t, int64_t rows, int64_t cols, std:
   size_t block = 0, d_at = 0;
   switch (t) {
     case ggml_type::q4_0: block = sizeof(block_q4_0); break;
+    case ggml_type::q5_0: block = sizeof(block_q5_0); break;
     case ggml_type::q8_0: block = sizeof(block_q8_0); break;
     case ggml_type::q4_k: block = sizeof(block_q4_k); break;
     default: block = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
@@ -58,9 +59,10 @@ stacked random_parts(ggml_type t, const std::vector<int64_t>& rows, int64_t cols
   return s;
 }
 
-const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q6_k};
+const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q5_0, ggml_type::q8_0, ggml_type::q4_k,
+                                  ggml_type::q6_k};
 
-int64_t block_of(ggml_type t) { return t == ggml_type::q4_0 || t == ggml_type::q8_0 ? 32 : 256; }
+int64_t block_of(ggml_type t) { return type_traits(t).block_size; }
 
 TEST(matmul_packed_test, unpack_row_restores_every_original_row) {
   std::mt19937 rng(7);
@@ -84,6 +86,21 @@ TEST(matmul_packed_test, unpack_row_restores_every_original_row) {
       }
     }
   }
+}
+
+// The model packs a type only where that is faster: where the active isa
+// has a SIMD packed kernel. q5_0 has one for AVX-512 only.
+TEST(matmul_packed_test, packed_is_faster_only_with_a_simd_kernel) {
+  for (isa i : runnable_isas()) {
+    SCOPED_TRACE(isa_name(i));
+    set_isa_for_testing(i);
+    for (ggml_type t : packed_types) {
+      const bool simd = i == isa::avx512 || (i == isa::avx2 && t != ggml_type::q5_0);
+      EXPECT_EQ(packed_is_faster(t), simd) << type_traits(t).name;
+    }
+    EXPECT_FALSE(packed_is_faster(ggml_type::q5_k));
+  }
+  restore_default_isa();
 }
 
 class matmul_packed_isa_test : public ::testing::TestWithParam<isa> {
