@@ -79,6 +79,8 @@ using matmul_rows_fn = void (*)(const weight_view& w, const quantized_x& x, int 
 //     min 2k, min 2k+1); codes at 320: for pair p (0..3) 8 groups of 64 B,
 //     group g row r = qs[32p + 4g .. +3] (low nibbles: sub-block 2p,
 //     columns 64p + 4g..; high nibbles: sub-block 2p+1, columns 64p+32+4g..)
+//   q5_k (2880 B): the q4_k record, then its fifth bits at 2368: 8 groups of
+//     64 B, group g row r = qh[4g .. 4g + 3] (bit s: sub-block s)
 //   q6_k (3392 B): half_bits d[16] at 0; int8 scale[16][16] at 64; codes at
 //     320: for half h (0..1), lq (0..7) three groups of 64 B: row r =
 //     ql[64h + 4lq ..], ql[64h + 32 + 4lq ..], qh[32h + 4lq ..] (+3 each),
@@ -97,7 +99,7 @@ struct packed_segment {
 };
 
 struct packed_view {
-  ggml_type type;  // q4_0, q5_0, q8_0, q4_k or q6_k
+  ggml_type type;  // q4_0, q5_0, q8_0, q4_k, q5_k or q6_k
   int64_t cols;
   int64_t n_panels;
   const uint8_t* data;

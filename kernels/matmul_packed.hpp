@@ -15,12 +15,12 @@
 namespace cortex::kernels {
 
 // Types pack_matrix accepts: those whose row in kernels/quant_traits.cpp has
-// a packed layout (q4_0, q5_0, q8_0, q4_k and q6_k).
+// a packed layout (q4_0, q5_0, q8_0, q4_k, q5_k and q6_k).
 bool packed_supported(ggml_type type);
 
 // Whether the active isa has a SIMD packed kernel for the type (AVX-512 VNNI:
-// all five; AVX2: all but q5_0); elsewhere the packed path is the scalar
-// reference: use matmul.
+// all six; AVX2: all but q5_0 and q5_k); elsewhere the packed path is the
+// scalar reference: use matmul.
 bool packed_is_faster(ggml_type type);
 
 // Several weight matrices of one type and cols, stacked: part s has rows_s

@@ -1,6 +1,7 @@
 #include "kernels/matmul_packed_k.hpp"
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/fp16.hpp"
 #include "kernels/quant_traits.hpp"
@@ -33,7 +34,12 @@ void k4_encode(const uint8_t* sc, const uint8_t* mn, uint8_t* s) {
   }
 }
 
-void pack_q4_k(const block_q4_k& b, int64_t i, uint8_t* rec) {
+// q4_k / q5_k: the q4_k record; q5_k appends its fifth bits as 8 groups of
+// 64 B at 2368, group g row r = qh[4g .. 4g + 3].
+constexpr int64_t q5_k_high = 2368;
+
+template <class Block>
+void pack_k4(const Block& b, int64_t i, uint8_t* rec) {
   std::memcpy(rec + 2 * i, &b.d, 2);
   std::memcpy(rec + 32 + 2 * i, &b.dmin, 2);
   for (int j = 0; j < 8; ++j) {
@@ -44,9 +50,13 @@ void pack_q4_k(const block_q4_k& b, int64_t i, uint8_t* rec) {
   }
   for (int p = 0; p < 4; ++p)
     for (int g = 0; g < 8; ++g) copy4(rec + 320 + (p * 8 + g) * 64 + 4 * i, b.qs + 32 * p + 4 * g);
+  if constexpr (std::is_same_v<Block, block_q5_k>) {
+    for (int g = 0; g < 8; ++g) copy4(rec + q5_k_high + 64 * g + 4 * i, b.qh + 4 * g);
+  }
 }
 
-void unpack_q4_k(const uint8_t* rec, int64_t i, block_q4_k& b) {
+template <class Block>
+void unpack_k4(const uint8_t* rec, int64_t i, Block& b) {
   std::memcpy(&b.d, rec + 2 * i, 2);
   std::memcpy(&b.dmin, rec + 32 + 2 * i, 2);
   uint8_t sc[8], mn[8];
@@ -57,6 +67,9 @@ void unpack_q4_k(const uint8_t* rec, int64_t i, block_q4_k& b) {
   k4_encode(sc, mn, b.scales);
   for (int p = 0; p < 4; ++p)
     for (int g = 0; g < 8; ++g) copy4(b.qs + 32 * p + 4 * g, rec + 320 + (p * 8 + g) * 64 + 4 * i);
+  if constexpr (std::is_same_v<Block, block_q5_k>) {
+    for (int g = 0; g < 8; ++g) copy4(b.qh + 4 * g, rec + q5_k_high + 64 * g + 4 * i);
+  }
 }
 
 // Byte offset of group (h, lq, part) in a q6_k record; part 0/1: ql, 2: qh.
@@ -84,14 +97,15 @@ void unpack_q6_k(const uint8_t* rec, int64_t i, block_q6_k& b) {
     }
 }
 
-// The two k-quant panel layouts: block type, record size, one row's block
+// The k-quant panel layouts: block type, record size, one row's block
 // into / out of a record, and the scalar dot of a block with 256 q8 codes
 // times the activation scale dx (as the SIMD kernels compute it).
-struct layout_q4_k {
-  using block = block_q4_k;
-  static constexpr size_t record = packed_record_q4_k;
-  static void pack(const block& b, int64_t i, uint8_t* rec) { pack_q4_k(b, i, rec); }
-  static void unpack(const uint8_t* rec, int64_t i, block& b) { unpack_q4_k(rec, i, b); }
+template <class Block, size_t Record>
+struct layout_k4 {
+  using block = Block;
+  static constexpr size_t record = Record;
+  static void pack(const block& b, int64_t i, uint8_t* rec) { pack_k4(b, i, rec); }
+  static void unpack(const uint8_t* rec, int64_t i, block& b) { unpack_k4(rec, i, b); }
   static float dot(const block& blk, const int8_t* q, float dx) {
     int isum = 0, msum = 0;
     for (int j = 0; j < 8; ++j) {
@@ -100,7 +114,9 @@ struct layout_q4_k {
       int dot = 0, qsum = 0;
       for (int l = 0; l < 32; ++l) {
         const uint8_t byte = blk.qs[32 * (j / 2) + l];
-        dot += (j % 2 == 0 ? byte & 0xf : byte >> 4) * q[32 * j + l];
+        int code = j % 2 == 0 ? byte & 0xf : byte >> 4;
+        if constexpr (std::is_same_v<Block, block_q5_k>) code |= ((blk.qh[l] >> j) & 1) << 4;
+        dot += code * q[32 * j + l];
         qsum += q[32 * j + l];
       }
       isum += sc * dot;
@@ -109,6 +125,9 @@ struct layout_q4_k {
     return dx * (fp16_to_fp32(blk.d) * static_cast<float>(isum) - fp16_to_fp32(blk.dmin) * static_cast<float>(msum));
   }
 };
+
+using layout_q4_k = layout_k4<block_q4_k, packed_record_q4_k>;
+using layout_q5_k = layout_k4<block_q5_k, packed_record_q5_k>;
 
 struct layout_q6_k {
   using block = block_q6_k;
@@ -170,9 +189,12 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
-extern const pack_panel_fn pack_panel_q4_k = pack_panel<layout_q4_k>, pack_panel_q6_k = pack_panel<layout_q6_k>;
-extern const unpack_row_fn unpack_row_q4_k = unpack_row<layout_q4_k>, unpack_row_q6_k = unpack_row<layout_q6_k>;
+extern const pack_panel_fn pack_panel_q4_k = pack_panel<layout_q4_k>, pack_panel_q5_k = pack_panel<layout_q5_k>,
+                           pack_panel_q6_k = pack_panel<layout_q6_k>;
+extern const unpack_row_fn unpack_row_q4_k = unpack_row<layout_q4_k>, unpack_row_q5_k = unpack_row<layout_q5_k>,
+                           unpack_row_q6_k = unpack_row<layout_q6_k>;
 extern const packed_rows_fn packed_scalar_q4_k = packed_rows_scalar<layout_q4_k>,
+                            packed_scalar_q5_k = packed_rows_scalar<layout_q5_k>,
                             packed_scalar_q6_k = packed_rows_scalar<layout_q6_k>;
 
 }  // namespace cortex::kernels

@@ -13,6 +13,7 @@
 namespace cortex::kernels {
 
 constexpr size_t packed_record_q4_k = 2368;
+constexpr size_t packed_record_q5_k = 2880;  // q4_k's, then 8 groups of qh
 constexpr size_t packed_record_q6_k = 3392;
 
 // y of every real row i of panels [p0, p1) and token t < n_tokens is

@@ -73,6 +73,7 @@ CORTEX_PACKED_KERNELS(q4_0);
 CORTEX_PACKED_KERNELS(q5_0);
 CORTEX_PACKED_KERNELS(q8_0);
 CORTEX_PACKED_KERNELS(q4_k);
+CORTEX_PACKED_KERNELS(q5_k);
 CORTEX_PACKED_KERNELS(q6_k);
 #undef CORTEX_PACKED_KERNELS
 
@@ -99,6 +100,9 @@ struct trait_table {
                                   {packed_scalar_q5_0, nullptr, packed_avx512_q5_0}};
   const packed_layout packed_q8_0{packed_x_format::q8_p, 64, 64 + 2 * 512, CORTEX_PACKED(q8_0)};
   const packed_layout packed_q4_k{packed_x_format::q8_kp, 256, packed_record_q4_k, CORTEX_PACKED(q4_k)};
+  // As q5_0: AVX-512 only, matmul runs q5_k elsewhere.
+  const packed_layout packed_q5_k{packed_x_format::q8_kp, 256, packed_record_q5_k, pack_panel_q5_k, unpack_row_q5_k,
+                                  {packed_scalar_q5_k, nullptr, packed_avx512_q5_k}};
   const packed_layout packed_q6_k{packed_x_format::q8_kp, 256, packed_record_q6_k, CORTEX_PACKED(q6_k)};
 
   // type, name, block size, bytes per block, dequantize, quantize,
@@ -129,7 +133,7 @@ struct trait_table {
       {ggml_type::q4_k, "q4_K", qk_k, sizeof(block_q4_k), dequantize_row_q4_k, quantize_row_q4_k, xf::q8_256, 0,
        CORTEX_MATMUL(q4_k), &packed_q4_k},
       {ggml_type::q5_k, "q5_K", qk_k, sizeof(block_q5_k), dequantize_row_q5_k, quantize_row_q5_k, xf::q8_256, 0,
-       CORTEX_MATMUL(q5_k), nullptr},
+       CORTEX_MATMUL(q5_k), &packed_q5_k},
       {ggml_type::q6_k, "q6_K", qk_k, sizeof(block_q6_k), dequantize_row_q6_k, quantize_row_q6_k, xf::q8_256, 0,
        CORTEX_MATMUL(q6_k), &packed_q6_k},
       {ggml_type::q8_k, "q8_K", qk_k, sizeof(block_q8_k), nullptr, nullptr, xf::none, 0, {}, nullptr},

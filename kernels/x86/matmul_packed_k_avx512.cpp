@@ -1,12 +1,13 @@
-// AVX-512 VNNI kernels for packed q4_k / q6_k weights (layout in
+// AVX-512 VNNI kernels for packed q4_k / q5_k / q6_k weights (layout in
 // kernels/matmul_kernels.hpp) against q8_kp activations. Only the
-// kernels named at the end are exported.
+// kernels named at the end are exported. q5_k is q4_k with its fifth bits
+// ORed into the unpacked codes.
 //
 // As for q4_0: a 64-byte load gives 4 codes of 16 rows, the token's 4
 // activation bytes are broadcast, and vpdpbusd accumulates one int32 sub-block
 // dot per row. Each sub-block dot is then weighted in float by d * scale
 // (16 rows at once), so per super-block and token
-//   q4_k: y += dx * (sum_j d sc_j dot_j - dmin * sum_j min_j bsum32_j)
+//   q4_k, q5_k: y += dx * (sum_j d sc_j dot_j - dmin * sum_j min_j bsum32_j)
 //         (the min term as vpdpwssd of min pairs with bsum32 pairs)
 //   q6_k: y += dx * sum_j d sc_j (dot_j - 32 bsum16_j)
 //         (the zero point as the accumulator's initial value).
@@ -27,7 +28,26 @@ namespace cortex::kernels {
 namespace {
 
 constexpr int64_t record_q4_k = 2368;
+constexpr int64_t record_q5_k = 2880;  // q4_k's record, then 8 groups of qh
 constexpr int64_t record_q6_k = 3392;
+
+// q4_k (High false) / q5_k (High true): record size, and the fifth bits of
+// code group g of sub-block pair pr ORed into its low (sub-block 2 pr) and
+// high (2 pr + 1) nibbles: bits 2 pr and 2 pr + 1 of each byte of qh group g
+// rotated to bit 4 (a 32-bit rotate never carries another byte's bit there).
+template <bool High>
+struct k4_format {
+  static constexpr int64_t record = High ? record_q5_k : record_q4_k;
+  static void add_high_bits(const uint8_t* rec, int pr, int g, __m512i& lo, __m512i& hi) {
+    if constexpr (High) {
+      const __m512i bits = _mm512_load_si512(rec + record_q4_k + 64 * g);
+      const __m512i bit4 = _mm512_set1_epi8(0x10);
+      const __m512i to_lo = _mm512_set1_epi32((4 - 2 * pr) & 31), to_hi = _mm512_set1_epi32((3 - 2 * pr) & 31);
+      lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_rolv_epi32(bits, to_lo), bit4));
+      hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_rolv_epi32(bits, to_hi), bit4));
+    }
+  }
+};
 
 inline __m512i broadcast_dword(const void* p) {
   int32_t v;
@@ -71,8 +91,9 @@ void store_tile(const packed_view& w, int64_t p, int t, const __m512 (&acc)[NP][
   }
 }
 
-template <int NP, int NT>
-void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
+template <bool High, int NP, int NT>
+void tile_k4(const packed_view& w, const quantized_x& x, int64_t p, int t) {
+  using fmt = k4_format<High>;
   const int64_t nb = w.cols / 256;
   const uint8_t* panel[NP];
   for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
@@ -84,7 +105,7 @@ void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec[NP];
-    for (int i = 0; i < NP; ++i) rec[i] = panel[i] + b * record_q4_k;
+    for (int i = 0; i < NP; ++i) rec[i] = panel[i] + b * fmt::record;
     __m512 sum[NP][NT];
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < NT; ++j) sum[i][j] = _mm512_setzero_ps();
@@ -98,6 +119,7 @@ void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
           const __m512i v = _mm512_load_si512(rec[i] + 320 + (pr * 8 + g) * 64);
           lo[i] = _mm512_and_si512(v, low4);
           hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+          fmt::add_high_bits(rec[i], pr, g, lo[i], hi[i]);
         }
         for (int j = 0; j < NT; ++j) {
           const __m512i xa = broadcast_dword(xt[j].q + b * 256 + 64 * pr + 4 * g);
@@ -295,11 +317,14 @@ CORTEX_INLINE void k_panel_chunks(const packed_view& w, const quantized_x& x, in
   }
 }
 
-// Batched q4_k: as q6_k_panel_all_tokens below (sums in tile_q4_k's order).
-void q4_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
+// Batched q4_k / q5_k: as q6_k_panel_all_tokens below (sums in tile_k4's
+// order).
+template <bool High>
+void k4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
+  using fmt = k4_format<High>;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   alignas(64) __m512 s[2];
-  k_panel_chunks<record_q4_k, q4_k_group_max>(w, x, n_tokens, p, [&](const k_block& k) {
+  k_panel_chunks<fmt::record, q4_k_group_max>(w, x, n_tokens, p, [&](const k_block& k) {
     for (int pr = 0; pr < 4; ++pr) {
       k.prefetch_quarter(pr);
       s[0] = scale_u8(k.rec + 64 + 16 * (2 * pr), k.d);
@@ -309,6 +334,7 @@ void q4_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tok
         const __m512i v = _mm512_load_si512(k.rec + 320 + (pr * 8 + g) * 64);
         lo[g] = _mm512_and_si512(v, low4);
         hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        fmt::add_high_bits(k.rec, pr, g, lo[g], hi[g]);
       }
       for (int i = 0, j = 0; i < k.groups.count; ++i) {
         const int g_size = k.groups.size(i);
@@ -398,7 +424,11 @@ void q6_k_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tok
 
 template <int NP, int NT>
 struct q4_k_tile {
-  static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_q4_k<NP, NT>(w, x, p, t); }
+  static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_k4<false, NP, NT>(w, x, p, t); }
+};
+template <int NP, int NT>
+struct q5_k_tile {
+  static void run(const packed_view& w, const quantized_x& x, int64_t p, int t) { tile_k4<true, NP, NT>(w, x, p, t); }
 };
 template <int NP, int NT>
 struct q6_k_tile {
@@ -424,7 +454,8 @@ void packed_rows_k(const packed_view& w, const quantized_x& x, int n_tokens, int
 // token. 2 tokens and up (a verify step, prefill): the panel kernels, whose
 // unpacking of a 64-byte load of codes (3 ALU ops for q4_k, ~13/4 for q6_k)
 // is shared by every token of the call.
-extern const packed_rows_fn packed_avx512_q4_k = packed_rows_k<q4_k_tile, q4_k_panel_all_tokens>,
+extern const packed_rows_fn packed_avx512_q4_k = packed_rows_k<q4_k_tile, k4_panel_all_tokens<false>>,
+                            packed_avx512_q5_k = packed_rows_k<q5_k_tile, k4_panel_all_tokens<true>>,
                             packed_avx512_q6_k = packed_rows_k<q6_k_tile, q6_k_panel_all_tokens>;
 
 }  // namespace cortex::kernels

@@ -32,12 +32,13 @@ std::vector<uint8_t> random_blocks(ggml_type t, int64_t rows, int64_t cols, std:
     case ggml_type::q5_0: block = sizeof(block_q5_0); break;
     case ggml_type::q8_0: block = sizeof(block_q8_0); break;
     case ggml_type::q4_k: block = sizeof(block_q4_k); break;
+    case ggml_type::q5_k: block = sizeof(block_q5_k); break;
     default: block = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
   }
   for (size_t off = 0; off < out.size(); off += block) {
     const uint16_t h = fp32_to_fp16(scale(rng));
     std::memcpy(out.data() + off + d_at, &h, 2);
-    if (t == ggml_type::q4_k) {  // dmin >= 0
+    if (t == ggml_type::q4_k || t == ggml_type::q5_k) {  // dmin >= 0
       const uint16_t m = fp32_to_fp16(std::fabs(scale(rng)));
       std::memcpy(out.data() + off + 2, &m, 2);
     }
@@ -59,8 +60,8 @@ stacked random_parts(ggml_type t, const std::vector<int64_t>& rows, int64_t cols
   return s;
 }
 
-const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q5_0, ggml_type::q8_0, ggml_type::q4_k,
-                                  ggml_type::q6_k};
+const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q5_0, ggml_type::q8_0,
+                                  ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k};
 
 int64_t block_of(ggml_type t) { return type_traits(t).block_size; }
 
@@ -89,16 +90,17 @@ TEST(matmul_packed_test, unpack_row_restores_every_original_row) {
 }
 
 // The model packs a type only where that is faster: where the active isa
-// has a SIMD packed kernel. q5_0 has one for AVX-512 only.
+// has a SIMD packed kernel. q5_0 and q5_k have one for AVX-512 only.
 TEST(matmul_packed_test, packed_is_faster_only_with_a_simd_kernel) {
   for (isa i : runnable_isas()) {
     SCOPED_TRACE(isa_name(i));
     set_isa_for_testing(i);
     for (ggml_type t : packed_types) {
-      const bool simd = i == isa::avx512 || (i == isa::avx2 && t != ggml_type::q5_0);
+      const bool five_bits = t == ggml_type::q5_0 || t == ggml_type::q5_k;
+      const bool simd = i == isa::avx512 || (i == isa::avx2 && !five_bits);
       EXPECT_EQ(packed_is_faster(t), simd) << type_traits(t).name;
     }
-    EXPECT_FALSE(packed_is_faster(ggml_type::q5_k));
+    EXPECT_FALSE(packed_is_faster(ggml_type::q3_k));
   }
   restore_default_isa();
 }
@@ -168,16 +170,20 @@ TEST_P(matmul_packed_isa_test, k_quants_at_code_extremes_match_reference) {
   matmul_scratch scratch;
   const int64_t rows = 24, cols = 512;
   const uint16_t d = fp32_to_fp16(0.01f);
-  for (ggml_type t : {ggml_type::q4_k, ggml_type::q6_k}) {
+  for (ggml_type t : {ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k}) {
     for (uint8_t code : {uint8_t{0x00}, uint8_t{0xff}}) {
       std::vector<uint8_t> bytes(matmul_row_bytes(t, cols) * rows, code);
-      if (t == ggml_type::q4_k) {
-        for (size_t off = 0; off < bytes.size(); off += sizeof(block_q4_k)) {
-          auto* b = reinterpret_cast<block_q4_k*>(bytes.data() + off);
-          std::memcpy(&b->d, &d, 2);
-          std::memcpy(&b->dmin, &d, 2);
-          std::memset(b->scales, 0xff, sizeof b->scales);  // every scale and min 63
+      const auto set_k4 = [&](auto* blocks) {
+        for (size_t i = 0; i < bytes.size() / sizeof *blocks; ++i) {
+          std::memcpy(&blocks[i].d, &d, 2);
+          std::memcpy(&blocks[i].dmin, &d, 2);
+          std::memset(blocks[i].scales, 0xff, sizeof blocks[i].scales);  // every scale and min 63
         }
+      };
+      if (t == ggml_type::q4_k) {
+        set_k4(reinterpret_cast<block_q4_k*>(bytes.data()));
+      } else if (t == ggml_type::q5_k) {
+        set_k4(reinterpret_cast<block_q5_k*>(bytes.data()));
       } else {
         for (size_t off = 0; off < bytes.size(); off += sizeof(block_q6_k)) {
           auto* b = reinterpret_cast<block_q6_k*>(bytes.data() + off);
