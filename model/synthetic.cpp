@@ -5,23 +5,25 @@
 #include <thread>
 
 #include "kernels/quant.hpp"
+#include "model/arch.hpp"
 #include "model/gguf_writer.hpp"
+#include "model/tensor_table.hpp"
 
 namespace cortex {
 
 const std::vector<synthetic_shape>& synthetic_shapes() {
   static const std::vector<synthetic_shape> shapes = {
       // name, arch, vocab, ctx, embd, layers, heads, kv heads, ffn, rope base, eps, tied
-      {"tinyllama-1.1b", model_arch::llama, 32000, 2048, 2048, 22, 32, 4, 5632, 10000.0f, 1e-5f, false},
-      {"llama-3.2-1b", model_arch::llama, 128256, 8192, 2048, 16, 32, 8, 8192, 500000.0f, 1e-5f, true},
-      {"qwen2.5-0.5b", model_arch::qwen2, 151936, 32768, 896, 24, 14, 2, 4864, 1000000.0f, 1e-6f, true},
-      {"tiny", model_arch::llama, 1024, 2048, 256, 4, 8, 2, 768, 10000.0f, 1e-5f, false},
+      {"tinyllama-1.1b", "llama", 32000, 2048, 2048, 22, 32, 4, 5632, 10000.0f, 1e-5f, false},
+      {"llama-3.2-1b", "llama", 128256, 8192, 2048, 16, 32, 8, 8192, 500000.0f, 1e-5f, true},
+      {"qwen2.5-0.5b", "qwen2", 151936, 32768, 896, 24, 14, 2, 4864, 1000000.0f, 1e-6f, true},
+      {"tiny", "llama", 1024, 2048, 256, 4, 8, 2, 768, 10000.0f, 1e-5f, false},
       // The published shapes (the models' config.json on Hugging Face), with
       // Llama 3.1's rope_freqs.weight. Mistral's 4096-token sliding window is
       // left out, as llama.cpp's 'llama' architecture also runs it.
-      {"llama-3.1-8b", model_arch::llama, 128256, 131072, 4096, 32, 32, 8, 14336, 500000.0f, 1e-5f, false, "llama3", true},
-      {"qwen2.5-7b", model_arch::qwen2, 152064, 131072, 3584, 28, 28, 4, 18944, 1000000.0f, 1e-6f, false, "qwen3"},
-      {"mistral-7b", model_arch::llama, 32000, 32768, 4096, 32, 32, 8, 14336, 10000.0f, 1e-5f, false, "llama-spm"},
+      {"llama-3.1-8b", "llama", 128256, 131072, 4096, 32, 32, 8, 14336, 500000.0f, 1e-5f, false, "llama3", true},
+      {"qwen2.5-7b", "qwen2", 152064, 131072, 3584, 28, 28, 4, 18944, 1000000.0f, 1e-6f, false, "qwen3"},
+      {"mistral-7b", "llama", 32000, 32768, 4096, 32, 32, 8, 14336, 10000.0f, 1e-5f, false, "llama-spm"},
   };
   return shapes;
 }
@@ -209,7 +211,7 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   if (std::find(synthetic_file_types().begin(), synthetic_file_types().end(), ftype) == synthetic_file_types().end()) {
     return fail(errc::invalid_param, "unknown file type '" + ftype + "' (choose f32, f16, q8_0, q4_0 or q4_k_m)");
   }
-  const std::string arch = arch_name(s.arch);
+  const std::string& arch = s.arch;
   gguf::writer w;
   w.set_string("general.architecture", arch);
   w.set_string("general.name", "synthetic " + s.name + " " + ftype + " (random weights)");
@@ -231,30 +233,36 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     if (auto st = add_real_vocabulary(w, dir + "/ggml-vocab-" + s.vocab + ".gguf", s.n_vocab); !st) return st;
   }
 
+  // The architecture's own tensor table names every tensor, its shape and
+  // role; the shape's choices (tied output, rope factors) pick among the
+  // optional ones.
+  const arch_def* a = find_arch(s.arch);
+  if (a == nullptr) return fail(errc::invalid_param, "unknown architecture '" + s.arch + "' (supported: " + supported_archs() + ")");
+  model_hparams hp;
+  hp.arch = s.arch;
+  hp.n_vocab = s.n_vocab;
+  hp.n_embd = s.n_embd;
+  hp.n_layer = s.n_layer;
+  hp.n_head = s.n_head;
+  hp.n_head_kv = s.n_head_kv;
+  hp.head_dim = s.n_embd / s.n_head;
+  hp.n_rot = hp.head_dim;
+  hp.n_ff = s.n_ff;
+  model_weights unbound;
+  unbound.layers.resize(static_cast<size_t>(s.n_layer));
+  tensor_table table;
+  a->tensors(hp, unbound, table);
   struct spec { std::string name; std::string role; int layer; int64_t cols, rows; bool is_norm; ggml_type type; };
   std::vector<spec> specs;
-  const int64_t d = s.n_embd, hd = s.n_embd / s.n_head, dkv = hd * s.n_head_kv;
-  specs.push_back({"token_embd.weight", "token_embd", -1, d, s.n_vocab, false});
-  for (int l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    specs.push_back({p + "attn_norm.weight", "norm", l, d, 1, true});
-    specs.push_back({p + "attn_q.weight", "attn_q", l, d, d, false});
-    specs.push_back({p + "attn_k.weight", "attn_k", l, d, dkv, false});
-    specs.push_back({p + "attn_v.weight", "attn_v", l, d, dkv, false});
-    if (s.arch == model_arch::qwen2) {
-      specs.push_back({p + "attn_q.bias", "bias", l, d, 1, true});
-      specs.push_back({p + "attn_k.bias", "bias", l, dkv, 1, true});
-      specs.push_back({p + "attn_v.bias", "bias", l, dkv, 1, true});
+  const int64_t hd = hp.head_dim;
+  for (const tensor_decl& d : table.decls()) {
+    const bool seen = std::any_of(specs.begin(), specs.end(), [&](const spec& x) { return x.name == d.name; });
+    if (seen || (d.role == tensor_role::output && s.tied_embeddings) || (d.role == tensor_role::rope_freqs && !s.llama3_rope)) {
+      continue;
     }
-    specs.push_back({p + "attn_output.weight", "attn_output", l, d, d, false});
-    specs.push_back({p + "ffn_norm.weight", "norm", l, d, 1, true});
-    specs.push_back({p + "ffn_gate.weight", "ffn_gate", l, d, s.n_ff, false});
-    specs.push_back({p + "ffn_up.weight", "ffn_up", l, d, s.n_ff, false});
-    specs.push_back({p + "ffn_down.weight", "ffn_down", l, s.n_ff, d, false});
+    if (!d.required && d.fallback == nullptr && d.role != tensor_role::rope_freqs) continue;  // optional extras
+    specs.push_back({d.name, role_name(d.role), d.layer, d.ne[0], d.ne.size() > 1 ? d.ne[1] : 1, !d.is_matrix(), ggml_type::f32});
   }
-  if (s.llama3_rope) specs.push_back({"rope_freqs.weight", "rope_freqs", -1, hd / 2, 1, true});
-  specs.push_back({"output_norm.weight", "norm", -1, d, 1, true});
-  if (!s.tied_embeddings) specs.push_back({"output.weight", "output", -1, d, s.n_vocab, false});
 
   for (auto& sp : specs) {
     ggml_type t = sp.is_norm ? ggml_type::f32 : matrix_type(ftype, sp.role, sp.layer, s.n_layer);

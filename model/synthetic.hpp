@@ -1,4 +1,4 @@
-// Synthetic models: real Llama/Qwen2 shapes with seeded random weights,
+// Synthetic models: real published shapes with seeded random weights,
 // quantized by our own quantizers (kernels/quant.hpp's quantize_row_fast:
 // the k-quants without their scale searches, so an 8B Q4_K_M takes minutes,
 // not an hour), with either a small SentencePiece-style
@@ -20,7 +20,7 @@ namespace cortex {
 
 struct synthetic_shape {
   std::string name;
-  model_arch arch = model_arch::llama;
+  std::string arch = "llama";  // general.architecture, one of the registry's
   int n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, n_ff;
   float rope_freq_base, rms_eps;
   bool tied_embeddings;

@@ -133,7 +133,7 @@ int cmd_info(int argc, char** argv) {
   const auto& f = m->file();
   const auto& hp = m->hparams();
   std::printf("file: %s (GGUF v%u, %.2f MiB)\n", f.path().c_str(), f.version(), f.size() / 1048576.0);
-  std::printf("model: %s, arch %s, %s, %.2f M parameters\n", m->name().c_str(), arch_name(hp.arch), m->quant_name().c_str(), m->n_params() / 1e6);
+  std::printf("model: %s, arch %s, %s, %.2f M parameters\n", m->name().c_str(), hp.arch.c_str(), m->quant_name().c_str(), m->n_params() / 1e6);
   std::printf("n_vocab %d, n_ctx_train %d, n_embd %d, n_layer %d, n_head %d, n_head_kv %d, head_dim %d, n_ff %d, n_rot %d\n",
               hp.n_vocab, hp.n_ctx_train, hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_rot);
   std::printf("rms_eps %g, rope_freq_base %g, rope %s\n", hp.rms_eps, hp.rope_freq_base, hp.rope_neox ? "neox" : "normal");

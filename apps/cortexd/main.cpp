@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
     rt = std::move(*started);
     front = rt->intake();
     const auto& m = rt->loaded_model();
-    cortex::model_info info{m.name(), cortex::arch_name(m.hparams().arch), static_cast<uint32_t>(rt->n_ctx()),
+    cortex::model_info info{m.name(), m.hparams().arch, static_cast<uint32_t>(rt->n_ctx()),
                             static_cast<uint32_t>(m.hparams().n_vocab), m.quant_name(), m.n_params()};
     auto loaded = rt->shared_model();
     hooks->token_text = [loaded](int32_t id) { return loaded->tokenizer().token_to_piece(id); };

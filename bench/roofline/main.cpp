@@ -77,10 +77,11 @@ std::vector<linear_kind> linear_kinds(const model& m) {
   const auto& w = m.weights();
   std::vector<linear_kind> k{{"qkv", {}}, {"wo", {}}, {"gate_up", {}}, {"down", {}}, {"output", {}}};
   for (const auto& L : w.layers) {
-    k[0].layers.push_back({&L.wq, &L.wk, &L.wv});
-    k[1].layers.push_back({&L.wo});
-    k[2].layers.push_back({&L.w_gate, &L.w_up});
-    k[3].layers.push_back({&L.w_down});
+    const layer_matrices mm = matrices_of(L);
+    k[0].layers.push_back(mm.qkv);
+    k[1].layers.push_back(mm.wo);
+    k[2].layers.push_back(mm.gate_up);
+    k[3].layers.push_back(mm.down);
   }
   k[4].layers.push_back({&w.output});
   return k;

@@ -133,10 +133,7 @@ void print_floors(const model& mdl, kernels::thread_pool& pool, int n_verify, do
     bytes += static_cast<double>(w.rows) * static_cast<double>(w.row_bytes);
     macs += static_cast<double>(w.rows) * static_cast<double>(w.cols);
   };
-  for (const auto& L : mdl.weights().layers) {
-    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*w);
-  }
-  add(mdl.weights().output);
+  for_each_matrix(mdl.weights(), add);
   const bench::machine_peaks peaks = bench::measure_peaks(pool, 0.2, 3);
   const double read_ms = bytes / peaks.read_bytes_per_s * 1e3;
   std::printf("floors: weights %.2f GiB at the measured read bandwidth %.1f GB/s: %.2f ms (%.2fx the decode step)", bytes / (1 << 30),

@@ -1,0 +1,36 @@
+// gemma2: Gemma 2. Sandwich norms (post-attention and post-FFN norms before
+// each residual add), GELU-tanh gate, RoPE "neox", embeddings * sqrt(n_embd),
+// attention scores softcapped c * tanh(s / c) (attn_logit_softcapping) and
+// final logits likewise (final_logit_softcapping), a sliding window on the
+// even layers, output always tied to the embeddings.
+#include "model/arch.hpp"
+#include "model/arch/gemma_common.hpp"
+#include "model/blocks.hpp"
+#include "model/dense_tensors.hpp"
+
+namespace cortex {
+namespace {
+
+status read(hparam_reader& r, model_hparams& hp) {
+  if (auto st = r.read_common(hp, rope_kind::neox); !st) return st;
+  if (auto st = gemma::read_shared(r, hp, /*n_layer_27b=*/46, /*pattern=*/2); !st) return st;
+  float softcap = 0.0f;
+  if (auto st = r.f32("attn_logit_softcapping", softcap); !st) return st;
+  for (auto& a : hp.attn) a.softcap = softcap;
+  return status::ok();
+}
+
+void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
+  dense_layout o;
+  o.post_norms = true;
+  o.always_tied = true;
+  dense_tensors(hp, w, t, o);
+}
+
+void layer(blocks& b, int il) { sandwich_norm_layer(b, il, ffn_activation::gelu_tanh); }
+
+}  // namespace
+
+extern const arch_def arch_gemma2{"gemma2", read, tensors, layer};
+
+}  // namespace cortex

@@ -1,0 +1,41 @@
+// gemma3: Gemma 3 (text). Gemma 2's block without the attention softcap,
+// plus per-head q/k norms; five windowed ("local") layers to one global;
+// local layers use rope.freq_base_swa (10000 when absent) and no rope
+// scaling, global ones rope.freq_base with the file's (linear) scaling;
+// final softcapping only when the file gives it; output tied unless the file
+// has output.weight.
+#include "model/arch.hpp"
+#include "model/arch/gemma_common.hpp"
+#include "model/blocks.hpp"
+#include "model/dense_tensors.hpp"
+
+namespace cortex {
+namespace {
+
+status read(hparam_reader& r, model_hparams& hp) {
+  if (auto st = r.read_common(hp, rope_kind::neox); !st) return st;
+  if (auto st = gemma::read_shared(r, hp, /*n_layer_27b=*/62, /*pattern=*/6); !st) return st;
+  float local_base = 10000.0f;
+  if (auto st = r.f32("rope.freq_base_swa", local_base); !st) return st;
+  for (auto& a : hp.attn) {
+    if (a.window == 0) continue;
+    a.rope_freq_base = local_base;
+    a.rope_freq_scale = 1.0f;
+  }
+  return status::ok();
+}
+
+void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
+  dense_layout o;
+  o.post_norms = true;
+  o.qk_norm = true;
+  dense_tensors(hp, w, t, o);
+}
+
+void layer(blocks& b, int il) { sandwich_norm_layer(b, il, ffn_activation::gelu_tanh); }
+
+}  // namespace
+
+extern const arch_def arch_gemma3{"gemma3", read, tensors, layer};
+
+}  // namespace cortex

@@ -1,0 +1,27 @@
+// The one place that knows which architectures exist: one line each.
+#include "model/arch.hpp"
+
+namespace cortex {
+
+extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_granite, arch_smollm3, arch_phi3;
+
+namespace {
+const arch_def* const registry[] = {
+    &arch_llama, &arch_qwen2, &arch_qwen3, &arch_granite, &arch_smollm3, &arch_phi3,
+};
+}  // namespace
+
+const arch_def* find_arch(const std::string& name) {
+  for (const arch_def* a : registry) {
+    if (name == a->name) return a;
+  }
+  return nullptr;
+}
+
+std::string supported_archs() {
+  std::string s;
+  for (const arch_def* a : registry) s += (s.empty() ? "" : ", ") + std::string(a->name);
+  return s;
+}
+
+}  // namespace cortex

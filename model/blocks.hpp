@@ -1,0 +1,140 @@
+// The blocks every architecture's layer is written with (model/arch/): norm,
+// linear, rope, attention driven by the layer's layer_attention, a gated FFN
+// with its activation, and the residual add. A blocks object owns the step's
+// activations and the layers' (repacked) linear groups; the forward pass
+// (model/forward.hpp) runs the embedding, then each layer's arch function on
+// it, then the logits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/matmul.hpp"
+#include "kernels/matmul_packed.hpp"
+#include "kernels/thread_pool.hpp"
+#include "model/kv_arena.hpp"
+#include "model/model.hpp"
+
+namespace cortex {
+
+enum class logits_mode : uint8_t { none, last, all };
+
+// One sequence's share of a step: the model's borrowed view of the
+// executor's step_entry (messages/engine.hpp; same names for tokens, pos0,
+// block_table). Pointers are borrowed for the call.
+struct batch_seq {
+  const int32_t* tokens = nullptr;      // (n_tokens,) ids < n_vocab
+  int32_t n_tokens = 0;                 // tokens to compute this step (>= 1)
+  int32_t pos0 = 0;                     // position of tokens[0]; K/V of [0, pos0) already in the arena
+  const int32_t* block_table = nullptr; // block ids covering positions [0, pos0 + n_tokens)
+  int32_t n_blocks = 0;                 // entries in block_table
+  logits_mode logits = logits_mode::last;  // rows run() writes; the executor asks for `last` exactly when the entry samples
+  // Optional (n_embd,) accumulator, borrowed: when set, run() adds the sum of
+  // this step's tokens' final hidden rows (after the output norm, llama.cpp's
+  // result_norm) into it, so a caller can mean-pool a sequence whose prompt
+  // spans several steps (model/embedding.hpp). Null (the generation path)
+  // costs nothing.
+  float* hidden_sum = nullptr;
+};
+
+// Linear layers sharing one input (q/k/v, gate/up, or a single matrix):
+// units run in order; a packed unit covers parts [first, first + n).
+struct linear_unit {
+  kernels::packed_matrix packed;           // empty: run `view` with matmul
+  const kernels::weight_view* view = nullptr;
+  int first = 0, n = 1;
+};
+struct linear_group {
+  std::vector<linear_unit> units;
+};
+
+// Where the CPU has packed kernels (kernels/matmul_packed.hpp), runs of
+// parts whose type has a packed layout are repacked into a copy the group
+// owns, and the mapped originals leave the resident set.
+linear_group make_linear_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool,
+                               const gguf::file& f);
+
+enum class ffn_activation : uint8_t { silu, gelu_tanh };
+
+class blocks {
+ public:
+  blocks(const model& m, kernels::thread_pool& pool);
+
+  // Sets up a step of n_tokens tokens over `batch` (the activations grow to
+  // the largest step seen, then never allocate).
+  void begin_step(const std::vector<batch_seq>& batch, kv_arena& kv, int n_tokens);
+
+  const model_hparams& hp() const { return m_.hparams(); }
+  const layer_weights& weights(int il) const { return m_.weights().layers[static_cast<size_t>(il)]; }
+  int n_tokens() const { return n_tokens_; }
+  float* x() { return x_.data(); }      // (T, n_embd) the residual stream
+  float* xn() { return xn_.data(); }    // (T, n_embd) a normed copy, the blocks' input
+  float* out() { return tmp_.data(); }  // (T, n_embd) a block's output
+
+  // out (T, n_embd) = rmsnorm(in) * w per token; in may alias out.
+  void norm(const float* in, const std::vector<float>& w, float* out);
+  // Self-attention of layer il on xn(), into out(): q/k/v projections (with
+  // biases where the layer has them), per-head q/k norms where it has them,
+  // rope as hp().attn[il] says, this step's K/V into the arena, attention
+  // with the layer's scale, softcap and window, then the output projection.
+  void attention(int il);
+  // The gated FFN of layer il on xn(), into out(): down(act(gate x) * up x).
+  void ffn(int il, ffn_activation act);
+  // x += residual_scale * out().
+  void residual();
+
+  void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);
+
+ private:
+  struct layer_linears {
+    linear_group qkv, wo, gate_up, down;
+  };
+  void ensure_capacity(int n_tokens);
+  void rope_qk(int il);
+  void head_norm(float* x, int n_heads, const std::vector<float>& w);
+  void attend(int il);
+  // Splits the step's attention into pool tasks (attn_tasks_): per
+  // sequence, KV head and 32-query tile, and over key ranges (n_key_parts_)
+  // when sequences x KV heads are fewer than the threads.
+  void plan_attention(int block_size, int window);
+  // attn_ = the log-sum-exp merge of the key-range parts' outputs.
+  void merge_key_parts();
+
+  const model& m_;
+  kernels::thread_pool& pool_;
+  kernels::matmul_scratch mm_scratch_;
+  std::vector<layer_linears> linears_;  // (n_layer,)
+  const std::vector<batch_seq>* batch_ = nullptr;
+  kv_arena* kv_ = nullptr;
+  int n_tokens_ = 0;
+  int capacity_tokens_ = 0;
+  // Per-step activations; T = tokens in the step.
+  std::vector<float> x_;      // (T, n_embd) residual stream
+  std::vector<float> xn_;     // (T, n_embd) normed input
+  std::vector<float> q_;      // (T, n_head*hd)
+  std::vector<float> k_;      // (T, n_kv*hd)
+  std::vector<float> v_;      // (T, n_kv*hd)
+  std::vector<float> attn_;   // (T, n_head*hd)
+  std::vector<float> gate_;   // (T, n_ff)
+  std::vector<float> up_;     // (T, n_ff)
+  std::vector<float> tmp_;    // (T, n_embd)
+  std::vector<int32_t> seq_first_;  // (n_seqs,) index of each sequence's first token in the step
+  struct attn_task {
+    int seq, kv_head;
+    int q_begin, q_end;       // the sequence's queries [q_begin, q_end) of this step
+    int key_begin, key_end;   // key range when part >= 0
+    int part;                 // -1: all keys, written to attn_; else the part's buffers
+  };
+  std::vector<attn_task> attn_tasks_;
+  int n_key_parts_ = 1;
+  std::vector<float> part_out_;  // (n_key_parts, capacity T, n_head*hd) outputs of key-range parts
+  std::vector<float> part_lse_;  // (n_key_parts, capacity T, n_head) their log-sum-exp
+};
+
+// The two layer shapes of today's dense families, for their arch files:
+// pre-norm (llama): x += attn(norm(x)); x += ffn(norm(x)).
+void pre_norm_layer(blocks& b, int il, ffn_activation act);
+// Sandwich (gemma): x += post_norm(attn(norm(x))); x += post_norm(ffn(norm(x))).
+void sandwich_norm_layer(blocks& b, int il, ffn_activation act);
+
+}  // namespace cortex

@@ -1,0 +1,51 @@
+#include "model/dense_tensors.hpp"
+
+namespace cortex {
+
+void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, const dense_layout& o) {
+  using R = tensor_role;
+  const int64_t d = hp.n_embd, dq = hp.n_embd_q(), dkv = hp.n_embd_kv(), ff = hp.n_ff, hd = hp.head_dim;
+  t.matrix("token_embd.weight", d, hp.n_vocab, &w.token_embd, R::token_embd, -1);
+  t.vec("output_norm.weight", d, &w.output_norm, R::norm, -1);
+  if (o.always_tied) {
+    t.matrix("token_embd.weight", d, hp.n_vocab, &w.output, R::output, -1);
+  } else {
+    t.output(d, hp.n_vocab, &w.output, &w.token_embd);
+  }
+  if (o.rope_freqs) t.vec("rope_freqs.weight", hp.n_rot / 2, &w.rope_freqs, R::rope_freqs, -1, false);
+  for (int l = 0; l < hp.n_layer; ++l) {
+    layer_weights& L = w.layers[static_cast<size_t>(l)];
+    t.vec(layer_tensor(l, "attn_norm"), d, &L.attn_norm, R::norm, l);
+    if (o.fused_qkv) {
+      t.fused(layer_tensor(l, "attn_qkv"), d, {{&L.wq, dq}, {&L.wk, dkv}, {&L.wv, dkv}}, R::attn_qkv, l);
+    } else {
+      t.matrix(layer_tensor(l, "attn_q"), d, dq, &L.wq, R::attn_q, l);
+      t.matrix(layer_tensor(l, "attn_k"), d, dkv, &L.wk, R::attn_k, l);
+      t.matrix(layer_tensor(l, "attn_v"), d, dkv, &L.wv, R::attn_v, l);
+    }
+    if (o.qkv_bias || o.optional_qkv_bias) {
+      const bool req = o.qkv_bias;
+      t.vec(layer_tensor(l, "attn_q", "bias"), dq, &L.bq, R::bias, l, req);
+      t.vec(layer_tensor(l, "attn_k", "bias"), dkv, &L.bk, R::bias, l, req);
+      t.vec(layer_tensor(l, "attn_v", "bias"), dkv, &L.bv, R::bias, l, req);
+    }
+    if (o.optional_qkv_bias) t.vec(layer_tensor(l, "attn_output", "bias"), d, &L.bo, R::bias, l, false);
+    if (o.qk_norm) {
+      t.vec(layer_tensor(l, "attn_q_norm"), hd, &L.attn_q_norm, R::norm, l);
+      t.vec(layer_tensor(l, "attn_k_norm"), hd, &L.attn_k_norm, R::norm, l);
+    }
+    t.matrix(layer_tensor(l, "attn_output"), dq, d, &L.wo, R::attn_output, l);
+    if (o.post_norms) t.vec(layer_tensor(l, "post_attention_norm"), d, &L.post_attn_norm, R::norm, l);
+    t.vec(layer_tensor(l, "ffn_norm"), d, &L.ffn_norm, R::norm, l);
+    if (o.fused_gate_up) {
+      t.fused(layer_tensor(l, "ffn_up"), d, {{&L.w_gate, ff}, {&L.w_up, ff}}, R::ffn_gate_up, l);
+    } else {
+      t.matrix(layer_tensor(l, "ffn_gate"), d, ff, &L.w_gate, R::ffn_gate, l);
+      t.matrix(layer_tensor(l, "ffn_up"), d, ff, &L.w_up, R::ffn_up, l);
+    }
+    t.matrix(layer_tensor(l, "ffn_down"), ff, d, &L.w_down, R::ffn_down, l);
+    if (o.post_norms) t.vec(layer_tensor(l, "post_ffw_norm"), d, &L.post_ffn_norm, R::norm, l);
+  }
+}
+
+}  // namespace cortex

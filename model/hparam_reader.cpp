@@ -1,0 +1,93 @@
+#include "model/hparam_reader.hpp"
+
+#include <cmath>
+
+namespace cortex {
+
+status hparam_reader::u32(const std::string& k, int& out, bool required) const {
+  const std::string full = key(k);
+  if (f_.find(full) == nullptr) {
+    return required ? fail(errc::malformed, "missing metadata key '" + full + "'") : status::ok();
+  }
+  auto v = f_.get_uint(full);
+  if (!v || *v == 0 || *v > (1u << 30)) return fail(errc::malformed, "invalid metadata key '" + full + "'");
+  out = static_cast<int>(*v);
+  return status::ok();
+}
+
+status hparam_reader::f32(const std::string& k, float& out, bool required) const {
+  const std::string full = key(k);
+  if (f_.find(full) == nullptr) {
+    return required ? fail(errc::malformed, "missing metadata key '" + full + "'") : status::ok();
+  }
+  auto v = f_.get_float(full);
+  if (!v || !std::isfinite(*v)) return fail(errc::malformed, "invalid metadata key '" + full + "'");
+  out = static_cast<float>(*v);
+  return status::ok();
+}
+
+std::optional<std::string> hparam_reader::str(const std::string& k) const {
+  auto v = f_.get_string(key(k));
+  if (!v) return std::nullopt;
+  return std::string(*v);
+}
+
+status hparam_reader::read_common(model_hparams& hp, rope_kind rope, const char* allow_scaling) const {
+  auto bad = [&](const std::string& what) { return fail(errc::malformed, what); };
+  for (auto [k, dst] : std::initializer_list<std::pair<const char*, int*>>{
+           {"context_length", &hp.n_ctx_train}, {"embedding_length", &hp.n_embd}, {"block_count", &hp.n_layer},
+           {"feed_forward_length", &hp.n_ff}, {"attention.head_count", &hp.n_head}}) {
+    if (auto st = u32(k, *dst); !st) return st;
+  }
+  hp.n_head_kv = hp.n_head;
+  if (auto st = u32("attention.head_count_kv", hp.n_head_kv, false); !st) return st;
+  if (hp.n_head % hp.n_head_kv != 0) return bad("head_count is not a multiple of head_count_kv");
+  hp.head_dim = 0;
+  if (auto st = u32("attention.key_length", hp.head_dim, false); !st) return st;
+  if (hp.head_dim == 0) {
+    if (hp.n_embd % hp.n_head != 0) return bad("embedding_length is not a multiple of head_count");
+    hp.head_dim = hp.n_embd / hp.n_head;
+  }
+  int value_length = hp.head_dim;
+  if (auto st = u32("attention.value_length", value_length, false); !st) return st;
+  if (value_length != hp.head_dim) {
+    return fail(errc::unsupported, "value_length " + std::to_string(value_length) + " differs from key_length " +
+                                       std::to_string(hp.head_dim) + " (not supported)");
+  }
+  if (hp.head_dim > 256) {
+    return fail(errc::unsupported, "head dimension " + std::to_string(hp.head_dim) + " > 256 is not supported");
+  }
+  hp.n_rot = hp.head_dim;
+  if (auto st = u32("rope.dimension_count", hp.n_rot, false); !st) return st;
+  if (hp.n_rot > hp.head_dim || hp.n_rot % 2) return bad("invalid rope.dimension_count");
+  if (auto st = f32("attention.layer_norm_rms_epsilon", hp.rms_eps); !st) return st;
+  if (auto st = f32("rope.freq_base", hp.rope_freq_base); !st) return st;
+  if (!(hp.rms_eps > 0) || !(hp.rope_freq_base > 0)) return bad("invalid rms epsilon or rope base");
+  hp.rope_neox = rope == rope_kind::neox;
+  // Linear scaling divides positions; other types change the rotation
+  // itself and are refused rather than run with wrong logits.
+  const std::string scaling = str("rope.scaling.type").value_or("");
+  const bool allowed = allow_scaling != nullptr && scaling == allow_scaling;
+  if (!scaling.empty() && scaling != "none" && scaling != "linear" && !allowed) {
+    return fail(errc::unsupported, "rope scaling type '" + scaling + "' (" + key("rope.scaling.type") +
+                                       ") is not supported (supported: none, linear)");
+  }
+  float factor = 0.0f;
+  if (auto st = f32("rope.scale_linear", factor); !st) return st;
+  if (scaling != "none" && !allowed) {
+    if (auto st = f32("rope.scaling.factor", factor); !st) return st;
+  }
+  if (factor != 0.0f) {
+    if (!(factor > 0.0f)) return bad("invalid rope scaling factor " + std::to_string(factor));
+    hp.rope_freq_scale = 1.0f / factor;
+  }
+  layer_attention a;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  a.rope = rope;
+  a.rope_freq_base = hp.rope_freq_base;
+  a.rope_freq_scale = hp.rope_freq_scale;
+  hp.attn.assign(static_cast<size_t>(hp.n_layer), a);
+  return status::ok();
+}
+
+}  // namespace cortex

@@ -1,0 +1,41 @@
+// Reads an architecture's hyper-parameters from GGUF metadata: keys are
+// "<arch>.<key>", as llama.cpp's converter writes them. Errors name the key.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "model/expected.hpp"
+#include "model/gguf.hpp"
+#include "model/hparams.hpp"
+
+namespace cortex {
+
+class hparam_reader {
+ public:
+  hparam_reader(const gguf::file& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+  const gguf::file& file() const { return f_; }
+  const std::string& arch() const { return arch_; }
+  std::string key(const std::string& k) const { return arch_ + "." + k; }
+
+  // A positive integer (at most 2^30); required keys fail when absent.
+  status u32(const std::string& k, int& out, bool required = true) const;
+  // A finite float; absent keys leave out unchanged.
+  status f32(const std::string& k, float& out, bool required = false) const;
+  std::optional<std::string> str(const std::string& k) const;
+  bool has(const std::string& k) const { return f_.find(key(k)) != nullptr; }
+
+  // The keys every architecture shares: context, sizes, heads (head_dim from
+  // attention.key_length, else n_embd / n_head), rope dimension count and
+  // base, linear rope scaling, RMS epsilon; then one layer_attention per
+  // layer with scale 1/sqrt(head_dim), the given rope kind and the global
+  // rope settings. Refuses rope scaling types other than none and linear
+  // unless allow_scaling names the type.
+  status read_common(model_hparams& hp, rope_kind rope, const char* allow_scaling = nullptr) const;
+
+ private:
+  const gguf::file& f_;
+  std::string arch_;
+};
+
+}  // namespace cortex

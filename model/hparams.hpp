@@ -1,0 +1,58 @@
+// A model's hyper-parameters as the forward pass uses them: sizes, and one
+// attention spec per layer. Each architecture file (model/arch/<name>.cpp)
+// fills them from its own GGUF keys; nothing here names an architecture.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cortex {
+
+// How a layer rotates q and k.
+//   normal: pairs (2i, 2i+1)          (GGUF llama, granite, smollm3)
+//   neox:   pairs (i, i + n_rot/2)    (qwen2/3, gemma, phi3)
+//   none:   no rotation at all (NoPE layers of smollm3)
+enum class rope_kind : unsigned char { normal, neox, none };
+
+// What one layer's attention does; the blocks read only this, so an
+// architecture's quirks (softcaps, windows, local rope bases, NoPE, query
+// scales) are data, not branches.
+struct layer_attention {
+  float scale = 1.0f;           // scores = (q . k) * scale
+  float softcap = 0.0f;         // 0: none; else scores = c * tanh(scores / c)
+  int window = 0;               // 0: full causal; else keys p' with p - p' < window
+  rope_kind rope = rope_kind::normal;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f; // linear scaling: positions * rope_freq_scale
+  bool rope_factors = true;     // apply the model's rope_freqs divisors (when it has them)
+};
+
+struct model_hparams {
+  std::string arch;     // general.architecture, as the registry names it
+  int n_vocab = 0;
+  int n_ctx_train = 0;
+  int n_embd = 0;       // d_model
+  int n_layer = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;     // key_length, else n_embd / n_head
+  int n_ff = 0;
+  int n_rot = 0;        // rotated dims per head (partial rotary when < head_dim)
+  float rms_eps = 1e-5f;
+  // The global rope settings as the file states them (what `cortex inspect`
+  // prints); layers may differ (layer_attention).
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;
+  bool rope_neox = false;
+  // Scales that some families put around the layers (1 / 0: none).
+  float embd_scale = 1.0f;       // token embeddings * embd_scale
+  float residual_scale = 1.0f;   // x += residual_scale * block output
+  float logit_scale = 1.0f;      // logits * logit_scale
+  float final_softcap = 0.0f;    // logits = c * tanh(logits / c)
+  std::vector<layer_attention> attn;  // (n_layer,)
+
+  int n_embd_q() const { return n_head * head_dim; }
+  int n_embd_kv() const { return n_head_kv * head_dim; }
+};
+
+}  // namespace cortex

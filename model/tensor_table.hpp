@@ -1,0 +1,71 @@
+// An architecture's tensor table: every tensor its GGUF files hold, with
+// the shape it must have, whether it may be absent, and where it lands in
+// model_weights (a matrix, row slices of a fused matrix, or an f32 vector).
+// One table serves the loader (bind), the synthetic writer (the list of
+// tensors to generate) and the checks on types: nothing else lists a
+// model's tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/expected.hpp"
+#include "model/gguf.hpp"
+#include "model/weights.hpp"
+
+namespace cortex {
+
+// What a tensor is, for the writer's values and the quantizer's type rules
+// (llama-quantize's categories).
+enum class tensor_role : unsigned char {
+  token_embd, output, attn_q, attn_k, attn_v, attn_qkv, attn_output, ffn_gate, ffn_up, ffn_gate_up, ffn_down,
+  norm, bias, rope_freqs,
+};
+const char* role_name(tensor_role r);
+
+struct tensor_decl {
+  std::string name;
+  std::vector<int64_t> ne;  // GGUF shape, ne[0] first (row length)
+  tensor_role role;
+  int layer = -1;           // -1: not in a layer
+  bool required = true;
+  // Where it lands: a matrix split into consecutive row slices (one slice
+  // for a plain matrix), or a vector.
+  std::vector<std::pair<kernels::weight_view*, int64_t>> slices;  // (destination, rows)
+  std::vector<float>* vec = nullptr;
+  // An absent optional matrix becomes this one (tied output embeddings).
+  const kernels::weight_view* fallback = nullptr;
+  bool is_matrix() const { return vec == nullptr; }
+};
+
+class tensor_table {
+ public:
+  // A matrix (rows, cols): GGUF ne = [cols, rows].
+  void matrix(std::string name, int64_t cols, int64_t rows, kernels::weight_view* dst, tensor_role role, int layer,
+              bool required = true);
+  // A fused matrix whose rows are the parts, stacked in order (phi3's
+  // attn_qkv = [q; k; v], ffn_up = [gate; up]).
+  void fused(std::string name, int64_t cols, std::vector<std::pair<kernels::weight_view*, int64_t>> parts,
+             tensor_role role, int layer);
+  // A vector of n floats (norms, biases, rope factors), stored f32.
+  void vec(std::string name, int64_t n, std::vector<float>* dst, tensor_role role, int layer, bool required = true);
+  // The output matrix, tied to `embd` when the file has no output.weight.
+  void output(int64_t cols, int64_t rows, kernels::weight_view* dst, const kernels::weight_view* embd);
+
+  const std::vector<tensor_decl>& decls() const { return decls_; }
+
+  // Resolves every declared tensor in f: shape, type (a matrix needs a
+  // matmul kernel for its type on this CPU, a vector a dequantizer), and
+  // binds the destinations. Errors name the tensor and what is wrong.
+  status bind(const gguf::file& f) const;
+
+ private:
+  std::vector<tensor_decl> decls_;
+};
+
+// "blk.<layer>.<what>.weight" / ".bias"
+std::string layer_tensor(int layer, const char* what, const char* suffix = "weight");
+
+}  // namespace cortex

@@ -1,0 +1,20 @@
+#include "model/weights.hpp"
+
+namespace cortex {
+
+layer_matrices matrices_of(const layer_weights& L) {
+  layer_matrices m;
+  auto add = [](std::vector<const kernels::weight_view*>& g, const kernels::weight_view& v) {
+    if (v.data != nullptr) g.push_back(&v);
+  };
+  add(m.qkv, L.wq);
+  add(m.qkv, L.wk);
+  add(m.qkv, L.wv);
+  add(m.wo, L.wo);
+  add(m.gate_up, L.w_gate);
+  add(m.gate_up, L.w_up);
+  add(m.down, L.w_down);
+  return m;
+}
+
+}  // namespace cortex

@@ -1,0 +1,58 @@
+// A loaded model's weights: views into the memory-mapped GGUF file for the
+// matrices, f32 copies of the small vectors (norms, biases). Which of them a
+// model has is decided by its architecture's tensor table
+// (model/tensor_table.hpp); a vector left empty or a view left without data
+// is a tensor the architecture does not use, and the blocks skip it.
+#pragma once
+
+#include <vector>
+
+#include "kernels/matmul.hpp"
+
+namespace cortex {
+
+struct layer_weights {
+  std::vector<float> attn_norm;          // (n_embd,)
+  std::vector<float> attn_q_norm;        // (head_dim,) per-head RMS norm of q before rope (qwen3, gemma3)
+  std::vector<float> attn_k_norm;        // (head_dim,)
+  kernels::weight_view wq, wk, wv, wo;   // wq (n_head*hd, n_embd), wk/wv (n_head_kv*hd, n_embd), wo (n_embd, n_head*hd)
+  std::vector<float> bq, bk, bv, bo;     // (n_head*hd,), (n_head_kv*hd,) x2, (n_embd,)
+  std::vector<float> post_attn_norm;     // (n_embd,) on the attention output before the residual add (gemma)
+  std::vector<float> ffn_norm;           // (n_embd,)
+  kernels::weight_view w_gate, w_up;     // (n_ff, n_embd)
+  kernels::weight_view w_down;           // (n_embd, n_ff)
+  std::vector<float> post_ffn_norm;      // (n_embd,) on the FFN output before the residual add (gemma)
+};
+
+struct model_weights {
+  kernels::weight_view token_embd;  // (n_vocab, n_embd), rows dequantized on lookup
+  std::vector<float> output_norm;   // (n_embd,)
+  kernels::weight_view output;      // (n_vocab, n_embd); token_embd when tied
+  // (n_rot/2,) RoPE frequency divisors (rope_freqs.weight: Llama 3.1's
+  // "llama3" scaling baked in by the converter); empty when the file has none.
+  std::vector<float> rope_freqs;
+  std::vector<layer_weights> layers;
+};
+
+// The linear layers of a layer, grouped by the input they share; what the
+// forward pass repacks and runs together. Matrices a layer lacks are left out.
+struct layer_matrices {
+  std::vector<const kernels::weight_view*> qkv, wo, gate_up, down;
+};
+layer_matrices matrices_of(const layer_weights& L);
+
+// Every matrix a decode step streams, once each (layers in order, then the
+// output), with the token embedding's single row counted apart: the one
+// visitor behind bytes-per-token, the predominant type and the roofline.
+template <class Fn>
+void for_each_matrix(const model_weights& w, Fn&& fn) {
+  for (const auto& L : w.layers) {
+    const layer_matrices m = matrices_of(L);
+    for (const auto* group : {&m.qkv, &m.wo, &m.gate_up, &m.down}) {
+      for (const auto* v : *group) fn(*v);
+    }
+  }
+  fn(w.output);
+}
+
+}  // namespace cortex
