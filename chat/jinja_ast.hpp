@@ -25,7 +25,7 @@ enum class ex : uint8_t {
   getitem,   // target[args[0]]
   slice,     // target[args[0]:args[1]:args[2]], each may be null
   call,      // target(args, kwargs)
-  filter,    // target | name(args, kwargs)
+  filter,    // target | name(args, kwargs); target null: the text of a filter block
   test,      // target is name(args)
   not_,      // not args[0]
   neg,       // -args[0]
@@ -46,6 +46,30 @@ struct expr {
   std::vector<expr_ptr> args;
   std::vector<std::pair<std::string, expr_ptr>> kwargs;
   std::vector<std::string> ops;
+
+  expr() = default;
+  expr(const expr&) = delete;
+  expr& operator=(const expr&) = delete;
+  // Frees the tree below without recursion: the parser reads a chain such
+  // as a + b + c + ... or x|f|g|... in a loop, and builds a tree as deep as
+  // the chain is long (parse_template rejects one deeper than max_nesting,
+  // after building it).
+  ~expr() {
+    std::vector<expr_ptr> pending;
+    auto take_children = [&pending](expr& e) {
+      if (e.target) pending.push_back(std::move(e.target));
+      for (auto& a : e.args)
+        if (a) pending.push_back(std::move(a));
+      for (auto& kv : e.kwargs)
+        if (kv.second) pending.push_back(std::move(kv.second));
+    };
+    take_children(*this);
+    while (!pending.empty()) {
+      expr_ptr e = std::move(pending.back());
+      pending.pop_back();
+      take_children(*e);
+    }  // each e is freed childless
+  }
 };
 
 struct stmt;
@@ -63,6 +87,8 @@ enum class st : uint8_t {
   continue_,
   macro,       // name(params with defaults): body
   generation,  // {% generation %}body{% endgeneration %} (transformers' extension): renders body
+  filter_block,  // {% filter value %}body{% endfilter %}: body rendered in its own scope, then
+                 // passed through value, a filter chain whose innermost target is null
 };
 
 struct stmt {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "chat/jinja_builtins.hpp"
+#include "chat/jinja_markup.hpp"
 #include "chat/jinja_ops.hpp"
 
 namespace cortex::chat {
@@ -47,8 +48,13 @@ call_args tail_args(const call_args& a, size_t from) {
   return out;
 }
 
+// select/reject/selectattr/rejectattr. As jinja2's select_or_reject, a
+// falsy input (none, undefined, '', [], {}, 0) gives an empty sequence
+// before any argument is looked at.
 value select_impl(const value& v, const call_args& a, bool by_attr, bool keep) {
   value_list out;
+  if (!v.truthy()) return value::list();
+  if (by_attr && a.get(0, "attribute").is_undefined()) throw template_error("Missing parameter for attribute name");
   const size_t test_pos = by_attr ? 1 : 0;
   const bool has_test = a.positional.size() > test_pos;
   const std::string attr = by_attr ? arg_str(a, 0, "attribute", "") : "";
@@ -64,8 +70,10 @@ value select_impl(const value& v, const call_args& a, bool by_attr, bool keep) {
 
 value f_trim(const value& v, const call_args& a) {
   const value chars = a.get(0, "chars");
-  const std::string c = chars.is_undefined() || chars.is_none() ? "" : to_str(chars);
-  return value::string(python_strip(to_str(v), chars.is_undefined() || chars.is_none() ? nullptr : &c, true, true));
+  const bool has_chars = !chars.is_undefined() && !chars.is_none();
+  // Markup.strip escapes its argument: ('<b>'|safe)|trim('<') strips "&lt;".
+  const std::string c = !has_chars ? "" : v.is_markup() ? markup_escape(chars).str_ref() : to_str(chars);
+  return same_str_kind(v, python_strip(to_str(v), has_chars ? &c : nullptr, true, true));
 }
 value f_tojson(const value& v, const call_args& a) {
   const value indent = a.get(0, "indent");
@@ -83,7 +91,7 @@ value f_items(const value& v, const call_args&) {
   if (v.is_undefined()) return value::list();
   if (!v.is_mapping()) throw template_error(std::string("items: expected a mapping, got '") + type_name(v) + "'");
   value_list out;
-  for (const auto& kv : v.entries()) out.push_back(value::tuple({value::string(kv.first), kv.second}));
+  for (const auto& kv : v.entries()) out.push_back(value::tuple({kv.first, kv.second}));
   return value::list(std::move(out));
 }
 value f_list(const value& v, const call_args&) { return value::list(iterate(v)); }
@@ -93,6 +101,7 @@ value f_select(const value& v, const call_args& a) { return select_impl(v, a, fa
 value f_reject(const value& v, const call_args& a) { return select_impl(v, a, false, false); }
 value f_map(const value& v, const call_args& a) {
   value_list out;
+  if (!v.truthy()) return value::list();  // as select_impl: nothing is looked up
   const value attr = a.get(99, "attribute");
   if (!attr.is_undefined()) {
     const value def = a.get(99, "default");
@@ -108,13 +117,13 @@ value f_map(const value& v, const call_args& a) {
   for (const auto& item : iterate(v)) out.push_back(apply_filter(filter, item, fargs));
   return value::list(std::move(out));
 }
-value f_string(const value& v, const call_args&) { return value::string(to_str(v)); }
-value f_upper(const value& v, const call_args&) { return value::string(ascii_case(to_str(v), true)); }
-value f_lower(const value& v, const call_args&) { return value::string(ascii_case(to_str(v), false)); }
+value f_string(const value& v, const call_args&) { return v.is_markup() ? v : value::string(to_str(v)); }
+value f_upper(const value& v, const call_args&) { return same_str_kind(v, ascii_case(to_str(v), true)); }
+value f_lower(const value& v, const call_args&) { return same_str_kind(v, ascii_case(to_str(v), false)); }
 value f_capitalize(const value& v, const call_args&) {
   std::string s = ascii_case(to_str(v), false);
   if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
-  return value::string(s);
+  return same_str_kind(v, s);
 }
 // Jinja's title filter: each piece between runs of - ( { [ < and white
 // space gets its first character upper-cased and the rest lower-cased.
@@ -161,9 +170,12 @@ value f_first(const value& v, const call_args&) {
   const auto items = iterate(v);
   return items.empty() ? value::undefined("first: the sequence is empty") : items.front();
 }
+// last is next(reversed(seq)): reversed() indexes a str, and a Markup's
+// items are Markup (first iterates it: plain str).
 value f_last(const value& v, const call_args&) {
   const auto items = iterate(v);
-  return items.empty() ? value::undefined("last: the sequence is empty") : items.back();
+  if (items.empty()) return value::undefined("last: the sequence is empty");
+  return v.is_markup() ? value::markup(items.back().str_ref()) : items.back();
 }
 // README "Deviations": integers are 64-bit, an overflow is a render error.
 int64_t float_to_int64(double d) {
@@ -200,45 +212,33 @@ value f_reverse(const value& v, const call_args&) {
   if (v.is_string()) {
     auto cpts = to_cpts(v.str_ref());
     std::reverse(cpts.begin(), cpts.end());
-    return value::string(from_cpts(cpts, 0, cpts.size()));
+    return same_str_kind(v, from_cpts(cpts, 0, cpts.size()));
   }
   auto items = iterate(v);
   std::reverse(items.begin(), items.end());
   return value::list(std::move(items));
 }
-value f_safe(const value& v, const call_args&) { return v; }
-value f_escape(const value& v, const call_args&) {
-  std::string out;
-  for (char c : to_str(v)) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return value::string(out);
-}
+value f_safe(const value& v, const call_args&) { return v.is_markup() ? v : value::markup(to_str(v)); }
+value f_escape(const value& v, const call_args&) { return markup_escape(v); }
+// jinja2's do_indent: (s + "\n").splitlines(), the lines after the first
+// (and the first with first=true) prefixed, empty ones only with blank=true,
+// joined by "\n". A Markup stays Markup (its indention is not escaped).
 value f_indent(const value& v, const call_args& a) {
+  require_defined(v);
+  if (!v.is_string())
+    throw template_error(std::string("indent: unsupported operand type(s) for +=: '") + type_name(v) + "' and 'str'");
   const value w = a.get(0, "width");
   if (w.is_number() && w.as_int() > 1000) throw template_error("indent: width above 1000");
   const std::string pad = w.is_string() ? w.str_ref() : std::string(w.is_number() ? static_cast<size_t>(std::max<int64_t>(0, w.as_int())) : 4, ' ');
   const bool first = a.get(1, "first").truthy(), blank = a.get(2, "blank").truthy();
-  const std::string s = to_str(v);
+  const std::vector<std::string> lines = python_splitlines(v.str_ref() + "\n");
   std::string out;
-  size_t b = 0;
-  for (bool is_first = true;; is_first = false) {
-    const size_t e = s.find('\n', b);
-    const std::string line = s.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    if ((!is_first || first) && (blank || !line.empty())) out += pad;
-    out += line;
-    if (e == std::string::npos) break;
-    out += '\n';
-    b = e + 1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i) out += '\n';
+    if (i == 0 ? first : blank || !lines[i].empty()) out += pad;
+    out += lines[i];
   }
-  return value::string(out);
+  return same_str_kind(v, std::move(out));
 }
 value f_sort(const value& v, const call_args& a) {
   auto items = iterate(v);
@@ -260,7 +260,7 @@ value f_dictsort(const value& v, const call_args& a) {
   const bool by_value = to_str(a.get(1, "by")) == "value";
   const bool reverse = a.get(2, "reverse").truthy();
   value_list items;
-  for (const auto& kv : v.entries()) items.push_back(value::tuple({value::string(kv.first), kv.second}));
+  for (const auto& kv : v.entries()) items.push_back(value::tuple({kv.first, kv.second}));
   auto key = [&](const value& t) {
     const value& k = t.items()[by_value ? 1 : 0];
     return k.is_string() && !case_sensitive ? value::string(ascii_case(k.str_ref(), false)) : k;
@@ -317,7 +317,9 @@ value f_attr(const value& v, const call_args& a) {
   const std::string name = to_str(a.get(0, "name"));
   return v.type() == value::kind::ns ? get_attr(v, name) : value::undefined(std::string("'") + type_name(v) + " object' has no attribute '" + name + "'");
 }
-value f_format(const value& v, const call_args& a) { return value::string(percent_format(to_str(v), a.positional)); }
+value f_format(const value& v, const call_args& a) {
+  return same_str_kind(v, percent_format(to_str(v), a.positional, v.is_markup()));
+}
 
 const std::map<std::string, filter_fn>& filters() {
   static const std::map<std::string, filter_fn> m = {

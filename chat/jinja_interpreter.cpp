@@ -19,7 +19,7 @@ struct located_error : template_error {
 };
 
 struct frame {
-  value_dict vars;
+  std::vector<std::pair<std::string, value>> vars;
   std::shared_ptr<frame> parent;
 
   const value* lookup(const std::string& name) const {
@@ -51,7 +51,8 @@ class interpreter {
     auto root = std::make_shared<frame>();
     root->parent = globals;
     if (variables.is_mapping())
-      for (const auto& kv : variables.entries()) root->set(kv.first, kv.second);
+      for (const auto& kv : variables.entries())
+        if (kv.first.is_string()) root->set(kv.first.str_ref(), kv.second);
     std::string out;
     exec(t.body, root, out);
     return out;
@@ -91,7 +92,7 @@ class interpreter {
             value ns = value::make_namespace();
             for (const auto& p : a.positional) {
               if (p.type() != value::kind::dict) throw template_error("namespace() takes a dict or keyword arguments");
-              for (const auto& kv : p.entries()) ns.set(kv.first, kv.second);
+              for (const auto& kv : p.entries()) ns.set_key(kv.first, kv.second);
             }
             for (const auto& kv : a.keyword) ns.set(kv.first, kv.second);
             return ns;
@@ -148,8 +149,8 @@ class interpreter {
         value d = value::dict();
         for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
           const value k = eval(*e.args[i], f);
-          if (!k.is_string()) throw template_error("dict literal keys must be strings");
-          d.set(k.str_ref(), eval(*e.args[i + 1], f));
+          require_hashable(k);
+          d.set_key(k, eval(*e.args[i + 1], f));
         }
         return d;
       }
@@ -288,8 +289,31 @@ class interpreter {
       case st::continue_: return flow::cont;
       case st::macro: define_macro(s, f); return flow::normal;
       case st::generation: return exec(s.body, f, out);
+      case st::filter_block: return exec_filter_block(s, f, out);
     }
     return flow::normal;
+  }
+
+  // As jinja2: the body renders in an inner scope (its sets stay inside),
+  // a break or continue in it drops its text, and the filter must give a
+  // str (jinja2 joins the output pieces with "".join).
+  flow exec_filter_block(const stmt& s, const frame_ptr& f, std::string& out) {
+    auto scope = std::make_shared<frame>();
+    scope->parent = f;
+    std::string body;
+    const flow r = exec(s.body, scope, body);
+    if (r != flow::normal) return r;
+    const value v = apply_filter_chain(*s.value, value::string(std::move(body)), scope);
+    if (!v.is_string())
+      throw template_error(std::string("the {% filter %} block's filter '") + s.value->name +
+                           "' returned a value of type '" + type_name(v) + "', not a string");
+    append(out, v.str_ref());
+    return flow::normal;
+  }
+
+  value apply_filter_chain(const expr& e, value v, const frame_ptr& f) {
+    if (e.target) v = apply_filter_chain(*e.target, std::move(v), f);
+    return apply_filter(e.name, v, eval_args(e, f));
   }
 
   void exec_for(const stmt& s, const frame_ptr& f, std::string& out) {
@@ -317,19 +341,18 @@ class interpreter {
       auto scope = std::make_shared<frame>();
       scope->parent = f;
       const auto idx = static_cast<size_t>(i);
-      value loop = value::dict({
-          {"index", value::integer(i + 1)},
-          {"index0", value::integer(i)},
-          {"revindex", value::integer(n - i)},
-          {"revindex0", value::integer(n - i - 1)},
-          {"first", value::boolean(i == 0)},
-          {"last", value::boolean(i == n - 1)},
-          {"length", value::integer(n)},
-          {"depth", value::integer(1)},
-          {"depth0", value::integer(0)},
-          {"previtem", i > 0 ? items[idx - 1] : value::undefined("there is no previous item")},
-          {"nextitem", i + 1 < n ? items[idx + 1] : value::undefined("there is no next item")},
-      });
+      value loop = value::dict();
+      loop.set("index", value::integer(i + 1));
+      loop.set("index0", value::integer(i));
+      loop.set("revindex", value::integer(n - i));
+      loop.set("revindex0", value::integer(n - i - 1));
+      loop.set("first", value::boolean(i == 0));
+      loop.set("last", value::boolean(i == n - 1));
+      loop.set("length", value::integer(n));
+      loop.set("depth", value::integer(1));
+      loop.set("depth0", value::integer(0));
+      loop.set("previtem", i > 0 ? items[idx - 1] : value::undefined("there is no previous item"));
+      loop.set("nextitem", i + 1 < n ? items[idx + 1] : value::undefined("there is no next item"));
       loop.set("cycle", value::callable("loop.cycle", [i](call_args& a) -> value {
                  if (a.positional.empty()) throw template_error("loop.cycle() needs at least one item");
                  return a.positional[static_cast<size_t>(i) % a.positional.size()];

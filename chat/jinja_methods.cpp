@@ -3,6 +3,7 @@
 #include <set>
 
 #include "chat/jinja_builtins.hpp"
+#include "chat/jinja_markup.hpp"
 #include "chat/jinja_ops.hpp"
 
 namespace cortex::chat {
@@ -202,13 +203,7 @@ bool string_method(const std::string& s, const std::string& name, const call_arg
     out = value::string(r);
   } else if (name == "splitlines") {
     value_list lines;
-    size_t b = 0;
-    while (b < s.size()) {
-      const size_t e = s.find('\n', b);
-      lines.push_back(value::string(s.substr(b, e == std::string::npos ? std::string::npos : e - b)));
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
+    for (auto& line : python_splitlines(s)) lines.push_back(value::string(std::move(line)));
     out = value::list(std::move(lines));
   } else if (name == "isdigit" || name == "isalpha" || name == "isspace") {
     bool all = !s.empty();
@@ -229,14 +224,15 @@ bool string_method(const std::string& s, const std::string& name, const call_arg
 bool dict_method(const value& d, const std::string& name, const call_args& a, value& out) {
   value_list items;
   if (name == "items") {
-    for (const auto& kv : d.entries()) items.push_back(value::tuple({value::string(kv.first), kv.second}));
+    for (const auto& kv : d.entries()) items.push_back(value::tuple({kv.first, kv.second}));
   } else if (name == "keys") {
-    for (const auto& kv : d.entries()) items.push_back(value::string(kv.first));
+    for (const auto& kv : d.entries()) items.push_back(kv.first);
   } else if (name == "values") {
     for (const auto& kv : d.entries()) items.push_back(kv.second);
   } else if (name == "get") {
     const value key = a.get(0, "key");
-    const value* v = key.is_string() ? d.find(key.str_ref()) : nullptr;
+    require_hashable(key);
+    const value* v = d.find_key(key);
     const value def = a.get(1, "default");
     out = v ? *v : def.is_undefined() ? value::none() : def;
     return true;
@@ -254,6 +250,7 @@ bool is_known_method(const std::string& name) {
 }
 
 bool call_method(const value& obj, const std::string& name, const call_args& args, value& out) {
+  if (obj.is_markup() && string_methods().count(name)) return call_markup_method(obj, name, args, out);
   if (obj.is_string() && string_methods().count(name)) return string_method(obj.str_ref(), name, args, out);
   if (obj.type() == value::kind::dict && dict_methods().count(name)) return dict_method(obj, name, args, out);
   return false;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat/jinja_markup.hpp"
+
 namespace cortex::chat {
 
 namespace {
@@ -95,8 +97,8 @@ value get_attr(const value& obj, const std::string& name) {
 value get_item(const value& obj, const value& key) {
   require_defined(obj);
   if (obj.is_mapping()) {
-    if (key.is_string())
-      if (const value* v = obj.find(key.str_ref())) return *v;
+    // An unhashable key finds nothing: jinja2's getitem turns the TypeError into undefined.
+    if (const value* v = obj.find_key(key)) return *v;
     return value::undefined(missing_attr(obj, to_str(key)));
   }
   const bool int_key = key.type() == value::kind::integer || key.type() == value::kind::boolean;
@@ -112,7 +114,7 @@ value get_item(const value& obj, const value& key) {
     int64_t i = key.as_int();
     const auto n = static_cast<int64_t>(cpts.size());
     if (i < 0) i += n;
-    if (i >= 0 && i < n) return value::string(from_cpts(cpts, static_cast<size_t>(i), static_cast<size_t>(i) + 1));
+    if (i >= 0 && i < n) return same_str_kind(obj, from_cpts(cpts, static_cast<size_t>(i), static_cast<size_t>(i) + 1));
     return value::undefined(std::string("str object has no element ") + std::to_string(key.as_int()));
   }
   if (key.is_string()) return get_attr(obj, key.str_ref());
@@ -133,7 +135,7 @@ value get_slice(const value& obj, const value& start, const value& stop, const v
     slice_indices(static_cast<int64_t>(cpts.size()), start, stop, step, b, e, s);
     std::vector<uint32_t> out;
     for (int64_t i = b; s > 0 ? i < e : i > e; i += s) out.push_back(cpts[static_cast<size_t>(i)]);
-    return value::string(from_cpts(out, 0, out.size()));
+    return same_str_kind(obj, from_cpts(out, 0, out.size()));
   }
   type_error(std::string("'") + type_name(obj) + "' object is not subscriptable");
 }
@@ -144,7 +146,7 @@ value_list iterate(const value& v) {
     case value::kind::list: return v.items();
     case value::kind::dict: {
       value_list keys;
-      for (const auto& kv : v.entries()) keys.push_back(value::string(kv.first));
+      for (const auto& kv : v.entries()) keys.push_back(kv.first);
       return keys;
     }
     case value::kind::string: {
@@ -168,7 +170,10 @@ value binary_op(const std::string& op, const value& a, const value& b) {
   if (op == "+") {
     if (ints) return value::integer(checked(add_ovf, x, y));
     if (nums) return value::floating(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return capped(a.str_ref() + b.str_ref());
+    if (a.is_string() && b.is_string()) {
+      if (a.is_markup() || b.is_markup()) return markup_concat(a, b);
+      return capped(a.str_ref() + b.str_ref());
+    }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
       if (a.items().size() + b.items().size() > max_value_bytes / 16) type_error("a list the template builds is too long");
       value_list out = a.items();
@@ -189,11 +194,11 @@ value binary_op(const std::string& op, const value& a, const value& b) {
       const size_t limit = max_value_bytes / (s->is_string() ? 1 : 16);
       if (times > 0 && unit > 0 && static_cast<uint64_t>(times) > limit / unit)
         type_error("a repeated string or list exceeds " + std::to_string(max_value_bytes) + " bytes");
-      if (unit == 0 || times <= 0) return s->is_string() ? value::string("") : value::list();
+      if (unit == 0 || times <= 0) return s->is_string() ? same_str_kind(*s, "") : value::list();
       if (s->is_string()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i) out += s->str_ref();
-        return value::string(std::move(out));
+        return same_str_kind(*s, std::move(out));
       }
       value_list out;
       for (int64_t i = 0; i < times; ++i) out.insert(out.end(), s->items().begin(), s->items().end());
@@ -205,7 +210,9 @@ value binary_op(const std::string& op, const value& a, const value& b) {
       return value::floating(a.as_double() / b.as_double());
     }
   } else if (op == "%" && a.is_string()) {
-    return capped(percent_format(a.str_ref(), b.is_tuple() ? b.items() : value_list{b}));
+    // Markup % x escapes what it inserts and stays Markup; str % Markup is a str.
+    value out = capped(percent_format(a.str_ref(), b.is_tuple() ? b.items() : value_list{b}, a.is_markup()));
+    return a.is_markup() ? value::markup(out.str_ref()) : out;
   } else if (op == "//" || op == "%") {
     if (ints) {
       if (y == 0) type_error("integer division or modulo by zero");
@@ -237,7 +244,7 @@ value binary_op(const std::string& op, const value& a, const value& b) {
   type_error("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
-std::string percent_format(const std::string& fmt, const value_list& args) {
+std::string percent_format(const std::string& fmt, const value_list& args, bool escape_args) {
   std::string out;
   size_t next_arg = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -260,7 +267,8 @@ std::string percent_format(const std::string& fmt, const value_list& args) {
     const value& v = args[next_arg++];
     char buf[512];
     if (conv == 's' || conv == 'r') {
-      const std::string text = conv == 's' ? to_str(v) : to_repr(v);
+      std::string text = conv == 's' ? to_str(v) : to_repr(v);
+      if (escape_args && (conv == 'r' || !v.is_markup())) text = html_escape(text);
       if (spec == "%") {
         out += text;
         continue;
@@ -296,7 +304,8 @@ bool compare_op(const std::string& op, const value& a, const value& b) {
     } else if (b.is_list()) {
       for (const auto& item : b.items()) found = found || equals(a, item);
     } else if (b.is_mapping()) {
-      found = a.is_string() && b.find(a.str_ref()) != nullptr;
+      require_hashable(a);
+      found = b.find_key(a) != nullptr;
     } else if (!b.is_undefined()) {
       type_error(std::string("argument of type '") + type_name(b) + "' is not iterable");
     }

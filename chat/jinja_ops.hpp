@@ -20,13 +20,16 @@ value get_slice(const value& obj, const value& start, const value& stop, const v
 // The items a for loop sees: list items, dict keys, string characters;
 // undefined iterates as empty. Raises for None, numbers.
 value_list iterate(const value& v);
-// + - * / // % ** and ~ (op is the operator text).
+// + - * / // % ** and ~ (op is the operator text). `~` always gives a
+// plain str (jinja2's str_join), `+` with a Markup operand a Markup.
 value binary_op(const std::string& op, const value& a, const value& b);
 // == != < > <= >= in, "not in".
 bool compare_op(const std::string& op, const value& a, const value& b);
 // Python's printf-style `fmt % args` (%s %r %d %i %f %% with optional
 // width/precision): the `%` operator on a string and the format filter.
-std::string percent_format(const std::string& fmt, const value_list& args);
+// escape_args: Markup's `%`, which HTML-escapes what %s and %r insert
+// (a Markup argument of %s as it is).
+std::string percent_format(const std::string& fmt, const value_list& args, bool escape_args = false);
 // Raises with the undefined value's message when v is undefined.
 void require_defined(const value& v);
 

@@ -1,401 +1,69 @@
 #include "chat/jinja_parser.hpp"
 
-#include <stdexcept>
+#include <algorithm>
+
+#include "chat/jinja_expr_parser.hpp"
 
 namespace cortex::chat {
 
 namespace {
 
-struct parse_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// The height of an expression tree, found without recursion (its chains
+// can be as long as the template).
+int expr_height(const expr& root) {
+  int height = 0;
+  std::vector<std::pair<const expr*, int>> pending = {{&root, 1}};
+  while (!pending.empty()) {
+    const auto [e, depth] = pending.back();
+    pending.pop_back();
+    height = std::max(height, depth);
+    if (e->target) pending.emplace_back(e->target.get(), depth + 1);
+    for (const auto& a : e->args)
+      if (a) pending.emplace_back(a.get(), depth + 1);
+    for (const auto& kv : e->kwargs)
+      if (kv.second) pending.emplace_back(kv.second.get(), depth + 1);
+  }
+  return height;
+}
 
-class parser {
+// Every expression at most max_nesting deep, so that rendering it (a
+// recursion over the tree) has bounded depth. The statement tree is
+// bounded by the parser's own depth_guard.
+void check_expr_heights(const stmt_list& body) {
+  for (const auto& s : body) {
+    auto check = [&s](const expr_ptr& e) {
+      if (e && expr_height(*e) > max_nesting)
+        throw parse_error("line " + std::to_string(s->line) + ": expression nested too deeply (more than " +
+                          std::to_string(max_nesting) + " levels)");
+    };
+    check(s->value);
+    check(s->target);
+    check(s->cond);
+    for (const auto& br : s->branches) {
+      check(br.first);
+      check_expr_heights(br.second);
+    }
+    for (const auto& p : s->params) check(p.second);
+    check_expr_heights(s->body);
+    check_expr_heights(s->else_body);
+  }
+}
+
+// The statements: tags, text and {{ }} output, each expression read by
+// expr_parser.
+class parser : expr_parser {
  public:
-  explicit parser(const std::vector<token>& toks) : t_(toks) {}
+  parser(const std::vector<token>& toks, parsed_template& out) : expr_parser(toks, out) {}
 
-  parsed_template run() {
+  void run() {
     std::string end;
     out_.body = parse_body({}, end, "");
-    return std::move(out_);
+    check_expr_heights(out_.body);
   }
 
  private:
-  [[noreturn]] void fail(const std::string& msg, int line = -1) const {
-    throw parse_error("line " + std::to_string(line < 0 ? cur().line : line) + ": " + msg);
-  }
-  const token& cur() const { return t_[pos_]; }
-  const token& peek(size_t n = 1) const { return t_[std::min(pos_ + n, t_.size() - 1)]; }
-  const token& next() {
-    const token& t = t_[pos_];
-    if (pos_ + 1 < t_.size()) ++pos_;
-    return t;
-  }
-  bool is_op(const char* op) const { return cur().type == tok::op && cur().text == op; }
-  bool is_name(const char* n) const { return cur().type == tok::name && cur().text == n; }
-  static std::string describe(const token& t) {
-    switch (t.type) {
-      case tok::text: return "template text";
-      case tok::var_begin: return "'{{'";
-      case tok::var_end: return "'}}'";
-      case tok::block_begin: return "'{%'";
-      case tok::block_end: return "'%}'";
-      case tok::eof: return "the end of the template";
-      case tok::string: return "a string";
-      case tok::integer:
-      case tok::floating: return "number " + t.text;
-      default: return "'" + t.text + "'";
-    }
-  }
-  void expect_op(const char* op) {
-    if (!is_op(op)) fail(std::string("expected '") + op + "', found " + describe(cur()));
-    next();
-  }
-  std::string expect_name() {
-    if (cur().type != tok::name) fail("expected a name, found " + describe(cur()));
-    return next().text;
-  }
-  void expect(tok type, const char* what) {
-    if (cur().type != type) fail(std::string("expected ") + what + ", found " + describe(cur()));
-    next();
-  }
-
-  struct depth_guard {
-    explicit depth_guard(parser& p) : p_(p) {
-      if (++p_.depth_ > max_nesting) p_.fail("template nested too deeply (more than " + std::to_string(max_nesting) + " levels)");
-    }
-    ~depth_guard() { --p_.depth_; }
-    parser& p_;
-  };
-
-  expr_ptr node(ex kind, int line) {
-    auto e = std::make_unique<expr>();
-    e->kind = kind;
-    e->line = line;
-    return e;
-  }
-  expr_ptr unary_node(ex kind, int line, expr_ptr a) {
-    auto e = node(kind, line);
-    e->args.push_back(std::move(a));
-    return e;
-  }
-  expr_ptr binary_node(ex kind, std::string op, expr_ptr a, expr_ptr b) {
-    auto e = node(kind, a->line);
-    e->name = std::move(op);
-    e->args.push_back(std::move(a));
-    e->args.push_back(std::move(b));
-    return e;
-  }
-
-  // ---- expressions ----
-  expr_ptr parse_tuple(bool with_condexpr) {
-    const int line = cur().line;
-    expr_ptr first = parse_expression(with_condexpr);
-    if (!is_op(",")) return first;
-    auto t = node(ex::tuple, line);
-    t->args.push_back(std::move(first));
-    while (is_op(",")) {
-      next();
-      if (cur().type == tok::block_end || cur().type == tok::var_end || is_op(")") || is_name("in")) break;
-      t->args.push_back(parse_expression(with_condexpr));
-    }
-    return t;
-  }
-
-  expr_ptr parse_expression(bool with_condexpr = true) { return with_condexpr ? parse_condexpr() : parse_or(); }
-
-  expr_ptr parse_condexpr() {
-    expr_ptr e = parse_or();
-    while (is_name("if")) {
-      const int line = next().line;
-      auto c = node(ex::cond, line);
-      c->args.push_back(parse_or());
-      c->args.push_back(std::move(e));
-      if (is_name("else")) {
-        next();
-        c->args.push_back(parse_condexpr());
-      } else {
-        c->args.push_back(nullptr);
-      }
-      e = std::move(c);
-    }
-    return e;
-  }
-
-  expr_ptr parse_or() {
-    expr_ptr e = parse_and();
-    while (is_name("or")) {
-      next();
-      e = binary_node(ex::or_, "or", std::move(e), parse_and());
-    }
-    return e;
-  }
-  expr_ptr parse_and() {
-    expr_ptr e = parse_not();
-    while (is_name("and")) {
-      next();
-      e = binary_node(ex::and_, "and", std::move(e), parse_not());
-    }
-    return e;
-  }
-  expr_ptr parse_not() {
-    if (is_name("not")) {
-      depth_guard g(*this);
-      const int line = next().line;
-      return unary_node(ex::not_, line, parse_not());
-    }
-    return parse_compare();
-  }
-  expr_ptr parse_compare() {
-    expr_ptr first = parse_math1();
-    expr_ptr cmp;
-    while (true) {
-      std::string op;
-      if (cur().type == tok::op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == ">" ||
-                                    cur().text == "<=" || cur().text == ">=")) {
-        op = next().text;
-      } else if (is_name("in")) {
-        next();
-        op = "in";
-      } else if (is_name("not") && peek().type == tok::name && peek().text == "in") {
-        next();
-        next();
-        op = "not in";
-      } else {
-        break;
-      }
-      if (!cmp) {
-        cmp = node(ex::compare, first->line);
-        cmp->args.push_back(std::move(first));
-      }
-      cmp->ops.push_back(op);
-      cmp->args.push_back(parse_math1());
-    }
-    return cmp ? std::move(cmp) : std::move(first);
-  }
-  expr_ptr parse_binary_level(int level) {
-    static const std::vector<std::vector<std::string>> levels = {{"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}};
-    if (level == 4) return parse_unary(true);
-    expr_ptr e = parse_binary_level(level + 1);
-    while (cur().type == tok::op) {
-      bool match = false;
-      for (const auto& op : levels[static_cast<size_t>(level)]) match = match || cur().text == op;
-      if (!match) break;
-      std::string op = next().text;
-      e = binary_node(ex::binary, op, std::move(e), parse_binary_level(level + 1));
-    }
-    return e;
-  }
-  expr_ptr parse_math1() { return parse_binary_level(0); }
-
-  expr_ptr parse_unary(bool with_filter) {
-    depth_guard g(*this);
-    expr_ptr e;
-    if (is_op("-") || is_op("+")) {
-      const token& t = next();
-      e = unary_node(t.text == "-" ? ex::neg : ex::pos, t.line, parse_unary(false));
-    } else {
-      e = parse_primary();
-    }
-    e = parse_postfix(std::move(e));
-    if (with_filter) e = parse_filter_expr(std::move(e));
-    return e;
-  }
-
-  expr_ptr parse_primary() {
-    const token& t = cur();
-    switch (t.type) {
-      case tok::name: {
-        next();
-        auto e = node(ex::literal, t.line);
-        if (t.text == "true" || t.text == "True") e->lit = value::boolean(true);
-        else if (t.text == "false" || t.text == "False") e->lit = value::boolean(false);
-        else if (t.text == "none" || t.text == "None") e->lit = value::none();
-        else {
-          e->kind = ex::name;
-          e->name = t.text;
-        }
-        return e;
-      }
-      case tok::string: {
-        auto e = node(ex::literal, t.line);
-        std::string s;
-        while (cur().type == tok::string) s += next().text;
-        e->lit = value::string(std::move(s));
-        return e;
-      }
-      case tok::integer:
-      case tok::floating: {
-        next();
-        auto e = node(ex::literal, t.line);
-        e->lit = t.type == tok::integer ? value::integer(t.ival) : value::floating(t.fval);
-        return e;
-      }
-      case tok::op:
-        if (t.text == "(") {
-          next();
-          if (is_op(")")) {
-            next();
-            return node(ex::tuple, t.line);
-          }
-          expr_ptr e = parse_tuple(true);
-          expect_op(")");
-          return e;
-        }
-        if (t.text == "[") {
-          next();
-          auto e = node(ex::list, t.line);
-          while (!is_op("]")) {
-            e->args.push_back(parse_expression());
-            if (!is_op(",")) break;
-            next();
-          }
-          expect_op("]");
-          return e;
-        }
-        if (t.text == "{") {
-          next();
-          auto e = node(ex::dict, t.line);
-          while (!is_op("}")) {
-            e->args.push_back(parse_expression());
-            expect_op(":");
-            e->args.push_back(parse_expression());
-            if (!is_op(",")) break;
-            next();
-          }
-          expect_op("}");
-          return e;
-        }
-        break;
-      default: break;
-    }
-    fail("expected an expression, found " + describe(t));
-  }
-
-  expr_ptr parse_postfix(expr_ptr e) {
-    while (true) {
-      if (is_op(".")) {
-        const int line = next().line;
-        if (cur().type == tok::integer) {
-          auto g = node(ex::getitem, line);
-          auto idx = node(ex::literal, line);
-          idx->lit = value::integer(next().ival);
-          g->target = std::move(e);
-          g->args.push_back(std::move(idx));
-          e = std::move(g);
-        } else {
-          auto g = node(ex::getattr, line);
-          g->name = expect_name();
-          g->target = std::move(e);
-          e = std::move(g);
-        }
-      } else if (is_op("[")) {
-        e = parse_subscript(std::move(e));
-      } else if (is_op("(")) {
-        e = parse_call(std::move(e));
-      } else {
-        return e;
-      }
-    }
-  }
-
-  expr_ptr parse_subscript(expr_ptr target) {
-    const int line = next().line;  // '['
-    expr_ptr parts[3];
-    bool is_slice = false;
-    if (!is_op(":")) parts[0] = parse_expression();
-    for (int i = 1; i < 3 && is_op(":"); ++i) {
-      next();
-      is_slice = true;
-      if (!is_op(":") && !is_op("]")) parts[i] = parse_expression();
-    }
-    expect_op("]");
-    auto e = node(is_slice ? ex::slice : ex::getitem, line);
-    e->target = std::move(target);
-    if (is_slice) {
-      for (auto& p : parts) e->args.push_back(std::move(p));
-    } else {
-      e->args.push_back(std::move(parts[0]));
-    }
-    return e;
-  }
-
-  void parse_call_args(expr& e) {
-    expect_op("(");
-    while (!is_op(")")) {
-      if (is_op("*") || is_op("**")) fail("'*args' and '**kwargs' in calls are not supported");
-      if (cur().type == tok::name && peek().type == tok::op && peek().text == "=") {
-        std::string key = next().text;
-        next();
-        e.kwargs.emplace_back(std::move(key), parse_expression());
-      } else {
-        if (!e.kwargs.empty()) fail("positional argument after a keyword argument");
-        e.args.push_back(parse_expression());
-      }
-      if (!is_op(",")) break;
-      next();
-    }
-    expect_op(")");
-  }
-
-  expr_ptr parse_call(expr_ptr callee) {
-    auto e = node(ex::call, callee->line);
-    if (callee->kind == ex::getattr) out_.methods.insert(callee->name);
-    if (callee->kind == ex::name) out_.called_names.insert(callee->name);
-    e->target = std::move(callee);
-    parse_call_args(*e);
-    return e;
-  }
-
-  std::string dotted_name() {
-    std::string name = expect_name();
-    while (is_op(".")) {
-      next();
-      name += "." + expect_name();
-    }
-    return name;
-  }
-
-  expr_ptr parse_filter_expr(expr_ptr e) {
-    while (true) {
-      if (is_op("|")) {
-        const int line = next().line;
-        auto f = node(ex::filter, line);
-        f->name = dotted_name();
-        out_.filters.insert(f->name);
-        f->target = std::move(e);
-        if (is_op("(")) parse_call_args(*f);
-        e = std::move(f);
-      } else if (is_name("is")) {
-        const int line = next().line;
-        bool negated = false;
-        if (is_name("not")) {
-          next();
-          negated = true;
-        }
-        auto t = node(ex::test, line);
-        t->name = dotted_name();
-        out_.tests.insert(t->name);
-        t->target = std::move(e);
-        if (is_op("(")) {
-          parse_call_args(*t);
-        } else if ((cur().type == tok::name || cur().type == tok::string || cur().type == tok::integer ||
-                    cur().type == tok::floating || is_op("[") || is_op("{")) &&
-                   !is_name("else") && !is_name("or") && !is_name("and")) {
-          if (is_name("is")) fail("you cannot chain multiple tests with 'is'");
-          t->args.push_back(parse_postfix(parse_primary()));
-        }
-        e = negated ? unary_node(ex::not_, line, std::move(t)) : std::move(t);
-      } else if (is_op("(")) {
-        e = parse_call(std::move(e));
-      } else {
-        return e;
-      }
-    }
-  }
-
-  // ---- statements ----
   expr_ptr parse_assign_target(bool allow_namespace) {
+    depth_guard g(*this);  // ((a, b), c): one level per parenthesis
     const int line = cur().line;
     auto one = [&]() -> expr_ptr {
       if (is_op("(")) {
@@ -484,6 +152,15 @@ class parser {
       if (loop_depth_ == 0) fail("'" + k + "' outside a for loop", line);
       expect(tok::block_end, "'%}'");
       return make_stmt(k == "break" ? st::break_ : st::continue_, line);
+    }
+    if (k == "filter") {  // {% filter name(args)|name... %}body{% endfilter %}
+      auto s = make_stmt(st::filter_block, line);
+      s->value = parse_filter_chain();
+      expect(tok::block_end, "'%}'");
+      std::string found;
+      s->body = parse_body({"endfilter"}, found, "filter", line);
+      expect(tok::block_end, "'%}'");
+      return s;
     }
     if (k == "generation") {
       expect(tok::block_end, "'%}'");
@@ -592,18 +269,16 @@ class parser {
     return s;
   }
 
-  const std::vector<token>& t_;
-  size_t pos_ = 0;
-  int depth_ = 0;
   int loop_depth_ = 0;
-  parsed_template out_;
 };
 
 }  // namespace
 
 expected<parsed_template> parse_template(const std::vector<token>& tokens) {
+  parsed_template out;
   try {
-    return parser(tokens).run();
+    parser(tokens, out).run();
+    return out;
   } catch (const parse_error& e) {
     return fail(errc::malformed, e.what());  // the template text does not parse
   }

@@ -44,6 +44,11 @@ value value::string(std::string s) {
   v.s_ = std::move(s);
   return v;
 }
+value value::markup(std::string s) {
+  value v = string(std::move(s));
+  v.markup_ = true;
+  return v;
+}
 value value::list(value_list items) {
   value v;
   v.kind_ = kind::list;
@@ -99,7 +104,8 @@ value json_to_value(const J& j, int depth) {
     case J::value_t::object: {
       value_dict items;
       items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), json_to_value(it.value(), depth + 1));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        items.emplace_back(value::string(it.key()), json_to_value(it.value(), depth + 1));
       return value::dict(std::move(items));
     }
     default: return value::none();  // binary / discarded: not produced by parsing text
@@ -127,17 +133,40 @@ bool value::truthy() const {
 const value* value::find(const std::string& key) const {
   if (!is_mapping()) return nullptr;
   for (const auto& kv : *dict_)
-    if (kv.first == key) return &kv.second;
+    if (kv.first.is_string() && kv.first.str_ref() == key) return &kv.second;
+  return nullptr;
+}
+
+const value* value::find_key(const value& key) const {
+  if (key.is_string()) return find(key.str_ref());
+  for (const auto& kv : *dict_)
+    if (equals(kv.first, key)) return &kv.second;
   return nullptr;
 }
 
 void value::set(const std::string& key, value v) {
   for (auto& kv : *dict_)
-    if (kv.first == key) {
+    if (kv.first.is_string() && kv.first.str_ref() == key) {
+      kv.second = std::move(v);
+      return;
+    }
+  dict_->emplace_back(value::string(key), std::move(v));
+}
+
+void value::set_key(const value& key, value v) {
+  for (auto& kv : *dict_)
+    if (equals(kv.first, key)) {
       kv.second = std::move(v);
       return;
     }
   dict_->emplace_back(key, std::move(v));
+}
+
+void require_hashable(const value& v) {
+  if (v.type() == value::kind::dict || (v.is_list() && !v.is_tuple()))
+    throw template_error(std::string("unhashable type: '") + type_name(v) + "'");
+  if (v.is_tuple())
+    for (const auto& item : v.items()) require_hashable(item);
 }
 
 bool value::has_length() const { return kind_ == kind::string || kind_ == kind::list || is_mapping(); }
@@ -157,208 +186,6 @@ value call_args::get(size_t pos, const char* name) const {
   return pos < positional.size() ? positional[pos] : value();
 }
 
-std::string python_float_repr(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  char buf[64];
-  for (int p = 1; p <= 17; ++p) {
-    std::snprintf(buf, sizeof buf, "%.*e", p - 1, d);
-    if (std::strtod(buf, nullptr) == d) break;
-  }
-  // buf = [-]d[.ddd]e[+-]XX: split into digits and decimal exponent.
-  std::string s(buf);
-  std::string sign;
-  if (s[0] == '-') {
-    sign = "-";
-    s.erase(0, 1);
-  }
-  const size_t e = s.find('e');
-  const int exp10 = std::atoi(s.c_str() + e + 1);
-  std::string digits;
-  for (size_t i = 0; i < e; ++i)
-    if (s[i] != '.') digits += s[i];
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  const int decpt = exp10 + 1;
-  std::string out;
-  if (decpt > 16 || decpt <= -4) {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char eb[16];
-    std::snprintf(eb, sizeof eb, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
-    out += eb;
-  } else if (decpt <= 0) {
-    out = "0." + std::string(static_cast<size_t>(-decpt), '0') + digits;
-  } else if (static_cast<size_t>(decpt) >= digits.size()) {
-    out = digits + std::string(static_cast<size_t>(decpt) - digits.size(), '0') + ".0";
-  } else {
-    out = digits.substr(0, static_cast<size_t>(decpt)) + "." + digits.substr(static_cast<size_t>(decpt));
-  }
-  return sign + out;
-}
-
-namespace {
-
-std::string repr_string(const std::string& s) {
-  const bool has_single = s.find('\'') != std::string::npos;
-  const bool has_double = s.find('"') != std::string::npos;
-  const char q = has_single && !has_double ? '"' : '\'';
-  std::string out(1, q);
-  for (unsigned char c : s) {
-    if (c == q || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += q;
-  return out;
-}
-
-std::string repr_impl(const value& v, int depth);
-
-std::string str_impl(const value& v, int depth) {
-  if (depth > 64) throw template_error("value nested too deeply to print");
-  switch (v.type()) {
-    case value::kind::undefined: return "";
-    case value::kind::none: return "None";
-    case value::kind::boolean: return v.as_bool() ? "True" : "False";
-    case value::kind::integer: return std::to_string(v.as_int());
-    case value::kind::floating: return python_float_repr(v.as_double());
-    case value::kind::string: return v.str_ref();
-    case value::kind::list: {
-      std::string out = v.is_tuple() ? "(" : "[";
-      for (size_t i = 0; i < v.items().size(); ++i) {
-        if (i) out += ", ";
-        out += repr_impl(v.items()[i], depth + 1);
-      }
-      if (v.is_tuple() && v.items().size() == 1) out += ",";
-      return out + (v.is_tuple() ? ")" : "]");
-    }
-    case value::kind::dict:
-    case value::kind::ns: {
-      std::string out = v.type() == value::kind::ns ? "<Namespace {" : "{";
-      bool first = true;
-      for (const auto& kv : v.entries()) {
-        if (!first) out += ", ";
-        first = false;
-        out += repr_string(kv.first) + ": " + repr_impl(kv.second, depth + 1);
-      }
-      return out + (v.type() == value::kind::ns ? "}>" : "}");
-    }
-    case value::kind::callable: return "<function " + v.str_ref() + ">";
-  }
-  return "";
-}
-
-std::string repr_impl(const value& v, int depth) {
-  if (v.is_string()) return repr_string(v.str_ref());
-  if (v.is_undefined()) return "Undefined";
-  return str_impl(v, depth);
-}
-
-void json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
-
-void json_impl(std::string& out, const value& v, int indent, bool sort_keys, int level) {
-  if (level > 64) throw template_error("tojson: value nested too deeply");
-  auto newline = [&](int lv) {
-    if (indent < 0) return;
-    out += '\n';
-    out.append(static_cast<size_t>(indent * lv), ' ');
-  };
-  const char* item_sep = indent < 0 ? ", " : ",";
-  switch (v.type()) {
-    case value::kind::none: out += "null"; return;
-    case value::kind::boolean: out += v.as_bool() ? "true" : "false"; return;
-    case value::kind::integer: out += std::to_string(v.as_int()); return;
-    case value::kind::floating: {
-      const double d = v.as_double();
-      out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : python_float_repr(d);
-      return;
-    }
-    case value::kind::string: json_string(out, v.str_ref()); return;
-    case value::kind::list: {
-      if (v.items().empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      for (size_t i = 0; i < v.items().size(); ++i) {
-        if (i) out += item_sep;
-        newline(level + 1);
-        json_impl(out, v.items()[i], indent, sort_keys, level + 1);
-      }
-      newline(level);
-      out += ']';
-      return;
-    }
-    case value::kind::dict: {
-      if (v.entries().empty()) {
-        out += "{}";
-        return;
-      }
-      std::vector<const std::pair<std::string, value>*> kvs;
-      for (const auto& kv : v.entries()) kvs.push_back(&kv);
-      if (sort_keys) std::stable_sort(kvs.begin(), kvs.end(), [](auto* a, auto* b) { return a->first < b->first; });
-      out += '{';
-      for (size_t i = 0; i < kvs.size(); ++i) {
-        if (i) out += item_sep;
-        newline(level + 1);
-        json_string(out, kvs[i]->first);
-        out += ": ";
-        json_impl(out, kvs[i]->second, indent, sort_keys, level + 1);
-      }
-      newline(level);
-      out += '}';
-      return;
-    }
-    default: throw template_error(std::string("tojson: Object of type ") + type_name(v) + " is not JSON serializable");
-  }
-}
-
-}  // namespace
-
-std::string to_str(const value& v) { return str_impl(v, 0); }
-std::string to_repr(const value& v) { return repr_impl(v, 0); }
-
-std::string to_json(const value& v, int indent, bool sort_keys) {
-  std::string out;
-  json_impl(out, v, indent, sort_keys, 0);
-  return out;
-}
-
 const char* type_name(const value& v) {
   switch (v.type()) {
     case value::kind::undefined: return "Undefined";
@@ -366,8 +193,8 @@ const char* type_name(const value& v) {
     case value::kind::boolean: return "bool";
     case value::kind::integer: return "int";
     case value::kind::floating: return "float";
-    case value::kind::string: return "str";
-    case value::kind::list: return "list";
+    case value::kind::string: return v.is_markup() ? "Markup" : "str";
+    case value::kind::list: return v.is_tuple() ? "tuple" : "list";
     case value::kind::dict: return "dict";
     case value::kind::ns: return "Namespace";
     case value::kind::callable: return "function";
@@ -394,7 +221,7 @@ bool equals(const value& a, const value& b) {
     case value::kind::dict: {
       if (a.entries().size() != b.entries().size()) return false;
       for (const auto& kv : a.entries()) {
-        const value* other = b.find(kv.first);
+        const value* other = b.find_key(kv.first);
         if (!other || !equals(kv.second, *other)) return false;
       }
       return true;
@@ -428,6 +255,22 @@ std::string python_strip(const std::string& s, const std::string* chars, bool le
     while (e > b && strip_it(cpts[e - 1])) --e;
   if (b == 0 && e == cpts.size()) return s;
   return from_cpts(cpts, b, e);
+}
+
+std::vector<std::string> python_splitlines(const std::string& s) {
+  std::vector<std::string> lines;
+  const auto cpts = to_cpts(s);
+  size_t b = 0;
+  for (size_t i = 0; i < cpts.size(); ++i) {
+    const uint32_t c = cpts[i];
+    const bool brk = (c >= 0x0A && c <= 0x0D) || (c >= 0x1C && c <= 0x1E) || c == 0x85 || c == 0x2028 || c == 0x2029;
+    if (!brk) continue;
+    lines.push_back(from_cpts(cpts, b, i));
+    if (c == '\r' && i + 1 < cpts.size() && cpts[i + 1] == '\n') ++i;
+    b = i + 1;
+  }
+  if (b < cpts.size()) lines.push_back(from_cpts(cpts, b, cpts.size()));
+  return lines;
 }
 
 }  // namespace cortex::chat

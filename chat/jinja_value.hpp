@@ -1,6 +1,6 @@
 // The values a chat template computes with: Python's types as Jinja2 sees
-// them (None, bool, int, float, str, list, dict) plus Jinja's undefined, a
-// namespace() object and callables. Lists, dicts and namespaces are shared
+// them (None, bool, int, float, str, list, dict), markupsafe's Markup (a str
+// marked safe), Jinja's undefined, a namespace() object and callables. Lists, dicts and namespaces are shared
 // by reference (copying a value is cheap; a namespace assignment is seen
 // through every copy, as in Python). Strings are UTF-8; lengths, indexes
 // and slices count code points, as Python's str does.
@@ -18,7 +18,7 @@
 
 namespace cortex::chat {
 
-// A render-time failure. Internal to model/chat: chat_template::render
+// A render-time failure. Internal to chat/: chat_template::render
 // catches it and returns its message; nothing throws across that API.
 struct template_error : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -26,8 +26,11 @@ struct template_error : std::runtime_error {
 
 class value;
 using value_list = std::vector<value>;
-// Keys in insertion order (JSON input order is kept, as Python's dict does).
-using value_dict = std::vector<std::pair<std::string, value>>;
+// Entries in insertion order (JSON input order is kept, as Python's dict
+// does). A key is any hashable value: str (every key from JSON), int,
+// float, bool, None, tuple (dict literals). Keys Python's == calls equal
+// (1, 1.0, True; a str and a Markup of the same text) are one key.
+using value_dict = std::vector<std::pair<value, value>>;
 struct call_args;
 using native_fn = std::function<value(call_args&)>;
 
@@ -42,6 +45,11 @@ class value {
   static value integer(int64_t i);
   static value floating(double f);
   static value string(std::string s);
+  // markupsafe's Markup, what |safe and |escape return: a str whose text is
+  // HTML-safe already. It prints as is and is == to the same plain text;
+  // `+`, `%` and its methods HTML-escape the plain strings they combine
+  // with it (jinja_markup.hpp).
+  static value markup(std::string s);
   static value list(value_list items = {});
   // A Python tuple: a list that prints as (a, b) and is never == a list.
   static value tuple(value_list items);
@@ -57,7 +65,8 @@ class value {
   kind type() const { return kind_; }
   bool is_undefined() const { return kind_ == kind::undefined; }
   bool is_none() const { return kind_ == kind::none; }
-  bool is_string() const { return kind_ == kind::string; }
+  bool is_string() const { return kind_ == kind::string; }  // str and Markup
+  bool is_markup() const { return markup_; }
   bool is_number() const { return kind_ == kind::integer || kind_ == kind::floating || kind_ == kind::boolean; }
   bool is_list() const { return kind_ == kind::list; }  // lists and tuples
   bool is_tuple() const { return tuple_; }
@@ -83,10 +92,15 @@ class value {
 
   // Python truthiness; undefined is false.
   bool truthy() const;
-  // Entry of a dict/namespace by key, or nullptr.
+  // Entry of a dict/namespace under a str key, or nullptr.
   const value* find(const std::string& key) const;
-  // Sets or appends an entry of a dict/namespace.
+  // Entry under a key equal to `key` as Python's dict compares keys, or
+  // nullptr. REQUIRES: mapping.
+  const value* find_key(const value& key) const;
+  // Sets or appends an entry of a dict/namespace (an equal key keeps its
+  // first spelling: {1: 'a', 1.0: 'b'} is {1: 'b'}).
   void set(const std::string& key, value v);
+  void set_key(const value& key, value v);
   // len(): code points of a string, items of a list or dict; REQUIRES sized.
   bool has_length() const;
   size_t length() const;
@@ -95,6 +109,7 @@ class value {
   kind kind_ = kind::undefined;
   bool b_ = false;
   bool tuple_ = false;
+  bool markup_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
@@ -116,13 +131,19 @@ struct call_args {
   value get(size_t pos, const char* name) const;
 };
 
+// Throws Python's "unhashable type: 'list'" unless v can be a dict key
+// (lists, dicts and tuples holding them cannot).
+void require_hashable(const value& v);
+
+// The printing functions below live in jinja_print.cpp.
 // Python str(x) as Jinja prints it ("" for undefined, None, True, 1.5, [..]).
 std::string to_str(const value& v);
-// Python repr(x) (strings quoted the way Python quotes them).
+// Python repr(x) (strings quoted the way Python quotes them, Markup('...')).
 std::string to_repr(const value& v);
 // json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=...): separators
 // ", " and ": " without indent, "," and ": " with it (indent < 0 = none).
-// Throws template_error for undefined or non-JSON values.
+// Dict keys print as json.dumps prints them ("1", "true", "null"; a tuple
+// key is an error). Throws template_error for undefined or non-JSON values.
 std::string to_json(const value& v, int indent = -1, bool sort_keys = false);
 // Python's float repr: shortest text that reads back the same (1.0, 1e+16).
 std::string python_float_repr(double d);
@@ -137,5 +158,8 @@ std::string from_cpts(const std::vector<uint32_t>& cpts, size_t begin, size_t en
 bool is_python_space(uint32_t cpt);
 // str.strip/lstrip/rstrip: with chars == nullptr, Python whitespace.
 std::string python_strip(const std::string& s, const std::string* chars, bool left, bool right);
+// str.splitlines(): breaks at \n, \r\n, \r, \v, \f, \x1c-\x1e, U+0085,
+// U+2028, U+2029; no empty last line for a trailing break.
+std::vector<std::string> python_splitlines(const std::string& s);
 
 }  // namespace cortex::chat
