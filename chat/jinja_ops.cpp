@@ -50,7 +50,8 @@ bool add_ovf(int64_t x, int64_t y, int64_t* r) { return __builtin_add_overflow(x
 bool sub_ovf(int64_t x, int64_t y, int64_t* r) { return __builtin_sub_overflow(x, y, r); }
 bool mul_ovf(int64_t x, int64_t y, int64_t* r) { return __builtin_mul_overflow(x, y, r); }
 
-int three_way(const value& a, const value& b, const std::string& op) {
+int three_way(const value& a, const value& b, const std::string& op, int depth = 0) {
+  if (depth > max_compare_depth) type_error("maximum recursion depth exceeded in comparison");
   if (a.is_number() && b.is_number()) {
     if (a.type() != value::kind::floating && b.type() != value::kind::floating)
       return a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
@@ -65,7 +66,7 @@ int three_way(const value& a, const value& b, const std::string& op) {
     const auto &x = a.items(), &y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (equals(x[i], y[i])) continue;
-      return three_way(x[i], y[i], op);
+      return three_way(x[i], y[i], op, depth + 1);
     }
     return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
   }

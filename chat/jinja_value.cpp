@@ -9,6 +9,49 @@
 
 namespace cortex::chat {
 
+namespace {
+
+// Frees lists and dicts without recursion. A template can nest a value as
+// deep as its loop runs ({% set ns.x = [ns.x] %}); freeing the outer list
+// would free the next from inside its destructor, and so on, one stack
+// frame each. Here a container whose last reference goes is queued, and
+// the outermost free on the thread empties the queue in a loop (a free
+// nested in it only queues).
+struct container_reaper {
+  std::vector<value_list*> lists;
+  std::vector<value_dict*> dicts;
+  bool running = false;
+};
+thread_local container_reaper reaper;
+
+void reap() {
+  if (reaper.running) return;
+  reaper.running = true;
+  while (!reaper.lists.empty() || !reaper.dicts.empty()) {
+    if (!reaper.lists.empty()) {
+      value_list* l = reaper.lists.back();
+      reaper.lists.pop_back();
+      delete l;
+    } else {
+      value_dict* d = reaper.dicts.back();
+      reaper.dicts.pop_back();
+      delete d;
+    }
+  }
+  reaper.running = false;
+}
+
+void free_list(value_list* l) {
+  reaper.lists.push_back(l);
+  reap();
+}
+void free_dict(value_dict* d) {
+  reaper.dicts.push_back(d);
+  reap();
+}
+
+}  // namespace
+
 value value::undefined(std::string name) {
   value v;
   v.s_ = std::move(name);
@@ -52,7 +95,7 @@ value value::markup(std::string s) {
 value value::list(value_list items) {
   value v;
   v.kind_ = kind::list;
-  v.list_ = std::make_shared<value_list>(std::move(items));
+  v.list_ = std::shared_ptr<value_list>(new value_list(std::move(items)), free_list);
   return v;
 }
 value value::tuple(value_list items) {
@@ -63,7 +106,7 @@ value value::tuple(value_list items) {
 value value::dict(value_dict items) {
   value v;
   v.kind_ = kind::dict;
-  v.dict_ = std::make_shared<value_dict>(std::move(items));
+  v.dict_ = std::shared_ptr<value_dict>(new value_dict(std::move(items)), free_dict);
   return v;
 }
 value value::make_namespace(value_dict items) {
@@ -162,12 +205,7 @@ void value::set_key(const value& key, value v) {
   dict_->emplace_back(key, std::move(v));
 }
 
-void require_hashable(const value& v) {
-  if (v.type() == value::kind::dict || (v.is_list() && !v.is_tuple()))
-    throw template_error(std::string("unhashable type: '") + type_name(v) + "'");
-  if (v.is_tuple())
-    for (const auto& item : v.items()) require_hashable(item);
-}
+
 
 bool value::has_length() const { return kind_ == kind::string || kind_ == kind::list || is_mapping(); }
 
@@ -202,7 +240,10 @@ const char* type_name(const value& v) {
   return "?";
 }
 
-bool equals(const value& a, const value& b) {
+namespace {
+
+bool equals_at(const value& a, const value& b, int depth) {
+  if (depth > max_compare_depth) throw template_error("maximum recursion depth exceeded in comparison");
   if (a.is_number() && b.is_number()) {
     if (a.type() != value::kind::floating && b.type() != value::kind::floating) return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
@@ -213,16 +254,18 @@ bool equals(const value& a, const value& b) {
     case value::kind::none: return true;
     case value::kind::string: return a.str_ref() == b.str_ref();
     case value::kind::list: {
+      if (&a.items() == &b.items()) return true;  // one object: Python compares items by identity first
       if (a.items().size() != b.items().size()) return false;
       for (size_t i = 0; i < a.items().size(); ++i)
-        if (!equals(a.items()[i], b.items()[i])) return false;
+        if (!equals_at(a.items()[i], b.items()[i], depth + 1)) return false;
       return true;
     }
     case value::kind::dict: {
+      if (&a.entries() == &b.entries()) return true;
       if (a.entries().size() != b.entries().size()) return false;
       for (const auto& kv : a.entries()) {
         const value* other = b.find_key(kv.first);
-        if (!other || !equals(kv.second, *other)) return false;
+        if (!other || !equals_at(kv.second, *other, depth + 1)) return false;
       }
       return true;
     }
@@ -230,6 +273,19 @@ bool equals(const value& a, const value& b) {
     default: return false;
   }
 }
+
+void require_hashable_at(const value& v, int depth) {
+  if (depth > max_compare_depth) throw template_error("maximum recursion depth exceeded while hashing");
+  if (v.type() == value::kind::dict || (v.is_list() && !v.is_tuple()))
+    throw template_error(std::string("unhashable type: '") + type_name(v) + "'");
+  if (v.is_tuple())
+    for (const auto& item : v.items()) require_hashable_at(item, depth + 1);
+}
+
+}  // namespace
+
+bool equals(const value& a, const value& b) { return equals_at(a, b, 0); }
+void require_hashable(const value& v) { require_hashable_at(v, 0); }
 
 std::vector<uint32_t> to_cpts(const std::string& s) { return unicode::cpts_from_utf8(s); }
 

@@ -119,6 +119,10 @@ class value {
 };
 
 constexpr int max_json_depth = 128;
+// ==, <, in and dict keys compare values nested at most this deep; deeper
+// is an error, as Python's RecursionError (values a loop nests can be
+// deeper: they are freed without recursion).
+constexpr int max_compare_depth = 500;
 // No string or list a template builds may exceed this (bounds memory when
 // a template doubles a string in a loop).
 constexpr size_t max_value_bytes = 16u << 20;

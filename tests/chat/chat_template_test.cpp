@@ -272,6 +272,39 @@ TEST(chat_template, deep_nesting_is_an_error_not_a_crash) {
   EXPECT_NE(parse_error("{{ " + std::string(n, '-') + "1 }}").find("nested too deeply"), std::string::npos);
 }
 
+// Each of these overflowed the stack before: the parser reads a chain in a
+// loop but the tree it builds is as deep as the chain is long.
+TEST(chat_template, long_chains_are_errors_not_crashes) {
+  auto repeat = [](const std::string& s, int k) {
+    std::string out;
+    for (int i = 0; i < k; ++i) out += s;
+    return out;
+  };
+  const int n = 100000;
+  for (const std::string chain : {" + 1", " ~ 1", " or 1", " and 1", "|trim", ".a", "[0]", "()", " if 1 else 1"})
+    EXPECT_NE(parse_error("{{ 1" + repeat(chain, n) + " }}").find("nested too deeply"), std::string::npos) << chain;
+  EXPECT_NE(parse_error("{% filter upper" + repeat("|trim", n) + " %}x{% endfilter %}").find("nested too deeply"),
+            std::string::npos);
+  EXPECT_NE(parse_error("{% set " + std::string(n, '(') + "a" + std::string(n, ')') + " = 1 %}").find("nested too deeply"),
+            std::string::npos);
+  EXPECT_EQ(ok("{{ 1" + repeat(" + 1", 90) + " }}"), "91");  // a long chain that fits
+}
+
+// A loop can nest a value as deep as it runs: freeing it is no recursion,
+// and comparing or hashing it fails as Python's RecursionError does.
+TEST(chat_template, deeply_nested_values_are_errors_not_crashes) {
+  auto nest = [](int depth, const std::string& then) {
+    return "{% set ns = namespace(x=[], y=[], t=()) %}{% for i in range(" + std::to_string(depth) +
+           ") %}{% set ns.x = [ns.x] %}{% set ns.t = (ns.t,) %}{% endfor %}{% set ns.y = [ns.x] %}" + then;
+  };
+  EXPECT_EQ(ok(nest(300000, "done")), "done");  // freeing it overflowed the stack before
+  EXPECT_NE(fails(nest(100000, "{{ {ns.t: 1} }}")).find("maximum recursion depth"), std::string::npos);
+  EXPECT_EQ(ok(nest(2000, "{{ ns.x == ns.x }}")), "True");  // one object: equal without a look inside, as in Python
+  EXPECT_NE(fails(nest(2000, "{{ ns.y == [[ns.x]] }}")).find("maximum recursion depth"), std::string::npos);
+  EXPECT_NE(fails(nest(2000, "{{ ns.y < [[ns.x]] }}")).find("maximum recursion depth"), std::string::npos);
+  EXPECT_NE(fails(nest(2000, "{{ ns.x }}")).find("nested too deeply"), std::string::npos);
+}
+
 TEST(chat_template, huge_loops_and_outputs_hit_limits) {
   EXPECT_NE(fails("{% for i in range(100000000) %}{% endfor %}").find("range() longer"), std::string::npos);
   chat::render_env env;
