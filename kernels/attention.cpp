@@ -30,7 +30,7 @@ void attention_reference(const attention_args& a) {
   std::vector<double> o(static_cast<size_t>(hd));
   std::vector<float> row(static_cast<size_t>(hd));
   for (int i = 0; i < a.n_q; ++i) {
-    const int p_begin = a.key_begin;
+    const int p_begin = a.window > 0 ? std::max(a.key_begin, a.pos0 + i - a.window + 1) : a.key_begin;
     const int p_end = std::min(a.pos0 + i + 1, a.key_end);
     for (int h = a.head_begin; h < a.head_end; ++h) {
       const float* qh = a.q + (static_cast<size_t>(i) * a.n_heads + h) * hd;
@@ -50,6 +50,7 @@ void attention_reference(const attention_args& a) {
         for (int d = 0; d < hd; ++d) s += static_cast<double>(qh[d]) * row[static_cast<size_t>(d)];
         double& wp = w[static_cast<size_t>(p - p_begin)];
         wp = s * a.scale;
+        if (a.softcap > 0.0f) wp = a.softcap * std::tanh(wp / a.softcap);
         m = wp > m ? wp : m;
       }
       double sum = 0.0;

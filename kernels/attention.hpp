@@ -36,10 +36,22 @@ struct kv_layout {
 // (and queries, by offsetting q, out and pos0) across calls on the same
 // buffers.
 //
+// Sliding window (llama.cpp's LLAMA_SWA_TYPE_STANDARD: Gemma 2 / 3, gpt-oss):
+// with window > 0, query i at position p = pos0+i attends only positions p'
+// with p - p' < window (window positions, p itself included), on top of the
+// causal rule and [key_begin, key_end); 0 means no window. attention_paged
+// reads no position before every row's window, so its cost grows with the
+// window, not with pos0.
+//
+// Score softcapping (Gemma 2's attn_logit_softcapping): with softcap > 0
+// each score s = (q . k) * scale becomes softcap * tanh(s / softcap) before
+// the mask and the softmax; 0 means none.
+//
 // Key ranges split one row's positions across calls: with lse set, each call
 // also writes lse (n_q, n_heads) = log(sum over its positions of
-// exp(score)), and out is normalised over its own positions (a row with none
-// gets out 0 and lse -inf); attention_merge combines the parts.
+// exp(score)), and out is normalised over its own positions (a row with none,
+// e.g. a part entirely before its window, gets out 0 and lse -inf);
+// attention_merge combines the parts.
 struct attention_args {
   const float* q = nullptr;
   int n_q = 1;
@@ -55,6 +67,8 @@ struct attention_args {
   int key_begin = 0;
   int key_end = INT_MAX;
   float* lse = nullptr;  // (n_q, n_heads) or nullptr
+  int window = 0;         // sliding window in positions; 0: none
+  float softcap = 0.0f;   // score cap; 0: none
 };
 
 // Flash-style: one pass over K/V with an online softmax, no heap allocation;
@@ -64,7 +78,8 @@ struct attention_args {
 // never widened. SIMD per the run-time isa (kernels/cpu_features.hpp).
 // REQUIRES: n_q >= 1, pos0 >= 0, 0 <= head_begin <= head_end <= n_heads,
 //   n_heads % n_kv_heads == 0, 0 < head_dim <= 256, head_dim a multiple of
-//   the type's block, block_size >= 1, key_begin >= 0, block_table has at
+//   the type's block, block_size >= 1, key_begin >= 0, window >= 0,
+//   softcap >= 0, block_table has at
 //   least ceil((pos0+n_q)/block_size) valid entries, out does not alias q
 //   or the arena.
 void attention_paged(const attention_args& a);

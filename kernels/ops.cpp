@@ -1,6 +1,7 @@
 // Element-wise kernels. RMSNorm, RoPE and the residual add are plain scalar
-// code (memory-bound or cheap next to the matmuls); softmax and SwiGLU need
-// exp and go through the per-ISA tables of x86/vec_entries.hpp.
+// code (memory-bound or cheap next to the matmuls); softmax, SwiGLU, GeGLU and
+// softcapping need exp or tanh and go through the per-ISA tables of
+// x86/vec_entries.hpp.
 #include "kernels/ops.hpp"
 
 #include <cmath>
@@ -70,6 +71,20 @@ float log_sum_exp(const float* x, int n) {
 void silu_mul(const float* gate, const float* up, float* out, int n) {
   detail::active_vec_entries().silu_mul(gate, up, out, n);
 }
+
+void gelu_mul(const float* gate, const float* up, float* out, int n) {
+  detail::active_vec_entries().gelu_mul(gate, up, out, n);
+}
+
+void gelu_mul_reference(const float* gate, const float* up, float* out, int n) {
+  const double k = 0.79788456080286535588;  // sqrt(2 / pi)
+  for (int i = 0; i < n; ++i) {
+    const double x = gate[i];
+    out[i] = static_cast<float>(0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x))) * up[i]);
+  }
+}
+
+void softcap_inplace(float* x, int n, float cap) { detail::active_vec_entries().softcap(x, n, cap); }
 
 void add_inplace(float* dst, const float* src, int n) {
   for (int i = 0; i < n; ++i) dst[i] += src[i];

@@ -1,6 +1,7 @@
 // Element-wise and per-row operations of the forward pass: RMSNorm, RoPE,
-// softmax, SwiGLU and the residual add. Pure functions over pointers and
-// sizes; no allocation, thread-safe (they touch only their arguments).
+// softmax, SwiGLU, GeGLU, softcapping and the residual add. Pure functions
+// over pointers and sizes; no allocation, thread-safe (they touch only their
+// arguments).
 //
 // Numerics follow llama.cpp's CPU backend (ggml-cpu ops.cpp / vec.h) so that
 // F32 models reproduce its logits to ~1e-5: RMSNorm sums squares in double,
@@ -42,6 +43,24 @@ float log_sum_exp(const float* x, int n);
 // gate (n,), up (n,) -> out (n,): out[i] = gate[i] * sigmoid(gate[i]) * up[i]
 // (SwiGLU). out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int n);
+
+// gate (n,), up (n,) -> out (n,): out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU,
+// Gemma's FFN), gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// ggml's gelu. Computed as x * sigmoid(t), t = 2 sqrt(2/pi) (x + 0.044715
+// x^3), the same function, which keeps its relative accuracy (about 2 + |t|
+// ulp, t's rounding amplified through exp) for negative x too, where 1 + tanh
+// cancels; x below about -10 (values under 2e-37) gives 0. out may alias gate
+// or up.
+void gelu_mul(const float* gate, const float* up, float* out, int n);
+
+// gelu_mul computed from the tanh formula in double (absolute error about
+// 1e-16 |x| where 1 + tanh cancels). For tests and benchmarks.
+void gelu_mul_reference(const float* gate, const float* up, float* out, int n);
+
+// x (n,) in place: x[i] = cap * tanh(x[i] / cap), to a few ulp (Gemma 2's
+// final-logit softcapping; attention scores are capped by attention_args's
+// softcap). REQUIRES: cap > 0.
+void softcap_inplace(float* x, int n, float cap);
 
 // dst (n,) += src (n,).
 void add_inplace(float* dst, const float* src, int n);

@@ -23,6 +23,10 @@ struct vec_entries {
   void (*scale)(const float* x, float a, float* out, int n);
   // See silu_mul in ops.hpp.
   void (*silu_mul)(const float* gate, const float* up, float* out, int n);
+  // See gelu_mul in ops.hpp.
+  void (*gelu_mul)(const float* gate, const float* up, float* out, int n);
+  // See softcap_inplace in ops.hpp.
+  void (*softcap)(float* x, int n, float cap);
 };
 
 extern const vec_entries vec_entries_sse2;

@@ -1,8 +1,10 @@
 // Paged flash attention against the naive reference, over shuffled
-// non-contiguous block tables, GQA ratios, chunked prefill, head ranges and
-// key-range splits, for every K/V element type, on every ISA path this CPU
-// can run. Typed caches are also held to an error bound derived from their
-// rounding against attention over the unrounded f32 values.
+// non-contiguous block tables, GQA ratios, chunked prefill, head ranges,
+// key-range splits, sliding windows and score softcapping, for every K/V
+// element type, on every ISA path this CPU can run. Typed caches are also
+// held to an error bound derived from their rounding against attention over
+// the unrounded f32 values. The reference itself is checked by hand on tiny
+// cases.
 #include "kernels/attention.hpp"
 
 #include <gtest/gtest.h>
@@ -22,6 +24,12 @@ namespace {
 struct attention_case {
   int block_size, n_kv_heads, group, head_dim, n_q, pos0;
   float value_range;  // q/k entries drawn from [-r, r]: large r = peaked softmax
+};
+
+// attention_args's window and softcap (0: off).
+struct score_rules {
+  int window = 0;
+  float softcap = 0.0f;
 };
 
 // Largest |x - load(store(x))| a type allows for each element of a row, from
@@ -90,8 +98,11 @@ struct arena_fixture {
     }
   }
 
-  attention_args args(const attention_case& c, int head_begin, int head_end, float* out) const {
+  attention_args args(const attention_case& c, int head_begin, int head_end, float* out,
+                      score_rules rules = {}) const {
     attention_args a;
+    a.window = rules.window;
+    a.softcap = rules.softcap;
     a.q = q.data();
     a.n_q = c.n_q;
     a.pos0 = c.pos0;
@@ -110,7 +121,9 @@ struct arena_fixture {
   // Bound on |attention over the typed cache - attention over k32 / v32| for
   // query i, head h: scores move by at most delta = scale * sum_d |q_d| *
   // k_err, so each softmax weight by a factor within e^(+-2 delta), and the
-  // output by (e^(2 delta) - 1) * max|v| plus the largest V rounding.
+  // output by (e^(2 delta) - 1) * max|v| plus the largest V rounding. It
+  // holds with a window (a subset of these positions) and with softcapping
+  // (cap * tanh(s / cap) moves by at most what s moves).
   double bound(const attention_case& c, int i, int h) const {
     const int hd = c.head_dim, g = h / c.group;
     const float* qh = q.data() + (static_cast<size_t>(i) * n_heads + h) * hd;
@@ -133,14 +146,14 @@ struct arena_fixture {
 // float summation order differs), and the typed reference against the f32
 // values within the type's rounding bound.
 void expect_paged_matches_reference(const attention_case& c, kv_type type, int head_begin, int head_end,
-                                    uint64_t seed) {
+                                    uint64_t seed, score_rules rules = {}) {
   arena_fixture f(c, type, seed);
   const size_t n_out = f.q.size();
   const float sentinel = 12345.0f;
   std::vector<float> got(n_out, sentinel), want(n_out, sentinel), exact(n_out, sentinel);
-  attention_paged(f.args(c, head_begin, head_end, got.data()));
-  attention_reference(f.args(c, head_begin, head_end, want.data()));
-  attention_args a32 = f.args(c, head_begin, head_end, exact.data());
+  attention_paged(f.args(c, head_begin, head_end, got.data(), rules));
+  attention_reference(f.args(c, head_begin, head_end, want.data(), rules));
+  attention_args a32 = f.args(c, head_begin, head_end, exact.data(), rules);
   a32.k_arena = f.k32.data();
   a32.v_arena = f.v32.data();
   a32.layout = f.layout_f32;
@@ -156,8 +169,8 @@ void expect_paged_matches_reference(const attention_case& c, kv_type type, int h
         }
         ASSERT_NEAR(got[at], want[at], 2e-5)
             << kv_type_name(type) << " bs=" << c.block_size << " kv=" << c.n_kv_heads << " group=" << c.group
-            << " hd=" << c.head_dim << " n_q=" << c.n_q << " pos0=" << c.pos0 << " i=" << i << " h=" << h
-            << " d=" << d;
+            << " hd=" << c.head_dim << " n_q=" << c.n_q << " pos0=" << c.pos0 << " window=" << rules.window
+            << " softcap=" << rules.softcap << " i=" << i << " h=" << h << " d=" << d;
         ASSERT_NEAR(want[at], exact[at], tol) << kv_type_name(type) << " rounding bound, i=" << i << " h=" << h;
       }
     }
@@ -261,6 +274,113 @@ TEST_P(attention, key_range_parts_merge_to_the_whole) {
   }
 }
 
+TEST_P(attention, sliding_window_matches_reference) {
+  // Windows of 1 (the query's own position), shorter than a block, not a
+  // multiple of either block size, and longer than the context; decode (1
+  // and 6 queries: tiles over several KV heads) and prefill (40 queries: rows
+  // in vector lanes, a full slab and a partial one on AVX-512).
+  uint64_t seed = 700;
+  for (int window : {1, 5, 37, 1000}) {
+    for (int block_size : {16, 7}) {
+      for (int group : {1, 4}) {
+        for (int n_q : {1, 6, 40}) {
+          for (int pos0 : {0, 100}) {
+            const attention_case c{block_size, 2, group, 64, n_q, pos0, 1.0f};
+            expect_paged_matches_reference(c, type(), 0, 2 * group, seed++, {window, 0.0f});
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(attention, window_reads_no_position_before_every_row) {
+  // A long context and a window of 40: K and V of every position before the
+  // first query's window are poisoned (all bits set: NaN in every type, also
+  // q8_0's scale), so one read of them makes the output NaN. The result must
+  // match the reference, so cost follows the window, not the context.
+  const int window = 40;
+  for (int n_q : {1, 40}) {
+    const attention_case c{16, 2, 4, 64, n_q, 3000, 1.0f};
+    arena_fixture f(c, type(), 800 + n_q);
+    const size_t slot_bytes = f.layout.slot_bytes();
+    for (int p = 0; p < c.pos0 - window + 1; ++p) {
+      const size_t slot = static_cast<size_t>(f.table[p / c.block_size]) * c.block_size + p % c.block_size;
+      std::fill_n(f.k.begin() + slot * slot_bytes, slot_bytes, uint8_t{0xFF});
+      std::fill_n(f.v.begin() + slot * slot_bytes, slot_bytes, uint8_t{0xFF});
+    }
+    std::vector<float> got(f.q.size()), want(f.q.size());
+    attention_paged(f.args(c, 0, f.n_heads, got.data(), {window, 0.0f}));
+    attention_reference(f.args(c, 0, f.n_heads, want.data(), {window, 0.0f}));
+    for (size_t x = 0; x < got.size(); ++x) {
+      ASSERT_TRUE(std::isfinite(got[x])) << "n_q=" << n_q << " at " << x;
+      ASSERT_NEAR(got[x], want[x], 2e-5) << "n_q=" << n_q << " at " << x;
+    }
+  }
+}
+
+TEST_P(attention, window_covering_the_context_is_no_window) {
+  // Every query sees its whole causal prefix: the same result, bit for bit.
+  for (int n_q : {1, 6, 40}) {
+    const attention_case c{7, 2, 4, 64, n_q, 50, 1.0f};
+    arena_fixture f(c, type(), 850 + n_q);
+    std::vector<float> plain(f.q.size()), wide(f.q.size());
+    attention_paged(f.args(c, 0, f.n_heads, plain.data()));
+    attention_paged(f.args(c, 0, f.n_heads, wide.data(), {c.pos0 + n_q, 0.0f}));
+    EXPECT_EQ(plain, wide) << "n_q=" << n_q;
+  }
+}
+
+TEST_P(attention, softcap_matches_reference) {
+  // Gemma 2's cap of 50 on peaked scores (|s| up to tens: the cap reshapes
+  // the softmax), small caps on ordinary scores, and caps with a window.
+  uint64_t seed = 900;
+  for (int n_q : {1, 6, 40}) {
+    const attention_case peaked{16, 1, 4, 64, n_q, 150, 6.0f};
+    const attention_case plain{7, 2, 2, 64, n_q, 60, 1.0f};
+    expect_paged_matches_reference(peaked, type(), 0, 4, seed++, {0, 50.0f});
+    expect_paged_matches_reference(peaked, type(), 0, 4, seed++, {20, 50.0f});
+    expect_paged_matches_reference(plain, type(), 0, 4, seed++, {0, 0.5f});
+    expect_paged_matches_reference(plain, type(), 0, 4, seed++, {13, 2.0f});
+  }
+}
+
+TEST_P(attention, key_range_parts_merge_with_a_window) {
+  // The cuts of key_range_parts_merge_to_the_whole under windows: part [0,
+  // 37) lies before every row's window (out 0, lse -inf), others are cut
+  // inside windows or hold none of a row's positions; merged, they equal
+  // windowed attention over all positions. Window 20 also caps scores.
+  for (int window : {1, 20, 150}) {
+    for (int n_q : {1, 7, 9, 40}) {
+      const attention_case c{16, 2, 4, 64, n_q, 200, 1.0f};
+      const score_rules rules{window, window == 20 ? 3.0f : 0.0f};
+      arena_fixture f(c, type(), 1000 + window + n_q);
+      const int n_rows = n_q * f.n_heads;
+      const int cuts[] = {0, 37, 150, 203, std::max(207, c.pos0 + n_q)};
+      std::vector<std::vector<float>> outs, lses;
+      for (int j = 0; j + 1 < 5; ++j) {
+        outs.emplace_back(static_cast<size_t>(n_rows) * c.head_dim, 7.0f);
+        lses.emplace_back(static_cast<size_t>(n_rows), 7.0f);
+        attention_args a = f.args(c, 0, f.n_heads, outs.back().data(), rules);
+        a.key_begin = cuts[j];
+        a.key_end = cuts[j + 1];
+        a.lse = lses.back().data();
+        attention_paged(a);
+      }
+      for (int r = 0; r < n_rows; ++r) ASSERT_EQ(lses[0][static_cast<size_t>(r)], -INFINITY) << "row " << r;
+      for (float x : outs[0]) ASSERT_EQ(x, 0.0f);
+      const float* o[4] = {outs[0].data(), outs[1].data(), outs[2].data(), outs[3].data()};
+      const float* l[4] = {lses[0].data(), lses[1].data(), lses[2].data(), lses[3].data()};
+      std::vector<float> merged(static_cast<size_t>(n_rows) * c.head_dim), want(merged.size());
+      attention_merge(o, l, 4, n_rows, c.head_dim, merged.data());
+      attention_reference(f.args(c, 0, f.n_heads, want.data(), rules));
+      for (size_t x = 0; x < merged.size(); ++x) {
+        ASSERT_NEAR(merged[x], want[x], 2e-5) << "window=" << window << " n_q=" << n_q << " at " << x;
+      }
+    }
+  }
+}
+
 std::vector<isa_and_type> all_params() {
   std::vector<isa_and_type> out;
   for (isa i : runnable_isas()) {
@@ -295,6 +415,69 @@ TEST(attention_reference, single_position_returns_its_value) {
   attention_paged(a);
   for (int d = 0; d < 3; ++d) EXPECT_FLOAT_EQ(out[d], v0[d]);
   EXPECT_NEAR(lse, 1.5f, 1e-6);
+}
+
+TEST(attention_reference, window_and_softcap_by_hand) {
+  // Five positions of head_dim 2 in blocks of 2, table {2, 0, 1}; two
+  // queries (positions 3 and 4) of two heads sharing the one KV head. The
+  // expected values are computed here from the definition: scores
+  // cap * tanh(scale * q.k / cap) over p - window < p' <= p, softmax, the
+  // weighted sum of values, and the log of the softmax's sum.
+  const int block_size = 2, hd = 2, n_heads = 2, n_q = 2, pos0 = 3;
+  const int32_t table[3] = {2, 0, 1};
+  std::vector<float> k(3 * block_size * hd, 99.0f), v(k.size(), 99.0f);  // block 1's slot 1 stays unused
+  double key[5][2], val[5][2];
+  for (int p = 0; p < 5; ++p) {
+    key[p][0] = 0.25 * p - 0.5;
+    key[p][1] = 1.0 - 0.5 * p;
+    val[p][0] = p;
+    val[p][1] = 10 - 2 * p;
+    const int slot = table[p / block_size] * block_size + p % block_size;
+    for (int d = 0; d < hd; ++d) {
+      k[static_cast<size_t>(slot * hd + d)] = static_cast<float>(key[p][d]);
+      v[static_cast<size_t>(slot * hd + d)] = static_cast<float>(val[p][d]);
+    }
+  }
+  const float q[n_q * n_heads * hd] = {1.0f, 2.0f, -3.0f, 0.5f, 4.0f, -1.0f, 0.0f, 1.5f};
+  for (int window : {1, 2, 3}) {
+    for (float cap : {0.0f, 1.5f}) {
+      float out[n_q * n_heads * hd], lse[n_q * n_heads];
+      attention_args a;
+      a.q = q;
+      a.n_q = n_q;
+      a.pos0 = pos0;
+      a.n_heads = n_heads;
+      a.head_end = n_heads;
+      a.k_arena = k.data();
+      a.v_arena = v.data();
+      a.block_table = table;
+      a.layout = kv_layout{block_size, 1, hd, kv_type::f32};
+      a.scale = 0.5f;
+      a.out = out;
+      a.lse = lse;
+      a.window = window;
+      a.softcap = cap;
+      attention_reference(a);
+      for (int i = 0; i < n_q; ++i) {
+        for (int h = 0; h < n_heads; ++h) {
+          const float* qh = q + (i * n_heads + h) * hd;
+          double sum = 0.0, o[2] = {0.0, 0.0};
+          for (int p = pos0 + i - window + 1; p <= pos0 + i; ++p) {
+            double s = 0.5 * (qh[0] * key[p][0] + qh[1] * key[p][1]);
+            if (cap > 0.0f) s = cap * std::tanh(s / cap);
+            const double w = std::exp(s);
+            sum += w;
+            for (int d = 0; d < hd; ++d) o[d] += w * val[p][d];
+          }
+          const int row = i * n_heads + h;
+          for (int d = 0; d < hd; ++d) {
+            EXPECT_NEAR(out[row * hd + d], o[d] / sum, 1e-5) << "window=" << window << " cap=" << cap << " row=" << row;
+          }
+          EXPECT_NEAR(lse[row], std::log(sum), 1e-6) << "window=" << window << " cap=" << cap << " row=" << row;
+        }
+      }
+    }
+  }
 }
 
 TEST(attention_merge, weights_parts_by_their_sums) {

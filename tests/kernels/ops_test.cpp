@@ -251,6 +251,84 @@ TEST_P(vec_ops, silu_mul_matches_reference) {
   }
 }
 
+// gelu_tanh(x) = 0.5 x (1 + tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3), in
+// double, with 0.5 (1 + tanh(y)) written as 1 / (1 + exp(-2y)) (the same
+// number) so that it keeps its relative accuracy for negative x, where
+// 1 + tanh(y) cancels to nothing.
+double gelu_y(double x) { return std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x); }
+double gelu_tanh_double(double x) { return x / (1.0 + std::exp(-2.0 * gelu_y(x))); }
+
+TEST_P(vec_ops, gelu_mul_matches_the_tanh_formula) {
+  // A dense sweep of [-12, 12] (both signs, the negative tail where the
+  // value falls to ~1e-37, small |x|), huge |x| (x^3 overflows float), and
+  // lengths with and without a vector tail. The kernel evaluates
+  // t = 2y in float: a few ulp of t, amplified by |t| through exp, so the
+  // relative tolerance grows with |y|; values under 1e-36 may flush to 0.
+  for (int n : {1, 5, 33, 4001}) {
+    std::vector<float> g(static_cast<size_t>(n)), u = random_vector(n, 90 + n);
+    for (int i = 0; i < n; ++i) g[static_cast<size_t>(i)] = n == 1 ? -0.7f : -12.0f + 24.0f * i / (n - 1);
+    const float specials[] = {100.0f, -100.0f, 1e13f, -1e13f, 1e-3f, -1e-3f, 0.0f, -3.0f, -7.5f, 9.0f};
+    for (size_t i = 0; i < g.size() && i < 10; ++i) g[3 * i % g.size()] = specials[i];
+    std::vector<float> out(static_cast<size_t>(n)), ref_out(static_cast<size_t>(n));
+    gelu_mul(g.data(), u.data(), out.data(), n);
+    gelu_mul_reference(g.data(), u.data(), ref_out.data(), n);
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double x = g[i];
+      const double ref = gelu_tanh_double(x) * u[i];
+      const double tol = (4.0 + 4.0 * std::fabs(gelu_y(x))) * 0x1p-23 * std::fabs(ref) + 1e-36;
+      ASSERT_NEAR(out[i], ref, tol) << "n=" << n << " x=" << x;
+      // The reference uses the tanh form: near 1e-16 |x| absolute where it cancels.
+      ASSERT_NEAR(ref_out[i], ref, 0x1p-24 * std::fabs(ref) + 1e-14) << "reference, x=" << x;
+    }
+    std::vector<float> in_gate = g, in_up = u;
+    gelu_mul(in_gate.data(), u.data(), in_gate.data(), n);  // out aliases gate
+    gelu_mul(g.data(), in_up.data(), in_up.data(), n);      // out aliases up
+    EXPECT_EQ(in_gate, out) << "n=" << n;
+    EXPECT_EQ(in_up, out) << "n=" << n;
+  }
+}
+
+TEST_P(vec_ops, gelu_mul_is_identity_far_right_and_zero_far_left) {
+  const float g[4] = {30.0f, 1e6f, -30.0f, -1e6f}, u[4] = {2.0f, -1.0f, 3.0f, 1.0f};
+  float out[4];
+  gelu_mul(g, u, out, 4);
+  EXPECT_EQ(out[0], 60.0f);
+  EXPECT_EQ(out[1], -1e6f);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_EQ(out[3], 0.0f);
+}
+
+TEST_P(vec_ops, softcap_matches_cap_tanh) {
+  // cap * tanh(x / cap) to a few ulp over +-4 caps, both polynomial and
+  // exp ranges of tanh, tiny x, and a vector tail; +-inf reach +-cap,
+  // signed zeros keep their sign and NaN stays NaN.
+  for (float cap : {1.0f, 30.0f, 50.0f}) {
+    for (int n : {1, 7, 33, 4001}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) x[static_cast<size_t>(i)] = n == 1 ? 0.3f * cap : cap * (-4.0f + 8.0f * i / (n - 1));
+      if (n > 4) {
+        x[1] = 1e-30f;
+        x[2] = -3e-5f * cap;
+        x[3] = 0.62f * cap;
+      }
+      std::vector<float> y = x;
+      softcap_inplace(y.data(), n, cap);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double ref = cap * std::tanh(static_cast<double>(x[i]) / cap);
+        ASSERT_NEAR(y[i], ref, 5e-7 * std::fabs(ref)) << "cap=" << cap << " x=" << x[i];
+      }
+    }
+    float edge[6] = {INFINITY, -INFINITY, 0.0f, -0.0f, 1e4f * cap, NAN};
+    softcap_inplace(edge, 6, cap);
+    EXPECT_EQ(edge[0], cap);
+    EXPECT_EQ(edge[1], -cap);
+    EXPECT_EQ(edge[2], 0.0f);
+    EXPECT_TRUE(std::signbit(edge[3]));
+    EXPECT_EQ(edge[4], cap);
+    EXPECT_TRUE(std::isnan(edge[5])) << "a NaN logit stays visible";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(isas, vec_ops, ::testing::ValuesIn(runnable_isas()),
                          [](const auto& info) { return isa_name(info.param); });
 
