@@ -170,7 +170,7 @@ void blocks::ffn(int il, ffn_activation act) {
   run_group(LL.gate_up, xn_.data(), n_tokens_, gate_up);
   const int n = n_tokens_ * hp().n_ff;
   if (act == ffn_activation::gelu_tanh) {
-    // HOOK kernels::gelu_mul(gate_.data(), up_.data(), gate_.data(), n);
+    kernels::gelu_mul(gate_.data(), up_.data(), gate_.data(), n);
   } else {
     kernels::silu_mul(gate_.data(), up_.data(), gate_.data(), n);
   }
@@ -214,8 +214,8 @@ void blocks::attend(int il) {
     a.block_table = s.block_table;
     a.layout = kv.layout();
     a.scale = spec.scale;
-    // HOOK a.softcap = spec.softcap;
-    // HOOK a.window = spec.window;
+    a.softcap = spec.softcap;
+    a.window = spec.window;
     if (task.part < 0) {
       a.out = attn_.data() + first * dq;
     } else {

@@ -79,7 +79,7 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
     if (hp.logit_scale != 1.0f) {
       for (int i = 0; i < n; ++i) logits_[static_cast<size_t>(i)] *= hp.logit_scale;
     }
-    // HOOK if (hp.final_softcap > 0.0f) kernels::softcap_inplace(logits_.data(), n, hp.final_softcap);
+    if (hp.final_softcap > 0.0f) kernels::softcap_inplace(logits_.data(), n, hp.final_softcap);
   }
   return n_rows;
 }

@@ -11,6 +11,13 @@
 
 namespace cortex {
 
+namespace {
+synthetic_shape with(synthetic_shape s, void (*set)(synthetic_shape&)) {
+  set(s);
+  return s;
+}
+}  // namespace
+
 const std::vector<synthetic_shape>& synthetic_shapes() {
   static const std::vector<synthetic_shape> shapes = {
       // name, arch, vocab, ctx, embd, layers, heads, kv heads, ffn, rope base, eps, tied
@@ -24,6 +31,21 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
       {"llama-3.1-8b", "llama", 128256, 131072, 4096, 32, 32, 8, 14336, 500000.0f, 1e-5f, false, "llama3", true},
       {"qwen2.5-7b", "qwen2", 152064, 131072, 3584, 28, 28, 4, 18944, 1000000.0f, 1e-6f, false, "qwen3"},
       {"mistral-7b", "llama", 32000, 32768, 4096, 32, 32, 8, 14336, 10000.0f, 1e-5f, false, "llama-spm"},
+      {"qwen3-8b", "qwen3", 151936, 40960, 4096, 36, 32, 8, 12288, 1000000.0f, 1e-6f, false, "qwen3"},
+      with(synthetic_shape{"qwen3-4b", "qwen3", 151936, 40960, 2560, 36, 32, 8, 9728, 1000000.0f, 1e-6f, true, "qwen3"},
+           [](synthetic_shape& x) { x.head_dim = 128; }),
+      // Gemma 3: 1024-token window on five layers of six, local rope base
+      // 10000, linear x8 scaling on the global layers; the 262k vocabulary
+      // of the Gemma family's vocab-only test file.
+      with(synthetic_shape{"gemma3-4b", "gemma3", 262144, 131072, 2560, 34, 8, 4, 10240, 1000000.0f, 1e-6f, true, "gemma-4"},
+           [](synthetic_shape& x) { x.head_dim = 256; x.sliding_window = 1024; x.rope_freq_base_swa = 10000.0f; x.rope_scale_linear = 8.0f; }),
+      with(synthetic_shape{"gemma3-12b", "gemma3", 262144, 131072, 3840, 48, 16, 8, 15360, 1000000.0f, 1e-6f, true, "gemma-4"},
+           [](synthetic_shape& x) { x.head_dim = 256; x.sliding_window = 1024; x.rope_freq_base_swa = 10000.0f; x.rope_scale_linear = 8.0f; }),
+      // Phi-4-mini: partial rotary (96 of 128 dims), tied embeddings; its
+      // LongRoPE factors are left out (they change no cost).
+      with(synthetic_shape{"phi4-mini", "phi3", 200064, 131072, 3072, 32, 24, 8, 8192, 10000.0f, 1e-5f, true},
+           [](synthetic_shape& x) { x.n_rot = 96; }),
+      {"smollm3-3b", "smollm3", 128256, 65536, 2048, 36, 16, 4, 11008, 5000000.0f, 1e-6f, true, "llama3"},
   };
   return shapes;
 }
@@ -223,8 +245,19 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   w.set_u32(arch + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
   w.set_u32(arch + ".attention.head_count", static_cast<uint32_t>(s.n_head));
   w.set_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  w.set_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
+  const int head_dim = s.head_dim_or_default();
+  if (s.head_dim > 0) {
+    w.set_u32(arch + ".attention.key_length", static_cast<uint32_t>(head_dim));
+    w.set_u32(arch + ".attention.value_length", static_cast<uint32_t>(head_dim));
+  }
+  w.set_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(s.n_rot > 0 ? s.n_rot : head_dim));
   w.set_f32(arch + ".rope.freq_base", s.rope_freq_base);
+  if (s.sliding_window > 0) w.set_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  if (s.rope_freq_base_swa > 0) w.set_f32(arch + ".rope.freq_base_swa", s.rope_freq_base_swa);
+  if (s.rope_scale_linear > 0) {
+    w.set_string(arch + ".rope.scaling.type", "linear");
+    w.set_f32(arch + ".rope.scaling.factor", s.rope_scale_linear);
+  }
   w.set_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
   if (s.vocab.empty()) {
     add_vocabulary(w, s.n_vocab);
@@ -245,8 +278,8 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   hp.n_layer = s.n_layer;
   hp.n_head = s.n_head;
   hp.n_head_kv = s.n_head_kv;
-  hp.head_dim = s.n_embd / s.n_head;
-  hp.n_rot = hp.head_dim;
+  hp.head_dim = s.head_dim_or_default();
+  hp.n_rot = s.n_rot > 0 ? s.n_rot : hp.head_dim;
   hp.n_ff = s.n_ff;
   model_weights unbound;
   unbound.layers.resize(static_cast<size_t>(s.n_layer));

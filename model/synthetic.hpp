@@ -33,6 +33,13 @@ struct synthetic_shape {
   // 1 and 4, original context 8192), written as rope_freqs.weight the way
   // llama.cpp's converter bakes it into the file.
   bool llama3_rope = false;
+  // What the newer families add (0: none / the default).
+  int head_dim = 0;            // attention.key_length when n_embd / n_head is not it
+  int n_rot = 0;               // rope.dimension_count for partial rotary
+  int sliding_window = 0;      // attention.sliding_window
+  float rope_freq_base_swa = 0.0f;  // rope.freq_base_swa (windowed layers)
+  float rope_scale_linear = 0.0f;   // rope.scaling.type linear with this factor
+  int head_dim_or_default() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
 // The (head_dim/2,) rope_freqs.weight divisors of Llama 3.1's published
@@ -41,7 +48,8 @@ struct synthetic_shape {
 std::vector<float> llama3_rope_factors(int head_dim, float freq_base);
 
 // Named shapes: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, tiny, and the
-// published shapes of llama-3.1-8b, qwen2.5-7b and mistral-7b (v0.1).
+// published shapes of llama-3.1-8b, qwen2.5-7b, mistral-7b (v0.1), qwen3-8b,
+// qwen3-4b, gemma3-4b, gemma3-12b, phi4-mini and smollm3-3b.
 
 const std::vector<synthetic_shape>& synthetic_shapes();
 const synthetic_shape* find_synthetic_shape(const std::string& name);

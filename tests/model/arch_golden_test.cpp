@@ -196,7 +196,8 @@ const auto param_name = testing::model_param_name<::testing::TestParamInfo<std::
 INSTANTIATE_TEST_SUITE_P(quant, arch_golden, ::testing::Values("qllama-q5_0", "qllama-q3_k", "qllama-bf16"), param_name);
 
 INSTANTIATE_TEST_SUITE_P(dense, arch_golden,
-                         ::testing::Values("llama-f32", "qwen2-f32", "qwen3-f32", "granite-f32", "smollm3-f32", "phi3-f32"),
+                         ::testing::Values("llama-f32", "qwen2-f32", "qwen3-f32", "granite-f32", "smollm3-f32", "phi3-f32",
+                                           "gemma2-f32", "gemma3-f32"),
                          param_name);
 
 }  // namespace
