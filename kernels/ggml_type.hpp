@@ -1,4 +1,5 @@
-// Tensor element types as numbered in GGUF files (llama.cpp's ggml_type).
+// Tensor element types as numbered in GGUF files (llama.cpp's ggml_type;
+// ids 4, 5, 31-33 and 36-38 are types llama.cpp has removed).
 #pragma once
 
 #include <cstddef>
@@ -21,12 +22,25 @@ enum class ggml_type : uint32_t {
   q5_k = 13,
   q6_k = 14,
   q8_k = 15,
+  iq2_xxs = 16,
+  iq2_xs = 17,
+  iq3_xxs = 18,
+  iq1_s = 19,
+  iq4_nl = 20,
+  iq3_s = 21,
+  iq2_s = 22,
+  iq4_xs = 23,
   i8 = 24,
   i16 = 25,
   i32 = 26,
   i64 = 27,
   f64 = 28,
+  iq1_m = 29,
   bf16 = 30,
+  tq1_0 = 34,
+  tq2_0 = 35,
+  mxfp4 = 39,
+  nvfp4 = 40,
 };
 
 struct ggml_type_traits {

@@ -29,7 +29,7 @@ struct weight_view {
 // f16 / bf16 weights: f32 values of x rounded to f16 / bf16 (as llama.cpp
 // does), stride a multiple of 64.
 //
-// q8_32 layout (q4_0, q8_0, q5_0 weights), nb = cols / 32 blocks, nbp = nb
+// q8_32 layout (q4_0, q8_0, q5_0, iq4_nl, mxfp4 weights), nb = cols / 32 blocks, nbp = nb
 // rounded up to even, padding blocks all zero:
 //   int8  qs[nbp * 32]   at 0           quantized values, x ~ qs * d
 //   float dxv[nbp * 8]   at d_offset    d of block b in lanes 8b .. 8b+7
@@ -42,7 +42,7 @@ struct weight_view {
 //                                        of b)) with d unrounded (block_q8_1's
 //                                        s), other lanes 0
 // so a weight block's min m adds m * s, llama.cpp's vec_dot_q4_1_q8_1 term.
-// q8_256 layout (k-quant weights), nb = cols / 256 (llama.cpp's block_q8_k):
+// q8_256 layout (k-quant and iq4_xs weights), nb = cols / 256 (llama.cpp's block_q8_k):
 //   int8    qs[nb * 256] at 0
 //   float   d[nb]        at d_offset
 //   int16   bsums[nb*16] at aux_offset   sums of each 16 consecutive qs

@@ -4,6 +4,7 @@
 
 #include "kernels/fp16.hpp"
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/quant_tables.hpp"
 
 namespace cortex::kernels {
 
@@ -62,6 +63,14 @@ void rows_bf16(const weight_view& w, const quantized_x& x, int n, float* y, int6
   });
 }
 
+// The scale of a q8_32-style weight block: its f16 d, or mxfp4's E8M0 (as
+// 2^(e - 128), its table being doubled).
+template <class Block>
+float block_scale(const Block& b) {
+  return fp16_to_fp32(b.d);
+}
+float block_scale(const block_mxfp4& b) { return e8m0_half_to_fp32(b.e); }
+
 // q8_32 weights: Decode(block, j) gives the signed weight code of element j.
 template <class Block, class Decode>
 void q8_32_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1,
@@ -77,7 +86,7 @@ void q8_32_rows(const weight_view& w, const quantized_x& x, int n_tokens, float*
       for (int64_t b = 0; b < nb; ++b) {
         int isum = 0;
         for (int j = 0; j < 32; ++j) isum += decode(blocks[b], j) * qs[b * 32 + j];
-        sum += static_cast<float>(isum) * (fp16_to_fp32(blocks[b].d) * dxv[b * 8]);
+        sum += static_cast<float>(isum) * (block_scale(blocks[b]) * dxv[b * 8]);
       }
       y[t * w.rows + r] = sum;
     }
@@ -101,6 +110,23 @@ void rows_q5_0(const weight_view& w, const quantized_x& x, int n, float* y, int6
 
 void rows_q8_0(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
   q8_32_rows<block_q8_0>(w, x, n, y, r0, r1, [](const block_q8_0& b, int j) { return static_cast<int>(b.qs[j]); });
+}
+
+// iq4_nl / mxfp4: element j's code is nibble j (low, j < 16) or j - 16
+// (high) of qs, its value a table entry.
+template <class Block>
+int table_code(const Block& b, const int8_t* table, int j) {
+  return table[j < 16 ? (b.qs[j] & 0xf) : (b.qs[j - 16] >> 4)];
+}
+
+void rows_iq4_nl(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  q8_32_rows<block_iq4_nl>(w, x, n, y, r0, r1,
+                           [](const block_iq4_nl& b, int j) { return table_code(b, kvalues_iq4nl, j); });
+}
+
+void rows_mxfp4(const weight_view& w, const quantized_x& x, int n, float* y, int64_t r0, int64_t r1) {
+  q8_32_rows<block_mxfp4>(w, x, n, y, r0, r1,
+                          [](const block_mxfp4& b, int j) { return table_code(b, kvalues_mxfp4, j); });
 }
 
 // q4_1 / q5_1 weights against q8_1 activations: Decode(block, j) gives the
@@ -297,6 +323,35 @@ void rows_q6_k(const weight_view& w, const quantized_x& x, int n_tokens, float* 
   }
 }
 
+// iq4_xs: 8 sub-blocks of 32 with signed 6-bit scales, codes as iq4_nl's.
+void rows_iq4_xs(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = w.cols / 256;
+  for (int t = 0; t < n_tokens; ++t) {
+    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
+    const auto* qs = reinterpret_cast<const int8_t*>(xt);
+    const auto* dx = reinterpret_cast<const float*>(xt + x.d_offset);
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto* blocks = reinterpret_cast<const block_iq4_xs*>(weight_row(w, r));
+      float sum = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const block_iq4_xs& blk = blocks[b];
+        int isum = 0;
+        for (int s = 0; s < 8; ++s) {
+          int dot = 0;
+          const int8_t* xs = qs + b * 256 + 32 * s;
+          for (int l = 0; l < 16; ++l) {
+            const uint8_t q = blk.qs[16 * s + l];
+            dot += kvalues_iq4nl[q & 0xf] * xs[l] + kvalues_iq4nl[q >> 4] * xs[16 + l];
+          }
+          isum += iq4_xs_scale(blk, s) * dot;
+        }
+        sum += dx[b] * fp16_to_fp32(blk.d) * static_cast<float>(isum);
+      }
+      y[t * w.rows + r] = sum;
+    }
+  }
+}
+
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
@@ -305,6 +360,8 @@ extern const matmul_rows_fn matmul_scalar_f32 = rows_f32, matmul_scalar_f16 = ro
                             matmul_scalar_q5_0 = rows_q5_0, matmul_scalar_q4_1 = rows_q4_1,
                             matmul_scalar_q5_1 = rows_q5_1, matmul_scalar_q2_k = rows_q2_k,
                             matmul_scalar_q3_k = rows_q3_k, matmul_scalar_q4_k = rows_q4_k,
-                            matmul_scalar_q5_k = rows_q5_k, matmul_scalar_q6_k = rows_q6_k;
+                            matmul_scalar_q5_k = rows_q5_k, matmul_scalar_q6_k = rows_q6_k,
+                            matmul_scalar_iq4_nl = rows_iq4_nl, matmul_scalar_iq4_xs = rows_iq4_xs,
+                            matmul_scalar_mxfp4 = rows_mxfp4;
 
 }  // namespace cortex::kernels

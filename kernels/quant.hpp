@@ -18,7 +18,8 @@ namespace cortex {
 // REQUIRES: dequantize_supported(t); n % type_traits(t).block_size == 0.
 void dequantize_row(ggml_type t, const void* src, float* dst, int64_t n);
 
-// True for f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K.
+// True for f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K,
+// iq4_nl, iq4_xs, mxfp4.
 bool dequantize_supported(ggml_type t);
 
 // src: n floats; dst: row_size(t, n) bytes, 2-byte aligned. Returns
@@ -26,7 +27,8 @@ bool dequantize_supported(ggml_type t);
 // REQUIRES: n % type_traits(t).block_size == 0; src finite.
 size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n);
 
-// True for f32, f16, bf16, q4_0, q4_1, q5_1, q8_0, q2_K .. q6_K.
+// True for f32, f16, bf16, q4_0, q4_1, q5_1, q8_0, q2_K .. q6_K, iq4_nl,
+// iq4_xs, mxfp4 (llama-quantize's bytes without an importance matrix).
 bool quantize_supported(ggml_type t);
 
 // quantize_row without the k-quants' scale searches (q4_K, q5_K: the

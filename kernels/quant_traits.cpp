@@ -13,7 +13,7 @@
 
 namespace cortex {
 
-// ---- converters (quant.cpp, quantize.cpp) ---------------------------------
+// ---- converters (quant.cpp, quant_iq.cpp, quantize.cpp, quantize_iq.cpp) --
 void dequantize_row_f32(const void*, float*, int64_t);
 void dequantize_row_f16(const void*, float*, int64_t);
 void dequantize_row_bf16(const void*, float*, int64_t);
@@ -27,6 +27,9 @@ void dequantize_row_q3_k(const void*, float*, int64_t);
 void dequantize_row_q4_k(const void*, float*, int64_t);
 void dequantize_row_q5_k(const void*, float*, int64_t);
 void dequantize_row_q6_k(const void*, float*, int64_t);
+void dequantize_row_iq4_nl(const void*, float*, int64_t);
+void dequantize_row_iq4_xs(const void*, float*, int64_t);
+void dequantize_row_mxfp4(const void*, float*, int64_t);
 void quantize_row_f32(const float*, void*, int64_t);
 void quantize_row_f16(const float*, void*, int64_t);
 void quantize_row_bf16(const float*, void*, int64_t);
@@ -39,6 +42,9 @@ void quantize_row_q3_k(const float*, void*, int64_t);
 void quantize_row_q4_k(const float*, void*, int64_t);
 void quantize_row_q5_k(const float*, void*, int64_t);
 void quantize_row_q6_k(const float*, void*, int64_t);
+void quantize_row_iq4_nl(const float*, void*, int64_t);
+void quantize_row_iq4_xs(const float*, void*, int64_t);
+void quantize_row_mxfp4(const float*, void*, int64_t);
 
 namespace kernels {
 
@@ -61,6 +67,9 @@ CORTEX_MATMUL_KERNELS(q3_k);
 CORTEX_MATMUL_KERNELS(q4_k);
 CORTEX_MATMUL_KERNELS(q5_k);
 CORTEX_MATMUL_KERNELS(q6_k);
+CORTEX_MATMUL_KERNELS(iq4_nl);
+CORTEX_MATMUL_KERNELS(iq4_xs);
+CORTEX_MATMUL_KERNELS(mxfp4);
 #undef CORTEX_MATMUL_KERNELS
 
 // ---- packed layouts: packing and scalar kernel (matmul_packed.cpp,
@@ -107,7 +116,7 @@ struct trait_table {
 
   // type, name, block size, bytes per block, dequantize, quantize,
   // activation format, zero point, matmul kernels, packed layout.
-  const quant_traits rows[20] = {
+  const quant_traits rows[33] = {
       {ggml_type::f32, "f32", 1, sizeof(float), dequantize_row_f32, quantize_row_f32, xf::f32, 0,
        CORTEX_MATMUL(f32), nullptr},
       {ggml_type::f16, "f16", 1, sizeof(half_bits), dequantize_row_f16, quantize_row_f16, xf::f16, 0,
@@ -137,6 +146,29 @@ struct trait_table {
       {ggml_type::q6_k, "q6_K", qk_k, sizeof(block_q6_k), dequantize_row_q6_k, quantize_row_q6_k, xf::q8_256, 0,
        CORTEX_MATMUL(q6_k), &packed_q6_k},
       {ggml_type::q8_k, "q8_K", qk_k, sizeof(block_q8_k), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      // The non-linear 4-bit types: table values (int8) that the AVX-512
+      // kernels offset to uint8 (iq4_nl's -127..113 by 128, mxfp4's -12..12
+      // by 16).
+      {ggml_type::iq4_nl, "iq4_nl", 32, sizeof(block_iq4_nl), dequantize_row_iq4_nl, quantize_row_iq4_nl, xf::q8_32,
+       128, CORTEX_MATMUL(iq4_nl), nullptr},
+      {ggml_type::iq4_xs, "iq4_xs", qk_k, sizeof(block_iq4_xs), dequantize_row_iq4_xs, quantize_row_iq4_xs,
+       xf::q8_256, 0, CORTEX_MATMUL(iq4_xs), nullptr},
+      {ggml_type::mxfp4, "mxfp4", 32, sizeof(block_mxfp4), dequantize_row_mxfp4, quantize_row_mxfp4, xf::q8_32, 16,
+       CORTEX_MATMUL(mxfp4), nullptr},
+      // Known to the file format, not yet to the kernels: a model using them
+      // is refused at load, naming the tensor and the type.
+      {ggml_type::iq2_xxs, "iq2_xxs", qk_k, sizeof(block_iq2_xxs), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::iq2_xs, "iq2_xs", qk_k, sizeof(block_iq2_xs), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::iq1_s, "iq1_s", qk_k, sizeof(block_iq1_s), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::iq1_m, "iq1_m", qk_k, sizeof(block_iq1_m), nullptr, nullptr, xf::none, 0, {}, nullptr},
+      // Ternary types: 5 codes of 3 per byte (tq1_0), 2 bits per code (tq2_0).
+      {ggml_type::tq1_0, "tq1_0", qk_k, 54, nullptr, nullptr, xf::none, 0, {}, nullptr},
+      {ggml_type::tq2_0, "tq2_0", qk_k, 66, nullptr, nullptr, xf::none, 0, {}, nullptr},
+      // nvfp4: 64 elements, four UE4M3 scales and 32 bytes of E2M1 codes.
+      {ggml_type::nvfp4, "nvfp4", 64, 36, nullptr, nullptr, xf::none, 0, {}, nullptr},
       {ggml_type::i8, "i8", 1, 1, nullptr, nullptr, xf::none, 0, {}, nullptr},
       {ggml_type::i16, "i16", 1, 2, nullptr, nullptr, xf::none, 0, {}, nullptr},
       {ggml_type::i32, "i32", 1, 4, nullptr, nullptr, xf::none, 0, {}, nullptr},
@@ -144,7 +176,7 @@ struct trait_table {
       {ggml_type::f64, "f64", 1, 8, nullptr, nullptr, xf::none, 0, {}, nullptr},
   };
 
-  static constexpr uint32_t max_id = 31;
+  static constexpr uint32_t max_id = 63;  // llama.cpp's ids end at 42 (2026)
   const quant_traits* by_id[max_id + 1] = {};
 
   trait_table() {

@@ -65,8 +65,9 @@ struct quant_traits {
   kernels::x_format activation;  // none: no matmul for it
   // Subtracted from the stored (unsigned) code by the q8_32 and packed
   // kernels: 8 (q4_0), 16 (q5_0), 128 (q8_0, whose int8 codes the AVX-512
-  // kernels offset to uint8); 0 where unused (q4_1 / q5_1 add their min
-  // through q8_1's block sums instead).
+  // kernels offset to uint8; so too iq4_nl's table values), 16 (mxfp4's
+  // values, likewise); 0 where unused (q4_1 / q5_1 add their min through
+  // q8_1's block sums instead).
   int zero_point;
   kernels::matmul_rows_fn matmul[kernels::n_kernel_isas];  // [0] set iff activation != none
   const kernels::packed_layout* packed;                   // nullptr: not packed

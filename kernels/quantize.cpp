@@ -10,21 +10,12 @@
 #include "kernels/quant.hpp"
 #include "kernels/quant_blocks.hpp"
 #include "kernels/quant_k_scales.hpp"
+#include "kernels/quant_nearest_int.hpp"
 #include "kernels/matmul_kernels.hpp"  // active_activation_kernels
 #include "kernels/quant_traits.hpp"
 
 namespace cortex {
 namespace {
-
-// The reference's nearest_int, bit for bit: round half to even for
-// |v| < 2^22, and the same wrapped value beyond (where a degenerate block can
-// take it), so such blocks still quantize to llama-quantize's bytes.
-inline int nearest_int(float v) {
-  const float shifted = v + 12582912.f;
-  int32_t i;
-  std::memcpy(&i, &shifted, 4);
-  return (i & 0x007fffff) - 0x00400000;
-}
 
 void quantize_q8_0(const float* x, block_q8_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += qk8_0) {

@@ -1,6 +1,9 @@
 // Matmul and memory-bandwidth benchmarks.
 //   memory_read/threads:T       streaming read of 1 GiB: the decode roofline
 //   matmul/<type>/<rows>x<cols>/tokens:N/<isa>/threads:T
+//   matmul_packed/<type>/<rows>x<cols>/tokens:N/threads:T
+// Every type with a matmul kernel is registered (kernels/quant_traits.cpp);
+// filter, e.g. --benchmark_filter='matmul/(q4_0|iq4_nl)/2048x2048/tokens:(1|16)/avx512'.
 // Counters: bytes_per_second = weight bytes read per second (meaningful at
 // tokens:1, where matmul is memory-bound), ops_per_second = 2*rows*cols*N.
 // Decode and small-batch benchmarks (tokens <= 16: a verify step of 1 + 8
@@ -9,6 +12,7 @@
 // come from DRAM, as in a real forward pass.
 #include <benchmark/benchmark.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -65,23 +69,38 @@ void memory_read(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(stream_bytes));
 }
 
+// Where a block keeps its f16 scales (random bytes could be inf/nan, which
+// can be slow): up to two offsets; mxfp4's E8M0 exponent is set apart.
+struct scale_fields {
+  size_t at[2];
+  int n;
+};
+
+scale_fields scales_of(ggml_type t) {
+  switch (t) {
+    case ggml_type::q4_1: case ggml_type::q5_1: case ggml_type::q4_k: case ggml_type::q5_k: return {{0, 2}, 2};
+    case ggml_type::q2_k: return {{offsetof(block_q2_k, d), offsetof(block_q2_k, dmin)}, 2};
+    case ggml_type::q3_k: return {{offsetof(block_q3_k, d), 0}, 1};
+    case ggml_type::q6_k: return {{offsetof(block_q6_k, d), 0}, 1};
+    case ggml_type::mxfp4: return {{0, 0}, 0};
+    default: return {{0, 0}, 1};  // d first: q4_0, q5_0, q8_0, iq4_nl, iq4_xs
+  }
+}
+
 void fill_weights(ggml_type t, uint8_t* data, size_t bytes, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(byte(rng));
-  // Sane f16 scales (random bytes could be inf/nan, which can be slow).
-  size_t block = 0, d_at = 0;
-  switch (t) {
-    case ggml_type::q4_0: block = sizeof(block_q4_0); break;
-    case ggml_type::q8_0: block = sizeof(block_q8_0); break;
-    case ggml_type::q4_k: block = sizeof(block_q4_k); break;
-    case ggml_type::q6_k: block = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
-    default: break;
-  }
   const uint16_t h = fp32_to_fp16(0.01f);
-  if (block != 0) {
-    for (size_t off = 0; off + block <= bytes; off += block) std::memcpy(data + off + d_at, &h, 2);
-  } else if (t == ggml_type::f16) {
+  if (t == ggml_type::f16) {
     for (size_t off = 0; off + 2 <= bytes; off += 2) std::memcpy(data + off, &h, 2);
+    return;
+  }
+  const size_t block = type_traits(t).type_size;
+  if (t == ggml_type::f32 || t == ggml_type::bf16) return;
+  const scale_fields f = scales_of(t);
+  for (size_t off = 0; off + block <= bytes; off += block) {
+    for (int i = 0; i < f.n; ++i) std::memcpy(data + off + f.at[i], &h, 2);
+    if (t == ggml_type::mxfp4) data[off] = 120;  // 2^-8
   }
 }
 
@@ -148,20 +167,19 @@ void matmul_packed_case(benchmark::State& state, ggml_type type, int64_t rows, i
                          benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
-const char* type_name(ggml_type t) {
-  switch (t) {
-    case ggml_type::q4_0: return "q4_0";
-    case ggml_type::q8_0: return "q8_0";
-    case ggml_type::q4_k: return "q4_k";
-    case ggml_type::q6_k: return "q6_k";
-    case ggml_type::f16: return "f16";
-    default: return "other";
-  }
+// llama.cpp's name in lower case ("q4_k").
+std::string type_name(ggml_type t) {
+  std::string s = type_traits(t).name;
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 int register_all() {
   benchmark::RegisterBenchmark("memory_read", memory_read)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
-  const ggml_type types[] = {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q6_k, ggml_type::f16};
+  // The original five first, then the other types by family.
+  const ggml_type types[] = {ggml_type::q4_0,   ggml_type::q8_0,   ggml_type::q4_k, ggml_type::q6_k, ggml_type::f16,
+                             ggml_type::q4_1,   ggml_type::q5_0,   ggml_type::q5_1, ggml_type::q2_k, ggml_type::q3_k,
+                             ggml_type::q5_k,   ggml_type::iq4_nl, ggml_type::iq4_xs, ggml_type::mxfp4};
   const int64_t shapes[][2] = {{5632, 2048}, {2048, 2048}};
   const isa isas[] = {isa::scalar, isa::avx2, isa::avx512};
   for (ggml_type t : types) {
@@ -171,7 +189,7 @@ int register_all() {
           if (i == isa::scalar && n_tokens > 1) continue;  // seconds per call
           for (int n_threads : {1, 2}) {
             if (n_tokens > 1 && n_threads == 1) continue;
-            const std::string name = std::string("matmul/") + type_name(t) + "/" + std::to_string(s[0]) + "x" +
+            const std::string name = "matmul/" + type_name(t) + "/" + std::to_string(s[0]) + "x" +
                                      std::to_string(s[1]) + "/tokens:" + std::to_string(n_tokens) + "/" + isa_name(i) +
                                      "/threads:" + std::to_string(n_threads);
             benchmark::RegisterBenchmark(name.c_str(), matmul_case, t, s[0], s[1], n_tokens, i, n_threads)
@@ -184,12 +202,13 @@ int register_all() {
   }
   // tinyllama-1.1b's packed shapes: q+k+v, o, gate+up, down, output.
   const int64_t packed_shapes[][2] = {{2560, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}, {32000, 2048}};
-  for (ggml_type t : {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q6_k}) {
+  for (ggml_type t : {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q6_k, ggml_type::q5_0,
+                      ggml_type::q5_k}) {
     for (const auto& s : packed_shapes) {
       for (int n_tokens : {1, 2, 4, 9, 16, 128}) {
         for (int n_threads : {1, 2}) {
           if (n_tokens > 1 && n_threads == 1) continue;
-          const std::string name = std::string("matmul_packed/") + type_name(t) + "/" + std::to_string(s[0]) + "x" +
+          const std::string name = "matmul_packed/" + type_name(t) + "/" + std::to_string(s[0]) + "x" +
                                    std::to_string(s[1]) + "/tokens:" + std::to_string(n_tokens) +
                                    "/threads:" + std::to_string(n_threads);
           benchmark::RegisterBenchmark(name.c_str(), matmul_packed_case, t, s[0], s[1], n_tokens, n_threads)

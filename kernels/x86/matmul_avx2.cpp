@@ -1,9 +1,11 @@
 // AVX2 matmul kernels: f32/f16/bf16, the q8_32 quant types (q4_0, q5_0,
-// q8_0) and the q8_1 ones (q4_1, q5_1). Only the kernels named at the end
-// are exported (this file is compiled with -mavx2 -mfma -mf16c).
+// q8_0, and the table types iq4_nl, mxfp4) and the q8_1 ones (q4_1, q5_1).
+// Only the kernels named at the end are exported (this file is compiled with
+// -mavx2 -mfma -mf16c).
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/quant_tables.hpp"
 #include "kernels/x86/matmul_isa_avx2.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
 
@@ -40,11 +42,18 @@ struct load_bf16 {
   }
 };
 
-// ---- q8_32 weights (blocks of 32 with one f16 scale) ----------------------
+// ---- q8_32 weights (blocks of 32 with one scale) --------------------------
+
+// A block's scale: its f16 d, or mxfp4's E8M0 exponent.
+template <class Block>
+float block_scale(const Block& b) {
+  return _cvtsh_ss(b.d);
+}
+float block_scale(const block_mxfp4& b) { return e8m0_half_to_fp32(b.e); }
 
 // Each unpack gives the 32 codes of block b as bytes, element j in byte j:
 // unsigned codes (zero point removed through cxv, or a min added through
-// q8_1's s) or, for q8_0, signed.
+// q8_1's s) or, for q8_0 and the table types, signed.
 template <class Block>
 struct unpack_nibbles {
   using block = Block;
@@ -89,6 +98,24 @@ struct unpack_q8_0 {
   static __m256i codes(const block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 
+// Nibbles looked up in a 16-entry value table (iq4_nl, mxfp4): signed
+// values of magnitude <= 127, so the sign trick keeps maddubs exact.
+template <class Block, const int8_t (&Table)[16]>
+struct unpack_table {
+  using block = Block;
+  static constexpr bool is_signed = true;
+  static __m256i codes(const block& b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(Table));
+    return _mm256_set_m128i(_mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(q, 4), m)),
+                            _mm_shuffle_epi8(t, _mm_and_si128(q, m)));
+  }
+};
+
+using unpack_iq4_nl = unpack_table<block_iq4_nl, kvalues_iq4nl>;
+using unpack_mxfp4 = unpack_table<block_mxfp4, kvalues_mxfp4>;
+
 // The q8_32 steps of the generic tile (matmul_tile_body.hpp): one block of
 // 32 per step; q8_0's signed codes take the sign trick instead of cxv.
 struct avx2_q8_32 : avx2_isa {
@@ -101,7 +128,7 @@ struct avx2_q8_32 : avx2_isa {
   }
   template <int n, class Block>
   static facc scales(const Block* b) {
-    return _mm256_set1_ps(_cvtsh_ss(b[0].d));
+    return _mm256_set1_ps(block_scale(b[0]));
   }
   struct q8_x {
     __m256i q;
@@ -180,6 +207,8 @@ extern const matmul_rows_fn matmul_avx2_f32 = tiled_rows<float_tile<avx2_isa, lo
                             matmul_avx2_q5_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q5_0>, 4, 2, 3>,
                             matmul_avx2_q8_0 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_q8_0>, 4, 2, 3>,
                             matmul_avx2_q4_1 = tiled_rows<q8_32_tile<avx2_q8_1, unpack_q4_1>, 4, 2, 3>,
-                            matmul_avx2_q5_1 = tiled_rows<q8_32_tile<avx2_q8_1, unpack_q5_1>, 4, 2, 3>;
+                            matmul_avx2_q5_1 = tiled_rows<q8_32_tile<avx2_q8_1, unpack_q5_1>, 4, 2, 3>,
+                            matmul_avx2_iq4_nl = tiled_rows<q8_32_tile<avx2_q8_32, unpack_iq4_nl>, 4, 2, 3>,
+                            matmul_avx2_mxfp4 = tiled_rows<q8_32_tile<avx2_q8_32, unpack_mxfp4>, 4, 2, 3>;
 
 }  // namespace cortex::kernels

@@ -1,9 +1,10 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) matmul kernels: f32/f16/bf16, the q8_32
-// quant types (q4_0, q5_0, q8_0) and the q8_1 ones (q4_1, q5_1). Only the
-// kernels named at the end are exported.
+// quant types (q4_0, q5_0, q8_0, and the table types iq4_nl, mxfp4) and the
+// q8_1 ones (q4_1, q5_1). Only the kernels named at the end are exported.
 //
 // Quant kernels take two blocks (64 codes) per zmm. Weight codes are made
-// unsigned (q8_0: +128) so vpdpbusd(codes u8, x s8) applies; the zero point
+// unsigned (q8_0, iq4_nl: +128; mxfp4: +16) so vpdpbusd(codes u8, x s8)
+// applies; the zero point
 // comes back through the activation's cxv term: per block
 //   (sum(code * xq) * dx - offset * sum(xq) * dx) * dw,
 // and q4_1 / q5_1's min through q8_1's s: sum(code * xq) * dx * dw + m * s.
@@ -15,6 +16,7 @@
 #include <cstddef>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/quant_tables.hpp"
 #include "kernels/x86/matmul_isa_avx512.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
 
@@ -120,6 +122,31 @@ struct unpack_q8_0 {
   }
 };
 
+// Nibbles looked up in a 16-entry value table (iq4_nl, mxfp4), offset to
+// unsigned bytes by the type's zero point: 128 for iq4_nl's -127..113 (as
+// q8_0), 16 for mxfp4's -12..12 (a smaller offset loses fewer bits when
+// cxv takes it back out).
+template <class Block, const int8_t (&Table)[16], int ZeroPoint>
+struct unpack_table {
+  using block = Block;
+  static __m512i lookup(__m512i codes) {
+    const __m512i t = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Table)));
+    return _mm512_shuffle_epi8(_mm512_add_epi8(t, _mm512_set1_epi8(static_cast<char>(ZeroPoint))), codes);
+  }
+  static __m512i pair(const block* b) { return lookup(unpack_nibbles<Block>::pair(b)); }
+  static __m512i single(const block* b) { return lookup(unpack_nibbles<Block>::single(b)); }
+};
+
+using unpack_iq4_nl = unpack_table<block_iq4_nl, kvalues_iq4nl, 128>;
+using unpack_mxfp4 = unpack_table<block_mxfp4, kvalues_mxfp4, 16>;
+
+// A block's scale: its f16 d, or mxfp4's E8M0 exponent.
+template <class Block>
+float block_scale(const Block& b) {
+  return _cvtsh_ss(b.d);
+}
+float block_scale(const block_mxfp4& b) { return e8m0_half_to_fp32(b.e); }
+
 // Scale vector of blocks b, b+1: lanes 0-7 d of b, lanes 8-15 d of b+1.
 // One masked load (never past block b+1) and one word permute.
 template <class Block>
@@ -139,6 +166,11 @@ __m512 pair_scales(const Block* b) {
   const __m512i v = _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << (stride + 1)) - 1), b);
   const __m512i d = _mm512_permutexvar_epi16(_mm512_load_si512(index.words), v);
   return _mm512_cvtph_ps(_mm512_castsi512_si256(d));
+}
+
+// mxfp4 blocks (17 bytes, an exponent byte for a scale) take theirs one by one.
+__m512 pair_scales(const block_mxfp4* b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(block_scale(b[0])), _mm256_set1_ps(block_scale(b[1])), 1);
 }
 
 // Scale and min vectors of blocks b, b+1 of q4_1 / q5_1 (d, m first): lanes
@@ -184,7 +216,7 @@ struct avx512_q8_32 : avx512_isa {
     if constexpr (n == 2) {
       return pair_scales(b);
     } else {
-      return _mm512_set1_ps(_cvtsh_ss(b[0].d));
+      return _mm512_set1_ps(block_scale(b[0]));
     }
   }
   struct q8_x {
@@ -239,6 +271,8 @@ extern const matmul_rows_fn matmul_avx512_f32 = tiled_rows<float_tile<avx512_isa
                             matmul_avx512_q5_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q5_0>, 4, 4, 3>,
                             matmul_avx512_q8_0 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_q8_0>, 4, 4, 3>,
                             matmul_avx512_q4_1 = tiled_rows<q8_32_tile<avx512_q8_1, unpack_q4_1>, 4, 4, 3>,
-                            matmul_avx512_q5_1 = tiled_rows<q8_32_tile<avx512_q8_1, unpack_q5_1>, 4, 4, 3>;
+                            matmul_avx512_q5_1 = tiled_rows<q8_32_tile<avx512_q8_1, unpack_q5_1>, 4, 4, 3>,
+                            matmul_avx512_iq4_nl = tiled_rows<q8_32_tile<avx512_q8_32, unpack_iq4_nl>, 4, 4, 3>,
+                            matmul_avx512_mxfp4 = tiled_rows<q8_32_tile<avx512_q8_32, unpack_mxfp4>, 4, 4, 3>;
 
 }  // namespace cortex::kernels

@@ -1,5 +1,5 @@
-// AVX2 matmul kernels for the k-quants (q2_k .. q6_k) against q8_k
-// activations, the same integer math as kernels/matmul_scalar.cpp. Only the
+// AVX2 matmul kernels for the k-quants (q2_k .. q6_k) and iq4_xs against
+// q8_k activations, the same integer math as kernels/matmul_scalar.cpp. Only the
 // kernels named at the end are exported (compiled with -mavx2 -mfma -mf16c).
 //
 // A super-block (256) is four chunks of 64 codes, two ymm of 32 codes each.
@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/quant_tables.hpp"
 #include "kernels/x86/matmul_isa_avx2.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
 #include "kernels/x86/q3_k_scales.hpp"
@@ -233,6 +234,53 @@ struct q6_policy {
   }
 };
 
+// iq4_xs: 8 sub-blocks of 32 with signed 6-bit scales, codes looked up in
+// kvalues_iq4nl. The values (-127..113) cannot be offset to uint8 for
+// maddubs without saturating its int16 sums, so they stay int8 and take the
+// sign trick (own dot). Chunk c: sub-block 2c (lo) and 2c + 1 (hi).
+struct iq4_xs_policy {
+  using block = block_iq4_xs;
+  static constexpr bool own_dot = true;
+
+  struct row_state {
+    __m256i scales;  // int16 lane j and j + 8: scale j - 32 (j < 8)
+    float d;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    alignas(16) int16_t sc[8];
+    for (int j = 0; j < 8; ++j) sc[j] = static_cast<int16_t>(iq4_xs_scale(b, j));
+    s.scales = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+    s.d = _cvtsh_ss(b.d);
+  }
+
+  // Sub-block s's codes are qs[16s ..] (element l low nibble, l + 16 high).
+  static chunk codes(const block& b, const row_state&, int c) {
+    const __m256i v = load32(b.qs + 32 * c);
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
+    const __m256i low = _mm256_shuffle_epi8(t, _mm256_and_si256(v, nibble));
+    const __m256i high = _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+    return {_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31)};
+  }
+
+  static chunk scale(const row_state& s, int c) {
+    return {_mm256_shuffle_epi8(s.scales, pick_int16(2 * c, 2 * c)),
+            _mm256_shuffle_epi8(s.scales, pick_int16(2 * c + 1, 2 * c + 1))};
+  }
+
+  // maddubs on |code| and x with the code's sign: pairs <= 2 * 127 * 127.
+  static __m256i dot(__m256i isum, const chunk& w, const chunk& x, const chunk& s) {
+    return avx2_isa::dot_chunk(isum, {_mm256_sign_epi8(w.lo, w.lo), _mm256_sign_epi8(w.hi, w.hi)},
+                               {_mm256_sign_epi8(x.lo, w.lo), _mm256_sign_epi8(x.hi, w.hi)}, s);
+  }
+
+  // acc += dx * d * isum
+  static __m256 finish(const row_state& s, __m256i isum, __m256i, float dx, __m256 acc) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(s.d * dx), acc);
+  }
+};
+
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp. One row per tile: with 16
@@ -242,6 +290,7 @@ extern const matmul_rows_fn matmul_avx2_q2_k = tiled_rows<k_tile<avx2_isa, q2_po
                             matmul_avx2_q3_k = tiled_rows<k_tile<avx2_isa, q3_policy>, 1, 1, 4>,
                             matmul_avx2_q4_k = tiled_rows<k_tile<avx2_isa, k4_policy<block_q4_k, false>>, 1, 1, 4>,
                             matmul_avx2_q5_k = tiled_rows<k_tile<avx2_isa, k4_policy<block_q5_k, true>>, 1, 1, 4>,
-                            matmul_avx2_q6_k = tiled_rows<k_tile<avx2_isa, q6_policy>, 1, 1, 4>;
+                            matmul_avx2_q6_k = tiled_rows<k_tile<avx2_isa, q6_policy>, 1, 1, 4>,
+                            matmul_avx2_iq4_xs = tiled_rows<k_tile<avx2_isa, iq4_xs_policy>, 1, 1, 4>;
 
 }  // namespace cortex::kernels

@@ -1,5 +1,5 @@
-// AVX-512 VNNI matmul kernels for the k-quants (q2_k .. q6_k) against q8_k
-// activations. Only the kernels named at the end are exported.
+// AVX-512 VNNI matmul kernels for the k-quants (q2_k .. q6_k) and iq4_xs
+// against q8_k activations. Only the kernels named at the end are exported.
 //
 // A super-block (256) is four chunks of 64 codes, one zmm each. Codes are
 // unsigned (q6_k's -32 and q3_k's -4 come back through bsums), so per chunk
@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/quant_tables.hpp"
 #include "kernels/x86/matmul_isa_avx512.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
 #include "kernels/x86/q3_k_scales.hpp"
@@ -205,6 +206,58 @@ struct q6_policy {
   }
 };
 
+// iq4_xs: 8 sub-blocks of 32 with signed 6-bit scales, codes looked up in
+// kvalues_iq4nl offset by 128 (zero point 128, brought back through bsums).
+// vpdpbusd's 4-product sums of such codes reach 4 * 241 * 127 > 2^15, too
+// wide for vpdpwssd's 16-bit halves: the own dot multiplies them in 32 bits.
+struct iq4_xs_policy {
+  using block = block_iq4_xs;
+  static constexpr bool own_dot = true;
+
+  struct row_state {
+    __m512i scales;       // lane j < 8: scale j - 32 (int32)
+    __m256i scales_m128;  // int16 lane 2j, 2j+1: -128 * (scale j - 32)
+    float d;
+  };
+
+  static void prepare(const block& b, row_state& s) {
+    alignas(16) int16_t sc[8];
+    alignas(32) int16_t m128[16];
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = static_cast<int16_t>(iq4_xs_scale(b, j));
+      m128[2 * j] = m128[2 * j + 1] = static_cast<int16_t>(-128 * sc[j]);
+    }
+    s.scales = _mm512_cvtepi16_epi32(_mm256_zextsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))));
+    s.scales_m128 = _mm256_load_si256(reinterpret_cast<const __m256i*>(m128));
+    s.d = _cvtsh_ss(b.d);
+  }
+
+  // Chunk c = sub-blocks 2c, 2c + 1 = qs[32c .. 32c + 31], each 16 bytes of
+  // low (elements 0..15) and high (16..31) nibbles.
+  static __m512i codes(const block& b, const row_state&, int c) {
+    const auto* p = reinterpret_cast<const __m128i*>(b.qs + 32 * c);
+    const __m512i v = _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(p))),
+                                         _mm256_broadcastsi128_si256(_mm_loadu_si128(p + 1)), 1);
+    const __m512i q =
+        _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0f));
+    const __m512i t = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
+    return _mm512_shuffle_epi8(_mm512_xor_si512(t, _mm512_set1_epi8(static_cast<char>(0x80))), q);
+  }
+
+  static __m512i scale(const row_state& s, int c) { return _mm512_permutexvar_epi32(chunk_index_k4(c), s.scales); }
+
+  static __m512i dot(__m512i isum, __m512i w, __m512i x, __m512i s) {
+    return _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x), s));
+  }
+
+  // acc += dx * d * (isum - 128 * sum_j scale_j * (bsum_2j + bsum_2j+1))
+  static __m512 finish(const row_state& s, __m512i isum, __m256i bsums, float dx, __m512 acc) {
+    const __m256i zero_point = _mm256_madd_epi16(s.scales_m128, bsums);
+    const __m512i total = _mm512_add_epi32(isum, _mm512_zextsi256_si512(zero_point));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_set1_ps(s.d * dx), acc);
+  }
+};
+
 }  // namespace
 
 // Named by the rows of kernels/quant_traits.cpp.
@@ -212,6 +265,7 @@ extern const matmul_rows_fn matmul_avx512_q2_k = tiled_rows<k_tile<avx512_isa, q
                             matmul_avx512_q3_k = tiled_rows<k_tile<avx512_isa, q3_policy>, 4, 2, 4>,
                             matmul_avx512_q4_k = tiled_rows<k_tile<avx512_isa, k4_policy<block_q4_k, false>>, 4, 2, 4>,
                             matmul_avx512_q5_k = tiled_rows<k_tile<avx512_isa, k4_policy<block_q5_k, true>>, 4, 2, 4>,
-                            matmul_avx512_q6_k = tiled_rows<k_tile<avx512_isa, q6_policy>, 4, 2, 4>;
+                            matmul_avx512_q6_k = tiled_rows<k_tile<avx512_isa, q6_policy>, 4, 2, 4>,
+                            matmul_avx512_iq4_xs = tiled_rows<k_tile<avx512_isa, iq4_xs_policy>, 4, 2, 4>;
 
 }  // namespace cortex::kernels

@@ -24,7 +24,10 @@
 // A float Load provides load(row, k) -> facc: width weights from column k.
 // A k-quant Policy provides block, row_state, prepare(block, row_state&),
 // codes(block, row_state, c) -> chunk, scale(row_state, c) -> chunk and
-// finish(row_state, iacc, __m256i bsums, float dx, facc) -> facc.
+// finish(row_state, iacc, __m256i bsums, float dx, facc) -> facc; with
+// `static constexpr bool own_dot = true`, also its own dot(iacc, chunk codes,
+// chunk x, chunk scales) -> iacc in place of I::dot_chunk, for codes outside
+// dot_chunk's range (iq4_xs).
 // For q8_32 weights I is the isa's q8_32 extension (in its TU), adding:
 //   q8_blocks            blocks of 32 per step (1 or 2; with 2, an odd last
 //                        block is a step of 1 against the zero padding block)
@@ -42,6 +45,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
@@ -91,9 +95,9 @@ struct float_tile {
   }
 };
 
-// q8_32 weights (blocks of 32 codes and one f16 scale) against q8_32
-// activations, or q4_1 / q5_1 (a scale and a min) against q8_1; each step's
-// weight codes are unpacked once for all nt tokens.
+// q8_32 weights (blocks of 32 codes and one scale: f16, or mxfp4's E8M0)
+// against q8_32 activations, or q4_1 / q5_1 (a scale and a min) against
+// q8_1; each step's weight codes are unpacked once for all nt tokens.
 template <class I, class Unpack>
 struct q8_32_tile {
   using block = typename Unpack::block;
@@ -128,6 +132,12 @@ struct q8_32_tile {
   }
 };
 
+// Whether a k-quant Policy has its own dot (else the isa's dot_chunk).
+template <class Policy, class = void>
+struct has_own_dot : std::false_type {};
+template <class Policy>
+struct has_own_dot<Policy, std::void_t<decltype(Policy::own_dot)>> : std::integral_constant<bool, Policy::own_dot> {};
+
 // k-quant weights against q8_256 activations: per super-block, each weight
 // block is decoded once (four chunks of 64 codes) and used for all nt tokens.
 template <class I, class Policy>
@@ -157,7 +167,13 @@ struct k_tile {
         }
         for (int j = 0; j < nt; ++j) {
           const typename I::chunk xq = I::load_chunk(op.xs[j] + b * 256 + c * 64);
-          for (int i = 0; i < nr; ++i) isum[i][j] = I::dot_chunk(isum[i][j], wq[i], xq, sc[i]);
+          for (int i = 0; i < nr; ++i) {
+            if constexpr (has_own_dot<Policy>::value) {
+              isum[i][j] = Policy::dot(isum[i][j], wq[i], xq, sc[i]);
+            } else {
+              isum[i][j] = I::dot_chunk(isum[i][j], wq[i], xq, sc[i]);
+            }
+          }
         }
       }
       for (int j = 0; j < nt; ++j) {

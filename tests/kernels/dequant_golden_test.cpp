@@ -2,7 +2,8 @@
 // dequantizer: golden/arch/dequant/<model>.json gives, per tensor, the sum and
 // sum of squares of all values and the first / last 32 values exactly
 // (golden/arch/README.md). Covers the quant types only those files hold:
-// Q3_K (qllama-q3_k), Q5_0 and BF16.
+// Q3_K (qllama-q3_k), Q5_0, BF16, IQ4_NL, MXFP4 (qllama-mxfp4, and the 3-D
+// expert tensors of gpt-oss-mxfp4).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,7 +69,9 @@ TEST_P(dequant_arch_golden, every_tensor_matches_gguf_py) {
   EXPECT_GT(n_not_f32, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(models, dequant_arch_golden, ::testing::Values("qllama-q3_k", "qllama-q5_0", "qllama-bf16"),
+INSTANTIATE_TEST_SUITE_P(models, dequant_arch_golden,
+                         ::testing::Values("qllama-q3_k", "qllama-q5_0", "qllama-bf16", "qllama-iq4_nl", "qllama-mxfp4",
+                                           "gpt-oss-mxfp4"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) c = c == '-' ? '_' : c;

@@ -9,7 +9,7 @@
 //   q8_K (k-quants): max = the x of largest |x|, q = min(127,
 //     round_half_even(x * -127 / max)), value q * (1 / (-127 / max)).
 // What remains is float rounding in the reference's own sums. Also: every
-// isa on the real Q3_K weights of golden/arch/qllama-q3_k.gguf.
+// isa on the real llama-quantize weights of golden/arch/qllama-<type>.gguf.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -133,9 +133,10 @@ expected_y by_definition(const weight_view& w, const std::vector<float>& x, int 
   return e;
 }
 
-const ggml_type quant_types[] = {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_0, ggml_type::q5_1,
-                                 ggml_type::q8_0, ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k,
-                                 ggml_type::q5_k, ggml_type::q6_k};
+const ggml_type quant_types[] = {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_0,   ggml_type::q5_1,
+                                 ggml_type::q8_0, ggml_type::q2_k, ggml_type::q3_k,   ggml_type::q4_k,
+                                 ggml_type::q5_k, ggml_type::q6_k, ggml_type::iq4_nl, ggml_type::iq4_xs,
+                                 ggml_type::mxfp4};
 
 TEST(matmul_reference_definition, equals_float64_dot_of_dequantized_weights_and_llama_activations) {
   std::mt19937 rng(2024);
@@ -189,16 +190,26 @@ TEST(matmul_reference_definition, q8_1_block_sum_uses_the_unrounded_scale) {
   }
 }
 
-// Real llama-quantize Q3_K weights (every matrix of qllama-q3_k.gguf): every
-// isa against the scalar reference, and the reference by its definition.
-TEST(matmul_reference_definition, real_q3_k_weights_on_every_isa) {
-  const testing::gguf_tensors file(testing::shared_dir() + "/golden/arch/qllama-q3_k.gguf");
+// Real llama-quantize weights (every quantized matrix of
+// golden/arch/qllama-<type>.gguf): every isa against the scalar reference,
+// and the reference by its definition.
+struct real_weights_case {
+  const char* file;
+  ggml_type type;
+  int n_matrices;  // of that type in the file
+};
+
+class real_weights : public ::testing::TestWithParam<real_weights_case> {};
+
+TEST_P(real_weights, on_every_isa) {
+  const real_weights_case& c = GetParam();
+  const testing::gguf_tensors file(testing::shared_dir() + "/golden/arch/" + c.file);
   std::mt19937 rng(8);
   thread_pool pool(2);
   matmul_scratch scratch;
   int n_checked = 0;
   for (const auto& [name, t] : file.all()) {
-    if (t.type != ggml_type::q3_k || t.ne.size() != 2) continue;
+    if (t.type != c.type || t.ne.size() != 2) continue;
     SCOPED_TRACE(name);
     // The token embedding is the largest matrix: its first 64 rows suffice.
     const int64_t rows = std::min<int64_t>(t.ne[1], 64), cols = t.ne[0];
@@ -221,8 +232,15 @@ TEST(matmul_reference_definition, real_q3_k_weights_on_every_isa) {
     restore_default_isa();
     ++n_checked;
   }
-  EXPECT_EQ(n_checked, 16);  // 2 layers x 7 matrices, the token embedding and the output
+  EXPECT_EQ(n_checked, c.n_matrices);
 }
+
+// 2 layers x 7 matrices, the token embedding and the output.
+INSTANTIATE_TEST_SUITE_P(qllama, real_weights,
+                         ::testing::Values(real_weights_case{"qllama-q3_k.gguf", ggml_type::q3_k, 16},
+                                           real_weights_case{"qllama-iq4_nl.gguf", ggml_type::iq4_nl, 16},
+                                           real_weights_case{"qllama-mxfp4.gguf", ggml_type::mxfp4, 16}),
+                         [](const auto& info) { return std::string(type_traits(info.param.type).name); });
 
 }  // namespace
 }  // namespace cortex::kernels

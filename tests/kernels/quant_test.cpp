@@ -32,6 +32,12 @@ TEST(type_traits, sizes_match_llama_cpp) {
       {14, "q6_K", 256, 210, true},  {15, "q8_K", 256, 292, false}, {24, "i8", 1, 1, false},
       {25, "i16", 1, 2, false},      {26, "i32", 1, 4, false},      {27, "i64", 1, 8, false},
       {28, "f64", 1, 8, false},      {30, "bf16", 1, 2, true},
+      // ggml-common.h's block_iq*, block_tq*, block_mxfp4 and block_nvfp4.
+      {16, "iq2_xxs", 256, 66, false}, {17, "iq2_xs", 256, 74, false}, {18, "iq3_xxs", 256, 98, false},
+      {19, "iq1_s", 256, 50, false},   {20, "iq4_nl", 32, 18, true},   {21, "iq3_s", 256, 110, false},
+      {22, "iq2_s", 256, 82, false},   {23, "iq4_xs", 256, 136, true}, {29, "iq1_m", 256, 56, false},
+      {34, "tq1_0", 256, 54, false},   {35, "tq2_0", 256, 66, false},  {39, "mxfp4", 32, 17, true},
+      {40, "nvfp4", 64, 36, false},
   };
   for (const auto& e : expected) {
     const auto t = type_traits(e.id);
@@ -42,7 +48,7 @@ TEST(type_traits, sizes_match_llama_cpp) {
     EXPECT_EQ(t.supported, e.supported) << e.name;
     EXPECT_EQ(dequantize_supported(static_cast<ggml_type>(e.id)), e.supported) << e.name;
   }
-  for (uint32_t unknown : {4u, 5u, 16u, 23u, 29u, 31u, 39u, 1000u, 0xffffffffu}) {
+  for (uint32_t unknown : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 64u, 1000u, 0xffffffffu}) {
     const auto t = type_traits(unknown);
     EXPECT_EQ(t.name, nullptr) << unknown;
     EXPECT_EQ(t.block_size, 0);

@@ -28,13 +28,16 @@ std::vector<const quant_traits*> all_rows() {
 
 TEST(quant_traits, rows_are_found_by_their_own_id) {
   const auto rows = all_rows();
-  EXPECT_EQ(rows.size(), 20u);  // every ggml_type enumerator
+  EXPECT_EQ(rows.size(), 33u);  // every ggml_type enumerator
   for (const quant_traits* r : rows) {
     EXPECT_EQ(&quant_traits_of(r->type), r) << r->name;
     EXPECT_GT(r->block_size, 0) << r->name;
     EXPECT_GT(r->type_size, 0u) << r->name;
   }
   EXPECT_EQ(find_quant_traits(4), nullptr);
+  EXPECT_EQ(find_quant_traits(31), nullptr);  // removed from llama.cpp
+  EXPECT_NE(find_quant_traits(39), nullptr);  // mxfp4: ids past 31 are found
+  EXPECT_EQ(find_quant_traits(64), nullptr);
   EXPECT_EQ(find_quant_traits(0xffffffffu), nullptr);
 }
 
@@ -73,22 +76,24 @@ TEST(quant_traits, activation_format_fits_the_block_and_zero_point) {
 TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
   using t = ggml_type;
   for (t type : {t::f32, t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_0, t::q5_1, t::q2_k, t::q3_k, t::q4_k,
-                 t::q5_k, t::q6_k}) {
+                 t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs, t::mxfp4}) {
     EXPECT_TRUE(kernels::matmul_supports(type)) << type_traits(type).name;
   }
   EXPECT_FALSE(kernels::matmul_supports(t::q8_1)) << "q8_1 is only made at run time";
   EXPECT_FALSE(kernels::matmul_supports(t::q8_k)) << "q8_k is only made at run time";
   for (t type : {t::f32, t::f16, t::bf16, t::q4_0, t::q4_1, t::q5_0, t::q5_1, t::q8_0, t::q2_k, t::q3_k, t::q4_k,
-                 t::q5_k, t::q6_k}) {
+                 t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs, t::mxfp4}) {
     EXPECT_TRUE(dequantize_supported(type)) << type_traits(type).name;
   }
-  for (t type : {t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_1, t::q4_k, t::q5_k, t::q6_k}) {
+  for (t type : {t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_1, t::q4_k, t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs,
+                 t::mxfp4}) {
     EXPECT_TRUE(quantize_supported(type)) << type_traits(type).name;
   }
   EXPECT_FALSE(dequantize_supported(t::i32));
   // 512 values: f32 4 B each; f16 2; q8_0 16 blocks of 34 B; q4_0 16 of 18;
   // q4_1 16 of 20; q5_1 16 of 24; q2_K 2 super-blocks of 84; q3_K 2 of 110;
-  // q4_K 2 of 144; q6_K 2 of 210.
+  // q4_K 2 of 144; q6_K 2 of 210; iq4_nl 16 of 18; iq4_xs 2 of 136; mxfp4
+  // 16 of 17.
   EXPECT_EQ(kernels::matmul_row_bytes(t::f32, 512), 2048u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::f16, 512), 1024u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q8_0, 512), 544u);
@@ -99,6 +104,9 @@ TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
   EXPECT_EQ(kernels::matmul_row_bytes(t::q3_k, 512), 220u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q4_k, 512), 288u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q6_k, 512), 420u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::iq4_nl, 512), 288u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::iq4_xs, 512), 272u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::mxfp4, 512), 272u);
 }
 
 TEST(quant_traits, packed_layouts_round_trip_their_rows) {

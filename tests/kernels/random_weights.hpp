@@ -58,6 +58,14 @@ inline std::vector<uint8_t> random_weights(ggml_type t, int64_t rows, int64_t co
     case ggml_type::q4_k: block_bytes = sizeof(block_q4_k); dmin_at = 2; has_min = true; break;
     case ggml_type::q5_k: block_bytes = sizeof(block_q5_k); dmin_at = 2; has_min = true; break;
     case ggml_type::q6_k: block_bytes = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
+    case ggml_type::iq4_nl: block_bytes = sizeof(block_iq4_nl); break;
+    case ggml_type::iq4_xs: block_bytes = sizeof(block_iq4_xs); break;
+    case ggml_type::mxfp4: {
+      // An E8M0 exponent for a scale: 2^-12 .. 2^-5 (values up to 12 * 2^-6).
+      std::uniform_int_distribution<int> e(115, 122);
+      for (size_t off = 0; off < out.size(); off += sizeof(block_mxfp4)) out[off] = static_cast<uint8_t>(e(rng));
+      return out;
+    }
     default: break;
   }
   for (size_t off = 0; off + block_bytes <= out.size(); off += block_bytes) {
