@@ -168,6 +168,10 @@ class schema_converter {
     } else {
       return "json-value";
     }
+    // A format the grammar cannot hold (int32 on an integer, a format on an
+    // object...) is refused, never dropped: the output must validate.
+    if (s.contains("format") && type != "string")
+      return error("format at " + path + " on a " + type + " is not supported (date, time, date-time, uuid on strings are)");
     if (type == "object") return object(s, path, depth);
     if (type == "array") return array(s, path, depth);
     if (type == "string") return string(s, path);
@@ -286,7 +290,15 @@ class schema_converter {
 
   std::string format(const json& f, const std::string& path) {
     static const std::map<std::string, std::string> k = {
-        {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))"},
+        // RFC 3339 full-date: each month's days, February 29 only in leap
+        // years (divisible by 4, centuries only by 400); years 0001-9999
+        // (year 0 is no date to Python's date.fromisoformat).
+        {"date",
+         R"((( ([1-9] [0-9]{3} | "0" [1-9] [0-9]{2} | "00" [1-9] [0-9] | "000" [1-9]) "-" )"
+         R"(( ("01" | "03" | "05" | "07" | "08" | "10" | "12") "-" ("0" [1-9] | [12] [0-9] | "3" [01]) )"
+         R"(| ("04" | "06" | "09" | "11") "-" ("0" [1-9] | [12] [0-9] | "30") )"
+         R"(| "02-" ("0" [1-9] | "1" [0-9] | "2" [0-8]) ) ) )"
+         R"(| ( [0-9] [0-9] ([02468] [48] | [2468] "0" | [13579] [26]) | ([02468] [48] | [2468] "0" | [13579] [26]) "00" ) "-02-29"))"},
         {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
         {"uuid", R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})"},
     };
