@@ -33,13 +33,14 @@ class matmul_scratch {
 
 // Weight types matmul accepts: those whose row in kernels/quant_traits.cpp
 // has a matmul kernel (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k,
-// q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4).
+// q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4, iq1_s, iq1_m, iq2_xxs, iq2_xs,
+// iq2_s, iq3_xxs, iq3_s).
 bool matmul_supports(ggml_type type);
 
 // y (n_tokens, w.rows) = x (n_tokens, w.cols) @ W^T, all f32 row-major.
 // Quantized weights: x is first quantized like llama.cpp does (q8_0-style
 // blocks of 32 for q4_0/q5_0/q8_0/iq4_nl/mxfp4, q8_1 blocks of 32 for
-// q4_1/q5_1, q8_k blocks of 256 for k-quants and iq4_xs), then
+// q4_1/q5_1, q8_k blocks of 256 for k-quants and the other iq types), then
 // dotted in integers; the result matches llama.cpp's vec_dot semantics.
 // F16 / BF16 weights: x is first rounded to f16 / bf16 (llama.cpp's
 // vec_dot_type for them), then f32 dot products. F32 weights: f32 dots.

@@ -42,7 +42,7 @@ struct weight_view {
 //                                        of b)) with d unrounded (block_q8_1's
 //                                        s), other lanes 0
 // so a weight block's min m adds m * s, llama.cpp's vec_dot_q4_1_q8_1 term.
-// q8_256 layout (k-quant and iq4_xs weights), nb = cols / 256 (llama.cpp's block_q8_k):
+// q8_256 layout (k-quant and iq weights but iq4_nl), nb = cols / 256 (llama.cpp's block_q8_k):
 //   int8    qs[nb * 256] at 0
 //   float   d[nb]        at d_offset
 //   int16   bsums[nb*16] at aux_offset   sums of each 16 consecutive qs

@@ -19,7 +19,7 @@ namespace cortex {
 void dequantize_row(ggml_type t, const void* src, float* dst, int64_t n);
 
 // True for f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K,
-// iq4_nl, iq4_xs, mxfp4.
+// iq4_nl, iq4_xs, mxfp4, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s.
 bool dequantize_supported(ggml_type t);
 
 // src: n floats; dst: row_size(t, n) bytes, 2-byte aligned. Returns

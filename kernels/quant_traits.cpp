@@ -30,6 +30,13 @@ void dequantize_row_q6_k(const void*, float*, int64_t);
 void dequantize_row_iq4_nl(const void*, float*, int64_t);
 void dequantize_row_iq4_xs(const void*, float*, int64_t);
 void dequantize_row_mxfp4(const void*, float*, int64_t);
+void dequantize_row_iq2_xxs(const void*, float*, int64_t);
+void dequantize_row_iq2_xs(const void*, float*, int64_t);
+void dequantize_row_iq2_s(const void*, float*, int64_t);
+void dequantize_row_iq3_xxs(const void*, float*, int64_t);
+void dequantize_row_iq3_s(const void*, float*, int64_t);
+void dequantize_row_iq1_s(const void*, float*, int64_t);
+void dequantize_row_iq1_m(const void*, float*, int64_t);
 void quantize_row_f32(const float*, void*, int64_t);
 void quantize_row_f16(const float*, void*, int64_t);
 void quantize_row_bf16(const float*, void*, int64_t);
@@ -70,6 +77,13 @@ CORTEX_MATMUL_KERNELS(q6_k);
 CORTEX_MATMUL_KERNELS(iq4_nl);
 CORTEX_MATMUL_KERNELS(iq4_xs);
 CORTEX_MATMUL_KERNELS(mxfp4);
+CORTEX_MATMUL_KERNELS(iq2_xxs);
+CORTEX_MATMUL_KERNELS(iq2_xs);
+CORTEX_MATMUL_KERNELS(iq2_s);
+CORTEX_MATMUL_KERNELS(iq3_xxs);
+CORTEX_MATMUL_KERNELS(iq3_s);
+CORTEX_MATMUL_KERNELS(iq1_s);
+CORTEX_MATMUL_KERNELS(iq1_m);
 #undef CORTEX_MATMUL_KERNELS
 
 // ---- packed layouts: packing and scalar kernel (matmul_packed.cpp,
@@ -155,15 +169,25 @@ struct trait_table {
        xf::q8_256, 0, CORTEX_MATMUL(iq4_xs), nullptr},
       {ggml_type::mxfp4, "mxfp4", 32, sizeof(block_mxfp4), dequantize_row_mxfp4, quantize_row_mxfp4, xf::q8_32, 16,
        CORTEX_MATMUL(mxfp4), nullptr},
+      // The lattice-codebook types (kernels/quant_grids.hpp). No quantizer:
+      // llama.cpp's needs an importance matrix (iq1, iq2_xxs, iq2_xs) or a
+      // codebook search we do not carry.
+      {ggml_type::iq2_xxs, "iq2_xxs", qk_k, sizeof(block_iq2_xxs), dequantize_row_iq2_xxs, nullptr, xf::q8_256, 0,
+       CORTEX_MATMUL(iq2_xxs), nullptr},
+      {ggml_type::iq2_xs, "iq2_xs", qk_k, sizeof(block_iq2_xs), dequantize_row_iq2_xs, nullptr, xf::q8_256, 0,
+       CORTEX_MATMUL(iq2_xs), nullptr},
+      {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), dequantize_row_iq2_s, nullptr, xf::q8_256, 0,
+       CORTEX_MATMUL(iq2_s), nullptr},
+      {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), dequantize_row_iq3_xxs, nullptr, xf::q8_256, 0,
+       CORTEX_MATMUL(iq3_xxs), nullptr},
+      {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), dequantize_row_iq3_s, nullptr, xf::q8_256, 0,
+       CORTEX_MATMUL(iq3_s), nullptr},
+      {ggml_type::iq1_s, "iq1_s", qk_k, sizeof(block_iq1_s), dequantize_row_iq1_s, nullptr, xf::q8_256, 0,
+       CORTEX_MATMUL(iq1_s), nullptr},
+      {ggml_type::iq1_m, "iq1_m", qk_k, sizeof(block_iq1_m), dequantize_row_iq1_m, nullptr, xf::q8_256, 0,
+       CORTEX_MATMUL(iq1_m), nullptr},
       // Known to the file format, not yet to the kernels: a model using them
       // is refused at load, naming the tensor and the type.
-      {ggml_type::iq2_xxs, "iq2_xxs", qk_k, sizeof(block_iq2_xxs), nullptr, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::iq2_xs, "iq2_xs", qk_k, sizeof(block_iq2_xs), nullptr, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), nullptr, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), nullptr, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), nullptr, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::iq1_s, "iq1_s", qk_k, sizeof(block_iq1_s), nullptr, nullptr, xf::none, 0, {}, nullptr},
-      {ggml_type::iq1_m, "iq1_m", qk_k, sizeof(block_iq1_m), nullptr, nullptr, xf::none, 0, {}, nullptr},
       // Ternary types: 5 codes of 3 per byte (tq1_0), 2 bits per code (tq2_0).
       {ggml_type::tq1_0, "tq1_0", qk_k, 54, nullptr, nullptr, xf::none, 0, {}, nullptr},
       {ggml_type::tq2_0, "tq2_0", qk_k, 66, nullptr, nullptr, xf::none, 0, {}, nullptr},

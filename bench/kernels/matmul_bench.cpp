@@ -82,8 +82,8 @@ scale_fields scales_of(ggml_type t) {
     case ggml_type::q2_k: return {{offsetof(block_q2_k, d), offsetof(block_q2_k, dmin)}, 2};
     case ggml_type::q3_k: return {{offsetof(block_q3_k, d), 0}, 1};
     case ggml_type::q6_k: return {{offsetof(block_q6_k, d), 0}, 1};
-    case ggml_type::mxfp4: return {{0, 0}, 0};
-    default: return {{0, 0}, 1};  // d first: q4_0, q5_0, q8_0, iq4_nl, iq4_xs
+    case ggml_type::mxfp4: case ggml_type::iq1_m: return {{0, 0}, 0};
+    default: return {{0, 0}, 1};  // d first: q4_0, q5_0, q8_0, iq4_nl, iq4_xs, the other iq types
   }
 }
 
@@ -101,6 +101,12 @@ void fill_weights(ggml_type t, uint8_t* data, size_t bytes, std::mt19937& rng) {
   for (size_t off = 0; off + block <= bytes; off += block) {
     for (int i = 0; i < f.n; ++i) std::memcpy(data + off + f.at[i], &h, 2);
     if (t == ggml_type::mxfp4) data[off] = 120;  // 2^-8
+    if (t == ggml_type::iq1_m) {  // the f16's nibbles: top nibbles of the scale words (bytes 49, 51, 53, 55)
+      for (int k = 0; k < 4; ++k) {
+        uint8_t& b = data[off + offsetof(block_iq1_m, scales) + 2 * k + 1];
+        b = static_cast<uint8_t>((b & 0x0f) | (((h >> (4 * k)) & 0xf) << 4));
+      }
+    }
   }
 }
 
@@ -177,9 +183,12 @@ std::string type_name(ggml_type t) {
 int register_all() {
   benchmark::RegisterBenchmark("memory_read", memory_read)->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
   // The original five first, then the other types by family.
-  const ggml_type types[] = {ggml_type::q4_0,   ggml_type::q8_0,   ggml_type::q4_k, ggml_type::q6_k, ggml_type::f16,
-                             ggml_type::q4_1,   ggml_type::q5_0,   ggml_type::q5_1, ggml_type::q2_k, ggml_type::q3_k,
-                             ggml_type::q5_k,   ggml_type::iq4_nl, ggml_type::iq4_xs, ggml_type::mxfp4};
+  const ggml_type types[] = {ggml_type::q4_0,    ggml_type::q8_0,   ggml_type::q4_k,   ggml_type::q6_k,
+                             ggml_type::f16,     ggml_type::q4_1,   ggml_type::q5_0,   ggml_type::q5_1,
+                             ggml_type::q2_k,    ggml_type::q3_k,   ggml_type::q5_k,   ggml_type::iq4_nl,
+                             ggml_type::iq4_xs,  ggml_type::mxfp4,  ggml_type::iq2_xxs, ggml_type::iq2_xs,
+                             ggml_type::iq2_s,   ggml_type::iq3_xxs, ggml_type::iq3_s, ggml_type::iq1_s,
+                             ggml_type::iq1_m};
   const int64_t shapes[][2] = {{5632, 2048}, {2048, 2048}};
   const isa isas[] = {isa::scalar, isa::avx2, isa::avx512};
   for (ggml_type t : types) {

@@ -17,6 +17,7 @@
 
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/quant_tables.hpp"
+#include "kernels/x86/k_scale_lanes_avx2.hpp"
 #include "kernels/x86/matmul_isa_avx2.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
 #include "kernels/x86/q3_k_scales.hpp"
@@ -24,13 +25,6 @@
 namespace cortex::kernels {
 
 namespace {
-
-// pshufb mask that puts int16 lane k0 of the low 128 bits in every int16 of
-// the low half and lane k1 of the high 128 bits in every int16 of the high half.
-__m256i pick_int16(int k0, int k1) {
-  const auto pair = [](int k) { return static_cast<short>((2 * k) | ((2 * k + 1) << 8)); };
-  return _mm256_set_m128i(_mm_set1_epi16(pair(k1)), _mm_set1_epi16(pair(k0)));
-}
 
 __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
@@ -80,10 +74,7 @@ struct k4_policy {
     return out;
   }
 
-  static chunk scale(const row_state& s, int c) {
-    return {_mm256_shuffle_epi8(s.scales, pick_int16(2 * c, 2 * c)),
-            _mm256_shuffle_epi8(s.scales, pick_int16(2 * c + 1, 2 * c + 1))};
-  }
+  static chunk scale(const row_state& s, int c) { return scales_of_32(s.scales, c); }
 
   // acc += dx * (d * isum - dmin * sum_j min_j * (bsum_2j + bsum_2j+1))
   static __m256 finish(const row_state& s, __m256i isum, __m256i bsums, float dx, __m256 acc) {
@@ -92,24 +83,6 @@ struct k4_policy {
     return _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(s.dmin * dx), acc);
   }
 };
-
-// Scales of the four 16-code sub-blocks of chunk c (4c .. 4c + 3), two per
-// ymm (16 codes per 128 bits), from int16 scales 8h .. 8h + 7 held in both
-// 128-bit halves of halves[h].
-chunk scales_of_16(const __m256i (&halves)[2], int c) {
-  const __m256i& sc = halves[c >> 1];
-  const int k = (4 * c) & 7;
-  return {_mm256_shuffle_epi8(sc, pick_int16(k, k + 1)), _mm256_shuffle_epi8(sc, pick_int16(k + 2, k + 3))};
-}
-
-// The int8 scales of 16 sub-blocks -> both 128-bit halves of halves[h]
-// holding scales 8h .. 8h + 7 as int16; returns all 16 as int16.
-__m256i spread_scales_of_16(__m128i sc8, bool is_signed, __m256i (&halves)[2]) {
-  const __m256i sc16 = is_signed ? _mm256_cvtepi8_epi16(sc8) : _mm256_cvtepu8_epi16(sc8);
-  halves[0] = _mm256_permute2x128_si256(sc16, sc16, 0x00);
-  halves[1] = _mm256_permute2x128_si256(sc16, sc16, 0x11);
-  return sc16;
-}
 
 // The 2-bit codes of chunk c of a q2_k / q3_k super-block: element 128h +
 // 32p + l is bit pair p of qs[32h + l], so chunk c (h = c / 2) is bit pairs
@@ -264,10 +237,7 @@ struct iq4_xs_policy {
     return {_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31)};
   }
 
-  static chunk scale(const row_state& s, int c) {
-    return {_mm256_shuffle_epi8(s.scales, pick_int16(2 * c, 2 * c)),
-            _mm256_shuffle_epi8(s.scales, pick_int16(2 * c + 1, 2 * c + 1))};
-  }
+  static chunk scale(const row_state& s, int c) { return scales_of_32(s.scales, c); }
 
   // maddubs on |code| and x with the code's sign: pairs <= 2 * 127 * 127.
   static __m256i dot(__m256i isum, const chunk& w, const chunk& x, const chunk& s) {

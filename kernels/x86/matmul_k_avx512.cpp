@@ -13,6 +13,7 @@
 
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/quant_tables.hpp"
+#include "kernels/x86/k_scale_lanes_avx512.hpp"
 #include "kernels/x86/matmul_isa_avx512.hpp"
 #include "kernels/x86/matmul_tile_body.hpp"
 #include "kernels/x86/q3_k_scales.hpp"
@@ -20,19 +21,6 @@
 namespace cortex::kernels {
 
 namespace {
-
-// Lane i of chunk c's scale vector holds scale[(16 * c + i) / per_scale / 4...]:
-// q4_k/q5_k: one scale per 32 codes -> lanes 0-7 scale 2c, lanes 8-15 scale 2c+1.
-// q6_k: one scale per 16 codes -> lane i uses scale 4c + i / 4.
-__m512i chunk_index_k4(int c) {
-  return _mm512_set_epi32(2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1,
-                          2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c);
-}
-
-__m512i chunk_index_q6(int c) {
-  const int b = 4 * c;
-  return _mm512_set_epi32(b + 3, b + 3, b + 3, b + 3, b + 2, b + 2, b + 2, b + 2, b + 1, b + 1, b + 1, b + 1, b, b, b, b);
-}
 
 // q4_k / q5_k (High = q5_k): 6-bit scales and mins, codes 0..15 (0..31).
 template <class Block, bool High>

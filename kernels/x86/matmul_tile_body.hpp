@@ -25,9 +25,10 @@
 // A k-quant Policy provides block, row_state, prepare(block, row_state&),
 // codes(block, row_state, c) -> chunk, scale(row_state, c) -> chunk and
 // finish(row_state, iacc, __m256i bsums, float dx, facc) -> facc; with
-// `static constexpr bool own_dot = true`, also its own dot(iacc, chunk codes,
+// `static constexpr bool own_dot = true`, also its own dot(iacc, codes,
 // chunk x, chunk scales) -> iacc in place of I::dot_chunk, for codes outside
-// dot_chunk's range (iq4_xs).
+// dot_chunk's range (iq4_xs) or signed ones (the iq grids); its codes() may
+// then return any type that dot takes (e.g. magnitudes and signs).
 // For q8_32 weights I is the isa's q8_32 extension (in its TU), adding:
 //   q8_blocks            blocks of 32 per step (1 or 2; with 2, an odd last
 //                        block is a step of 1 against the zero padding block)
@@ -46,6 +47,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
@@ -143,6 +145,9 @@ struct has_own_dot<Policy, std::void_t<decltype(Policy::own_dot)>> : std::integr
 template <class I, class Policy>
 struct k_tile {
   using block = typename Policy::block;
+  // I::chunk, or what a policy with its own dot decodes a chunk into.
+  using wchunk = decltype(Policy::codes(std::declval<const block&>(),
+                                        std::declval<const typename Policy::row_state&>(), 0));
   const weight_view& w;
   const quantized_x& x;
   float* y;
@@ -160,7 +165,8 @@ struct k_tile {
       for (int i = 0; i < nr; ++i)
         for (int j = 0; j < nt; ++j) isum[i][j] = I::izero();
       for (int c = 0; c < 4; ++c) {
-        typename I::chunk wq[nr], sc[nr];
+        wchunk wq[nr];
+        typename I::chunk sc[nr];
         for (int i = 0; i < nr; ++i) {
           wq[i] = Policy::codes(op.rows[i][b], rs[i], c);
           sc[i] = Policy::scale(rs[i], c);

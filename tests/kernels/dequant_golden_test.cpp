@@ -3,7 +3,8 @@
 // sum of squares of all values and the first / last 32 values exactly
 // (golden/arch/README.md). Covers the quant types only those files hold:
 // Q3_K (qllama-q3_k), Q5_0, BF16, IQ4_NL, MXFP4 (qllama-mxfp4, and the 3-D
-// expert tensors of gpt-oss-mxfp4).
+// expert tensors of gpt-oss-mxfp4), IQ2_XXS and IQ3_S (made with an
+// importance matrix; the codebooks and sign parity are what they check).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,7 +72,7 @@ TEST_P(dequant_arch_golden, every_tensor_matches_gguf_py) {
 
 INSTANTIATE_TEST_SUITE_P(models, dequant_arch_golden,
                          ::testing::Values("qllama-q3_k", "qllama-q5_0", "qllama-bf16", "qllama-iq4_nl", "qllama-mxfp4",
-                                           "gpt-oss-mxfp4"),
+                                           "gpt-oss-mxfp4", "qllama-iq2_xxs", "qllama-iq3_s"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) c = c == '-' ? '_' : c;

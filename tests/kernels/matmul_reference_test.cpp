@@ -136,7 +136,8 @@ expected_y by_definition(const weight_view& w, const std::vector<float>& x, int 
 const ggml_type quant_types[] = {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_0,   ggml_type::q5_1,
                                  ggml_type::q8_0, ggml_type::q2_k, ggml_type::q3_k,   ggml_type::q4_k,
                                  ggml_type::q5_k, ggml_type::q6_k, ggml_type::iq4_nl, ggml_type::iq4_xs,
-                                 ggml_type::mxfp4};
+                                 ggml_type::mxfp4, ggml_type::iq2_xxs, ggml_type::iq2_xs, ggml_type::iq2_s,
+                                 ggml_type::iq3_xxs, ggml_type::iq3_s, ggml_type::iq1_s, ggml_type::iq1_m};
 
 TEST(matmul_reference_definition, equals_float64_dot_of_dequantized_weights_and_llama_activations) {
   std::mt19937 rng(2024);
@@ -239,7 +240,10 @@ TEST_P(real_weights, on_every_isa) {
 INSTANTIATE_TEST_SUITE_P(qllama, real_weights,
                          ::testing::Values(real_weights_case{"qllama-q3_k.gguf", ggml_type::q3_k, 16},
                                            real_weights_case{"qllama-iq4_nl.gguf", ggml_type::iq4_nl, 16},
-                                           real_weights_case{"qllama-mxfp4.gguf", ggml_type::mxfp4, 16}),
+                                           real_weights_case{"qllama-mxfp4.gguf", ggml_type::mxfp4, 16},
+                                           real_weights_case{"qllama-iq3_s.gguf", ggml_type::iq3_s, 16},
+                                           // the token embedding is Q8_0 there
+                                           real_weights_case{"qllama-iq2_xxs.gguf", ggml_type::iq2_xxs, 15}),
                          [](const auto& info) { return std::string(type_traits(info.param.type).name); });
 
 }  // namespace

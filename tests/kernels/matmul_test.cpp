@@ -28,7 +28,9 @@ const type_case all_types[] = {
     {ggml_type::f32, 1},    {ggml_type::f16, 1},    {ggml_type::bf16, 1},   {ggml_type::q4_0, 32},
     {ggml_type::q8_0, 32},  {ggml_type::q5_0, 32},  {ggml_type::q4_1, 32},  {ggml_type::q5_1, 32},
     {ggml_type::q2_k, 256}, {ggml_type::q3_k, 256}, {ggml_type::q4_k, 256}, {ggml_type::q5_k, 256},
-    {ggml_type::q6_k, 256}, {ggml_type::iq4_nl, 32}, {ggml_type::iq4_xs, 256}, {ggml_type::mxfp4, 32},
+    {ggml_type::q6_k, 256},    {ggml_type::iq4_nl, 32},   {ggml_type::iq4_xs, 256},  {ggml_type::mxfp4, 32},
+    {ggml_type::iq2_xxs, 256}, {ggml_type::iq2_xs, 256},  {ggml_type::iq2_s, 256},   {ggml_type::iq3_xxs, 256},
+    {ggml_type::iq3_s, 256},   {ggml_type::iq1_s, 256},   {ggml_type::iq1_m, 256},
 };
 
 // sum_k |w_rk x_tk|: the scale that float rounding errors are relative to.
@@ -106,15 +108,17 @@ TEST_P(matmul_isa_test, decode_and_batched_shapes_agree_with_reference) {
   }
 }
 
-// k-quants on every tile edge: rows not a multiple of the tile, token counts
-// around the token tile, several super-blocks per row, 1 to 3 threads.
+// k-quants (and the types through their tile) on every tile edge: rows not a
+// multiple of the tile, token counts around the token tile, several
+// super-blocks per row, 1 to 3 threads.
 TEST_P(matmul_isa_test, k_quants_match_reference_on_tile_edges) {
   std::mt19937 rng(4321);
   thread_pool pools[] = {thread_pool(1), thread_pool(2), thread_pool(3)};
   matmul_scratch scratch;
   int iter = 0;
-  for (ggml_type t :
-       {ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k, ggml_type::iq4_xs}) {
+  for (ggml_type t : {ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k,
+                      ggml_type::iq4_xs, ggml_type::iq2_xxs, ggml_type::iq2_xs, ggml_type::iq2_s, ggml_type::iq3_xxs,
+                      ggml_type::iq3_s, ggml_type::iq1_s, ggml_type::iq1_m}) {
     for (int64_t cols : {256, 768, 1280}) {
       for (int n_tokens : {1, 3, 4, 5, 9, 17}) {
         const int64_t rows = 1 + (iter * 5) % 11;
@@ -143,10 +147,12 @@ INSTANTIATE_TEST_SUITE_P(isas, matmul_isa_test, ::testing::Values(isa::scalar, i
 // * 2^-11), and in mean square close to sum_k w_k^2 d_k^2 / 12.
 TEST(matmul_reference_test, within_activation_quantization_error_of_float_math) {
   std::mt19937 rng(7);
-  const ggml_type types[] = {ggml_type::q4_0,   ggml_type::q8_0,   ggml_type::q5_0,  ggml_type::q4_1, ggml_type::q5_1,
-                             ggml_type::q2_k,   ggml_type::q3_k,   ggml_type::q4_k,  ggml_type::q5_k, ggml_type::q6_k,
-                             ggml_type::iq4_nl, ggml_type::iq4_xs, ggml_type::mxfp4, ggml_type::f16,  ggml_type::bf16,
-                             ggml_type::f32};
+  const ggml_type types[] = {ggml_type::q4_0,    ggml_type::q8_0,   ggml_type::q5_0,    ggml_type::q4_1,
+                             ggml_type::q5_1,    ggml_type::q2_k,   ggml_type::q3_k,    ggml_type::q4_k,
+                             ggml_type::q5_k,    ggml_type::q6_k,   ggml_type::iq4_nl,  ggml_type::iq4_xs,
+                             ggml_type::mxfp4,   ggml_type::f16,    ggml_type::bf16,    ggml_type::f32,
+                             ggml_type::iq2_xxs, ggml_type::iq2_xs, ggml_type::iq2_s,   ggml_type::iq3_xxs,
+                             ggml_type::iq3_s,   ggml_type::iq1_s,  ggml_type::iq1_m};
   for (ggml_type t : types) {
     const int64_t rows = 24, cols = 768;
     const int n_tokens = 3;

@@ -1,8 +1,8 @@
-// The non-linear 4-bit formats (iq4_nl, iq4_xs, mxfp4): block layouts from
-// hand-built blocks, mxfp4 against the OCP microscaling spec's definition
-// (E2M1 elements times 2^(E - 127)), and quantize -> dequantize properties.
-// Bit-exactness against llama.cpp is checked on real files by
-// dequant_golden_test.cpp.
+// The non-linear 4-bit formats (iq4_nl, iq4_xs, mxfp4) and the lattice
+// codebooks (iq1_s .. iq3_s): block layouts from hand-built blocks, mxfp4
+// against the OCP microscaling spec's definition (E2M1 elements times
+// 2^(E - 127)), and quantize -> dequantize properties. Bit-exactness against
+// llama.cpp is checked on real files by dequant_golden_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,6 +94,133 @@ TEST(dequantize_layout, mxfp4_is_e2m1_times_the_e8m0_scale) {
         EXPECT_EQ(y[j], static_cast<float>(want)) << "e " << e << " code " << code;  // exact, subnormals too
       }
     }
+  }
+}
+
+// --- lattice codebooks: one marked group per block ---------------------------
+//
+// Entries of llama.cpp's codebooks (ggml-common.h) that these blocks use:
+// iq2 grids: entry 0 all 8, entry 1 = 43 then seven 8s; iq2xs_grid[511] and
+// iq2s_grid[1023] all 43; iq3xxs_grid: 0 = {4, 4, 4, 4}, 255 = {4, 28, 52,
+// 62}; iq3s_grid: 0 = {1, 1, 1, 1}, 511 = {1, 1, 15, 15}; iq1s_grid: 0 all -1,
+// 2047 all +1. Sign bits stored as 7 get an eighth that makes their count even.
+
+// Every element is `rest` except those listed (later entries win).
+void expect_super_block(const std::vector<float>& y, float rest, const std::vector<std::pair<int, float>>& marked) {
+  ASSERT_EQ(y.size(), 256u);
+  std::vector<float> want(256, rest);
+  for (const auto& [idx, v] : marked) want[static_cast<size_t>(idx)] = v;
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], want[e]) << "element " << e;
+}
+
+void put_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+TEST(dequantize_layout, iq2_xxs) {
+  block_iq2_xxs b{};
+  b.d = half_one;  // all indices 0, no signs, scale 2*0+1: every value 8 / 8
+  auto* q = reinterpret_cast<uint8_t*>(b.qs);
+  q[8 * 3 + 2] = 1;  // block 3, group 2 (elements 112..119): entry 1
+  // block 3's word: group 1 signs 0000001 (+ parity bit 7), group 2 signs
+  // 0000101, scale 5: (0.5 + 5) / 4 = 1.375.
+  put_u32(q + 8 * 3 + 4, (1u << 7) | (5u << 14) | (5u << 28));
+  std::vector<std::pair<int, float>> marked;
+  for (int e = 96; e < 128; ++e) marked.emplace_back(e, 11.f);
+  marked.emplace_back(104, -11.f);
+  marked.emplace_back(111, -11.f);
+  marked.emplace_back(112, -1.375f * 43);
+  marked.emplace_back(114, -11.f);
+  expect_super_block(dequantize_block(ggml_type::iq2_xxs, b), 1.f, marked);
+}
+
+TEST(dequantize_layout, iq2_xs) {
+  block_iq2_xs b{};
+  b.d = half_one;
+  b.scales[5] = 0x32;  // block 5: elements 160..175 scale 2*2+1, 176..191 2*3+1
+  b.qs[4 * 5 + 3] = static_cast<uint16_t>(511 | (3u << 9));  // group 3 (184..191): entry 511, signs 0, 1
+  std::vector<std::pair<int, float>> marked;
+  for (int e = 160; e < 176; ++e) marked.emplace_back(e, 5.f);
+  for (int e = 176; e < 184; ++e) marked.emplace_back(e, 7.f);
+  for (int e = 184; e < 192; ++e) marked.emplace_back(e, e < 186 ? -37.625f : 37.625f);
+  expect_super_block(dequantize_block(ggml_type::iq2_xs, b), 1.f, marked);
+}
+
+TEST(dequantize_layout, iq2_s) {
+  block_iq2_s b{};
+  b.d = half_one;
+  b.scales[6] = 0x10;           // block 6: 192..207 scale 1, 208..223 scale 3
+  b.qs[4 * 6 + 2] = 0xff;       // group 2 (208..215): low index bits
+  b.qh[6] = 3 << 4;             // ... top bits 3: entry 1023
+  b.qs[32 + 4 * 6 + 2] = 0x81;  // its sign byte: elements 0 and 7
+  const auto y = dequantize_block(ggml_type::iq2_s, b);
+  for (int e = 0; e < 256; ++e) {
+    float want = 1.f;
+    if (e >= 208 && e < 216) {
+      want = (e == 208 || e == 215) ? -16.125f : 16.125f;
+    } else if (e >= 216 && e < 224) {
+      want = 3.f;
+    }
+    EXPECT_EQ(y[e], want) << "element " << e;
+  }
+}
+
+TEST(dequantize_layout, iq3_xxs) {
+  block_iq3_xxs b{};
+  b.d = half_one;   // entries 0 (all 4), scale (0.5 + 0) / 2: every value 1
+  b.qs[8 * 2 + 3] = 255;  // block 2, group 1, second 4 values (76..79): entry 255
+  put_u32(b.qs + 64 + 4 * 2, (0x40u << 7) | (3u << 28));  // group 1 signs 1000000 (+ bit 7), scale 3
+  const auto y = dequantize_block(ggml_type::iq3_xxs, b);
+  for (int e = 0; e < 256; ++e) {
+    float want = e >= 64 && e < 96 ? 7.f : 1.f;
+    if (e == 77) want = 1.75f * 28;
+    if (e == 78) want = -1.75f * 52;
+    if (e == 79) want = -1.75f * 62;
+    EXPECT_EQ(y[e], want) << "element " << e;
+  }
+}
+
+TEST(dequantize_layout, iq3_s) {
+  block_iq3_s b{};
+  b.d = half_half;        // entries 0 (all 1), scale 2*0+1: every value 0.5
+  b.scales[3] = 0x20;     // block 7 (224..255): scale 2*2+1
+  b.qs[8 * 7 + 3] = 0xff;  // group 1, second 4 values (236..239)
+  b.qh[7] = 1 << 3;        // ... 9th bit of index 3: entry 511
+  b.signs[4 * 7 + 1] = 0x80;  // element 7 of group 1
+  const auto y = dequantize_block(ggml_type::iq3_s, b);
+  for (int e = 0; e < 256; ++e) {
+    float want = e >= 224 ? 2.5f : 0.5f;
+    if (e == 238) want = 37.5f;
+    if (e == 239) want = -37.5f;
+    EXPECT_EQ(y[e], want) << "element " << e;
+  }
+}
+
+TEST(dequantize_layout, iq1_s) {
+  block_iq1_s b{};
+  b.d = half_one;  // entries 0 (all -1), delta +1/8, scale 1: every value -0.875
+  b.qs[4 * 4 + 2] = 0xff;  // block 4, group 2 (144..151): low index bits
+  b.qh[4] = static_cast<uint16_t>((1u << 15) | (3u << 12) | (7u << 6));  // delta -1/8, scale 7, entry 2047
+  const auto y = dequantize_block(ggml_type::iq1_s, b);
+  for (int e = 0; e < 256; ++e) {
+    float want = -0.875f;
+    if (e >= 128 && e < 160) want = e >= 144 && e < 152 ? 6.125f : -7.875f;
+    EXPECT_EQ(y[e], want) << "element " << e;
+  }
+}
+
+TEST(dequantize_layout, iq1_m) {
+  block_iq1_m b{};
+  // d = 1.0 (f16 0x3c00) in the top nibbles of the scale words 0..3.
+  b.scales[5] = 0xc0;
+  b.scales[7] = 0x30;
+  b.scales[5] |= 0x06;     // word 2, bits 9..11: block 5's second 16 (176..191) scale 2*3+1
+  b.qs[4 * 5 + 2] = 0xff;  // group 2 (176..183) low index bits
+  b.qh[2 * 5 + 1] = 0x0f;  // its nibble: top bits 7 (entry 2047), delta -1/8
+  const auto y = dequantize_block(ggml_type::iq1_m, b);
+  for (int e = 0; e < 256; ++e) {
+    float want = -0.875f;
+    if (e >= 176 && e < 184) want = 6.125f;
+    if (e >= 184 && e < 192) want = -6.125f;
+    EXPECT_EQ(y[e], want) << "element " << e;
   }
 }
 

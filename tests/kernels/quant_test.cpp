@@ -33,9 +33,9 @@ TEST(type_traits, sizes_match_llama_cpp) {
       {25, "i16", 1, 2, false},      {26, "i32", 1, 4, false},      {27, "i64", 1, 8, false},
       {28, "f64", 1, 8, false},      {30, "bf16", 1, 2, true},
       // ggml-common.h's block_iq*, block_tq*, block_mxfp4 and block_nvfp4.
-      {16, "iq2_xxs", 256, 66, false}, {17, "iq2_xs", 256, 74, false}, {18, "iq3_xxs", 256, 98, false},
-      {19, "iq1_s", 256, 50, false},   {20, "iq4_nl", 32, 18, true},   {21, "iq3_s", 256, 110, false},
-      {22, "iq2_s", 256, 82, false},   {23, "iq4_xs", 256, 136, true}, {29, "iq1_m", 256, 56, false},
+      {16, "iq2_xxs", 256, 66, true},  {17, "iq2_xs", 256, 74, true},  {18, "iq3_xxs", 256, 98, true},
+      {19, "iq1_s", 256, 50, true},    {20, "iq4_nl", 32, 18, true},   {21, "iq3_s", 256, 110, true},
+      {22, "iq2_s", 256, 82, true},    {23, "iq4_xs", 256, 136, true}, {29, "iq1_m", 256, 56, true},
       {34, "tq1_0", 256, 54, false},   {35, "tq2_0", 256, 66, false},  {39, "mxfp4", 32, 17, true},
       {40, "nvfp4", 64, 36, false},
   };

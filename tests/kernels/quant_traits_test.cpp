@@ -76,14 +76,24 @@ TEST(quant_traits, activation_format_fits_the_block_and_zero_point) {
 TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
   using t = ggml_type;
   for (t type : {t::f32, t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_0, t::q5_1, t::q2_k, t::q3_k, t::q4_k,
-                 t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs, t::mxfp4}) {
+                 t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs, t::mxfp4, t::iq1_s, t::iq1_m, t::iq2_xxs, t::iq2_xs,
+                 t::iq2_s, t::iq3_xxs, t::iq3_s}) {
     EXPECT_TRUE(kernels::matmul_supports(type)) << type_traits(type).name;
   }
   EXPECT_FALSE(kernels::matmul_supports(t::q8_1)) << "q8_1 is only made at run time";
   EXPECT_FALSE(kernels::matmul_supports(t::q8_k)) << "q8_k is only made at run time";
   for (t type : {t::f32, t::f16, t::bf16, t::q4_0, t::q4_1, t::q5_0, t::q5_1, t::q8_0, t::q2_k, t::q3_k, t::q4_k,
-                 t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs, t::mxfp4}) {
+                 t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs, t::mxfp4, t::iq1_s, t::iq1_m, t::iq2_xxs, t::iq2_xs,
+                 t::iq2_s, t::iq3_xxs, t::iq3_s}) {
     EXPECT_TRUE(dequantize_supported(type)) << type_traits(type).name;
+  }
+  for (t type : {t::iq1_s, t::iq1_m, t::iq2_xxs, t::iq2_xs, t::iq2_s, t::iq3_xxs, t::iq3_s, t::tq1_0, t::tq2_0,
+                 t::nvfp4}) {
+    EXPECT_FALSE(quantize_supported(type)) << type_traits(type).name;
+  }
+  for (t type : {t::tq1_0, t::tq2_0, t::nvfp4}) {
+    EXPECT_FALSE(dequantize_supported(type)) << type_traits(type).name;
+    EXPECT_FALSE(kernels::matmul_supports(type)) << type_traits(type).name;
   }
   for (t type : {t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_1, t::q4_k, t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs,
                  t::mxfp4}) {
@@ -93,7 +103,7 @@ TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
   // 512 values: f32 4 B each; f16 2; q8_0 16 blocks of 34 B; q4_0 16 of 18;
   // q4_1 16 of 20; q5_1 16 of 24; q2_K 2 super-blocks of 84; q3_K 2 of 110;
   // q4_K 2 of 144; q6_K 2 of 210; iq4_nl 16 of 18; iq4_xs 2 of 136; mxfp4
-  // 16 of 17.
+  // 16 of 17; iq2_xxs 2 of 66; iq3_s 2 of 110; iq1_m 2 of 56.
   EXPECT_EQ(kernels::matmul_row_bytes(t::f32, 512), 2048u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::f16, 512), 1024u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::q8_0, 512), 544u);
@@ -107,6 +117,9 @@ TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
   EXPECT_EQ(kernels::matmul_row_bytes(t::iq4_nl, 512), 288u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::iq4_xs, 512), 272u);
   EXPECT_EQ(kernels::matmul_row_bytes(t::mxfp4, 512), 272u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::iq2_xxs, 512), 132u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::iq3_s, 512), 220u);
+  EXPECT_EQ(kernels::matmul_row_bytes(t::iq1_m, 512), 112u);
 }
 
 TEST(quant_traits, packed_layouts_round_trip_their_rows) {

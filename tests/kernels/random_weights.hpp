@@ -60,6 +60,24 @@ inline std::vector<uint8_t> random_weights(ggml_type t, int64_t rows, int64_t co
     case ggml_type::q6_k: block_bytes = sizeof(block_q6_k); d_at = offsetof(block_q6_k, d); break;
     case ggml_type::iq4_nl: block_bytes = sizeof(block_iq4_nl); break;
     case ggml_type::iq4_xs: block_bytes = sizeof(block_iq4_xs); break;
+    case ggml_type::iq2_xxs: block_bytes = sizeof(block_iq2_xxs); break;
+    case ggml_type::iq2_xs: block_bytes = sizeof(block_iq2_xs); break;
+    case ggml_type::iq2_s: block_bytes = sizeof(block_iq2_s); break;
+    case ggml_type::iq3_xxs: block_bytes = sizeof(block_iq3_xxs); break;
+    case ggml_type::iq3_s: block_bytes = sizeof(block_iq3_s); break;
+    case ggml_type::iq1_s: block_bytes = sizeof(block_iq1_s); break;
+    case ggml_type::iq1_m: {
+      // The f16 scale's four nibbles are the top nibbles of the 16-bit
+      // words of scales (bytes 1, 3, 5, 7).
+      for (size_t off = 0; off < out.size(); off += sizeof(block_iq1_m)) {
+        const uint16_t h = fp32_to_fp16(scale(rng));
+        uint8_t* sc = out.data() + off + offsetof(block_iq1_m, scales);
+        for (int k = 0; k < 4; ++k) {
+          sc[2 * k + 1] = static_cast<uint8_t>((sc[2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 0xf) << 4));
+        }
+      }
+      return out;
+    }
     case ggml_type::mxfp4: {
       // An E8M0 exponent for a scale: 2^-12 .. 2^-5 (values up to 12 * 2^-6).
       std::uniform_int_distribution<int> e(115, 122);
