@@ -26,7 +26,7 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
 }
 
 void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox, float freq_scale,
-          const float* freq_factors) {
+          const float* freq_factors, float attn_factor) {
   constexpr int max_pairs = 256;
   const int n_pairs = n_rot / 2;
   float cos_t[max_pairs];
@@ -36,8 +36,8 @@ void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_ba
   for (int i = 0; i < n_pairs; ++i) {
     // ggml's rope_yarn order: divide by the factor, then scale.
     const float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
-    cos_t[i] = cosf(t);
-    sin_t[i] = sinf(t);
+    cos_t[i] = cosf(t) * attn_factor;
+    sin_t[i] = sinf(t) * attn_factor;
     theta *= theta_scale;
   }
   // Pair i is (first + i*step_pair, first + i*step_pair + offset).

@@ -26,11 +26,12 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps);
 // theta_i = freq_scale * (theta_i / freq_factors[i]). freq_scale is linear
 // scaling (1 / GGUF rope.scaling.factor); freq_factors (n_rot/2,) are Llama
 // 3.1's per-pair divisors (the rope_freqs.weight tensor), null for none.
-// With 1 and null theta is untouched, bit for bit.
+// With 1 and null theta is untouched, bit for bit. attn_factor multiplies
+// cos and sin (ggml's mscale; LongRoPE's rope.scaling.attn_factor), 1: none.
 // REQUIRES: n_rot even, 0 < n_rot <= head_dim, n_rot <= 512, pos >= 0,
 // freq_factors (when given) > 0.
 void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox,
-          float freq_scale = 1.0f, const float* freq_factors = nullptr);
+          float freq_scale = 1.0f, const float* freq_factors = nullptr, float attn_factor = 1.0f);
 
 // x (n,) in place: x[i] = exp(x[i] - max) / sum. Entries equal to -inf get
 // probability 0. REQUIRES: n > 0 and at least one finite entry.

@@ -41,8 +41,17 @@ linear_group make_linear_group(const std::vector<const kernels::weight_view*>& p
   return g;
 }
 
-blocks::blocks(const model& m, kernels::thread_pool& pool) : m_(m), pool_(pool) {
+blocks::blocks(const model& m, kernels::thread_pool& pool, int n_ctx_seq) : m_(m), pool_(pool) {
   const auto& f = m.file();
+  const auto& w = m.weights();
+  const int n_ctx = n_ctx_seq > 0 ? n_ctx_seq : m.hparams().n_ctx_train;
+  if (!w.rope_freqs.empty()) {
+    rope_factors_ = w.rope_freqs.data();
+  } else if (!w.rope_long.empty() && n_ctx > m.hparams().n_ctx_orig) {
+    rope_factors_ = w.rope_long.data();
+  } else if (!w.rope_short.empty()) {
+    rope_factors_ = w.rope_short.data();
+  }
   for (const auto& L : m.weights().layers) {
     const layer_matrices mm = matrices_of(L);
     layer_linears ll;
@@ -131,8 +140,7 @@ void blocks::rope_qk(int il) {
   const auto& h = hp();
   const layer_attention& a = h.attn[static_cast<size_t>(il)];
   if (a.rope == rope_kind::none) return;
-  const auto& w = m_.weights();
-  const float* factors = a.rope_factors && !w.rope_freqs.empty() ? w.rope_freqs.data() : nullptr;
+  const float* factors = a.rope_factors ? rope_factors_ : nullptr;
   const bool neox = a.rope == rope_kind::neox;
   const int dq = h.n_embd_q(), dkv = h.n_embd_kv();
   int t = 0;
@@ -140,9 +148,9 @@ void blocks::rope_qk(int il) {
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int pos = s.pos0 + i;
       kernels::rope(q_.data() + static_cast<size_t>(t) * dq, h.n_head, h.head_dim, h.n_rot, pos, a.rope_freq_base, neox,
-                    a.rope_freq_scale, factors);
+                    a.rope_freq_scale, factors, a.rope_attn_factor);
       kernels::rope(k_.data() + static_cast<size_t>(t) * dkv, h.n_head_kv, h.head_dim, h.n_rot, pos, a.rope_freq_base,
-                    neox, a.rope_freq_scale, factors);
+                    neox, a.rope_freq_scale, factors, a.rope_attn_factor);
     }
   }
 }

@@ -58,7 +58,9 @@ enum class ffn_activation : uint8_t { silu, gelu_tanh };
 
 class blocks {
  public:
-  blocks(const model& m, kernels::thread_pool& pool);
+  // n_ctx_seq: the context one sequence may reach (picks LongRoPE's long or
+  // short factors as llama.cpp does); 0: the model's training context.
+  blocks(const model& m, kernels::thread_pool& pool, int n_ctx_seq = 0);
 
   // Sets up a step of n_tokens tokens over `batch` (the activations grow to
   // the largest step seen, then never allocate).
@@ -102,6 +104,7 @@ class blocks {
 
   const model& m_;
   kernels::thread_pool& pool_;
+  const float* rope_factors_ = nullptr;  // (n_rot/2,) or null
   kernels::matmul_scratch mm_scratch_;
   std::vector<layer_linears> linears_;  // (n_layer,)
   const std::vector<batch_seq>* batch_ = nullptr;

@@ -13,6 +13,10 @@ void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, c
     t.output(d, hp.n_vocab, &w.output, &w.token_embd);
   }
   if (o.rope_freqs) t.vec("rope_freqs.weight", hp.n_rot / 2, &w.rope_freqs, R::rope_freqs, -1, false);
+  if (o.longrope) {
+    t.vec("rope_factors_long.weight", hp.n_rot / 2, &w.rope_long, R::rope_freqs, -1, false);
+    t.vec("rope_factors_short.weight", hp.n_rot / 2, &w.rope_short, R::rope_freqs, -1, false);
+  }
   for (int l = 0; l < hp.n_layer; ++l) {
     layer_weights& L = w.layers[static_cast<size_t>(l)];
     t.vec(layer_tensor(l, "attn_norm"), d, &L.attn_norm, R::norm, l);

@@ -4,6 +4,8 @@
 // names, shapes and bindings are written once, here.
 #pragma once
 
+#include "model/blocks.hpp"
+#include "model/hparam_reader.hpp"
 #include "model/hparams.hpp"
 #include "model/tensor_table.hpp"
 #include "model/weights.hpp"
@@ -19,8 +21,23 @@ struct dense_layout {
   bool fused_gate_up = false;   // ffn_up = [gate; up] rows, no ffn_gate
   bool always_tied = false;     // output is token_embd even if output.weight exists
   bool rope_freqs = true;       // an optional rope_freqs.weight (n_rot/2,)
+  bool longrope = false;        // optional rope_factors_long / rope_factors_short (n_rot/2,)
 };
 
 void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, const dense_layout& layout);
+
+// The pieces of an arch_def for a family whose differences are only data, so
+// that its file states just those: the common keys with its rope kind, its
+// layout's table, and one of the two layer shapes.
+template <rope_kind R>
+status read_common_keys(hparam_reader& r, model_hparams& hp) {
+  return r.read_common(hp, R);
+}
+template <const dense_layout& L>
+void dense_table(const model_hparams& hp, model_weights& w, tensor_table& t) {
+  dense_tensors(hp, w, t, L);
+}
+inline void pre_norm_silu_layer(blocks& b, int il) { pre_norm_layer(b, il, ffn_activation::silu); }
+inline void sandwich_gelu_layer(blocks& b, int il) { sandwich_norm_layer(b, il, ffn_activation::gelu_tanh); }
 
 }  // namespace cortex

@@ -8,8 +8,8 @@
 
 namespace cortex {
 
-forward_pass::forward_pass(const model& m, kernels::thread_pool& pool)
-    : m_(m), blocks_(m, pool), n_vocab_(m.hparams().n_vocab) {
+forward_pass::forward_pass(const model& m, kernels::thread_pool& pool, int n_ctx_seq)
+    : m_(m), blocks_(m, pool, n_ctx_seq), n_vocab_(m.hparams().n_vocab) {
   output_ = make_linear_group({&m.weights().output}, pool, m.file());
 }
 

@@ -26,7 +26,9 @@ class forward_pass {
   // those weights); the model's mapping stays the source of truth, but the
   // pages of the repacked weights are released from the resident set
   // (gguf::file::release_pages), so memory is about the file's size, not twice.
-  forward_pass(const model& m, kernels::thread_pool& pool);
+  // n_ctx_seq: the context one sequence may reach (blocks' LongRoPE choice);
+  // 0: the model's training context.
+  forward_pass(const model& m, kernels::thread_pool& pool, int n_ctx_seq = 0);
 
   // Runs one step. Returns the number of logits rows written: for each
   // sequence in order, its last token's row (logits_mode::last) or one row

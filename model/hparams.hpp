@@ -24,7 +24,8 @@ struct layer_attention {
   rope_kind rope = rope_kind::normal;
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f; // linear scaling: positions * rope_freq_scale
-  bool rope_factors = true;     // apply the model's rope_freqs divisors (when it has them)
+  bool rope_factors = true;     // apply the model's rope factors (rope_freqs or LongRoPE's), when it has them
+  float rope_attn_factor = 1.0f;  // cos and sin * this (LongRoPE's rope.scaling.attn_factor)
 };
 
 struct model_hparams {
@@ -44,6 +45,10 @@ struct model_hparams {
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;
   bool rope_neox = false;
+  // LongRoPE (phi3): the factors are the long ones when the context per
+  // sequence exceeds this (rope.scaling.original_context_length), as
+  // llama.cpp picks them; 0 when the file has none.
+  int n_ctx_orig = 0;
   // Scales that some families put around the layers (1 / 0: none).
   float embd_scale = 1.0f;       // token embeddings * embd_scale
   float residual_scale = 1.0f;   // x += residual_scale * block output

@@ -6,7 +6,7 @@
 namespace cortex {
 
 single_sequence::single_sequence(const model& m, kernels::thread_pool& pool, int n_ctx, kernels::kv_type kv, int block_size)
-    : m_(m), fwd_(m, pool), kv_(m.hparams(), (n_ctx + block_size - 1) / block_size, block_size, kv), n_ctx_(n_ctx) {
+    : m_(m), fwd_(m, pool, n_ctx), kv_(m.hparams(), (n_ctx + block_size - 1) / block_size, block_size, kv), n_ctx_(n_ctx) {
   table_.resize(static_cast<size_t>(kv_.n_blocks()));
   for (int b = 0; b < kv_.n_blocks(); ++b) table_[static_cast<size_t>(b)] = b;
 }

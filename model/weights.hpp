@@ -31,6 +31,9 @@ struct model_weights {
   // (n_rot/2,) RoPE frequency divisors (rope_freqs.weight: Llama 3.1's
   // "llama3" scaling baked in by the converter); empty when the file has none.
   std::vector<float> rope_freqs;
+  // (n_rot/2,) LongRoPE's divisors for contexts beyond rope.scaling.
+  // original_context_length (long) and within it (short); empty without.
+  std::vector<float> rope_long, rope_short;
   std::vector<layer_weights> layers;
 };
 

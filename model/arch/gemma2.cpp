@@ -5,7 +5,6 @@
 // even layers, output always tied to the embeddings.
 #include "model/arch.hpp"
 #include "model/arch/gemma_common.hpp"
-#include "model/blocks.hpp"
 #include "model/dense_tensors.hpp"
 
 namespace cortex {
@@ -20,17 +19,15 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
+constexpr dense_layout layout = [] {
   dense_layout o;
   o.post_norms = true;
   o.always_tied = true;
-  dense_tensors(hp, w, t, o);
-}
-
-void layer(blocks& b, int il) { sandwich_norm_layer(b, il, ffn_activation::gelu_tanh); }
+  return o;
+}();
 
 }  // namespace
 
-extern const arch_def arch_gemma2{"gemma2", read, tensors, layer};
+extern const arch_def arch_gemma2{"gemma2", read, dense_table<layout>, sandwich_gelu_layer};
 
 }  // namespace cortex

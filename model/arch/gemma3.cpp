@@ -6,7 +6,6 @@
 // has output.weight.
 #include "model/arch.hpp"
 #include "model/arch/gemma_common.hpp"
-#include "model/blocks.hpp"
 #include "model/dense_tensors.hpp"
 
 namespace cortex {
@@ -25,17 +24,15 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
+constexpr dense_layout layout = [] {
   dense_layout o;
   o.post_norms = true;
   o.qk_norm = true;
-  dense_tensors(hp, w, t, o);
-}
-
-void layer(blocks& b, int il) { sandwich_norm_layer(b, il, ffn_activation::gelu_tanh); }
+  return o;
+}();
 
 }  // namespace
 
-extern const arch_def arch_gemma3{"gemma3", read, tensors, layer};
+extern const arch_def arch_gemma3{"gemma3", read, dense_table<layout>, sandwich_gelu_layer};
 
 }  // namespace cortex

@@ -3,9 +3,7 @@
 // 1/sqrt(head_dim)), each block output * residual_scale before its residual
 // add, and logits / logit_scale. Biases where the file has them.
 #include "model/arch.hpp"
-#include "model/blocks.hpp"
 #include "model/dense_tensors.hpp"
-#include "model/hparam_reader.hpp"
 
 namespace cortex {
 namespace {
@@ -26,16 +24,14 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
+constexpr dense_layout layout = [] {
   dense_layout o;
   o.optional_qkv_bias = true;
-  dense_tensors(hp, w, t, o);
-}
-
-void layer(blocks& b, int il) { pre_norm_layer(b, il, ffn_activation::silu); }
+  return o;
+}();
 
 }  // namespace
 
-extern const arch_def arch_granite{"granite", read, tensors, layer};
+extern const arch_def arch_granite{"granite", read, dense_table<layout>, pre_norm_silu_layer};
 
 }  // namespace cortex

@@ -3,25 +3,17 @@
 // before rope; no biases; head_dim from key_length (n_head * head_dim may
 // differ from n_embd); tied output in the small sizes.
 #include "model/arch.hpp"
-#include "model/blocks.hpp"
 #include "model/dense_tensors.hpp"
-#include "model/hparam_reader.hpp"
 
 namespace cortex {
 namespace {
-
-status read(hparam_reader& r, model_hparams& hp) { return r.read_common(hp, rope_kind::neox); }
-
-void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
+constexpr dense_layout layout = [] {
   dense_layout o;
   o.qk_norm = true;
-  dense_tensors(hp, w, t, o);
-}
-
-void layer(blocks& b, int il) { pre_norm_layer(b, il, ffn_activation::silu); }
-
+  return o;
+}();
 }  // namespace
 
-extern const arch_def arch_qwen3{"qwen3", read, tensors, layer};
+extern const arch_def arch_qwen3{"qwen3", read_common_keys<rope_kind::neox>, dense_table<layout>, pre_norm_silu_layer};
 
 }  // namespace cortex

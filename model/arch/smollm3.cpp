@@ -2,9 +2,7 @@
 // ((il + 1) % 4 == 0) has no rotary embedding at all (NoPE). Nothing in the
 // GGUF marks these layers: llama.cpp fixes the step at 4, and so do we.
 #include "model/arch.hpp"
-#include "model/blocks.hpp"
 #include "model/dense_tensors.hpp"
-#include "model/hparam_reader.hpp"
 
 namespace cortex {
 namespace {
@@ -19,12 +17,10 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) { dense_tensors(hp, w, t, dense_layout{}); }
-
-void layer(blocks& b, int il) { pre_norm_layer(b, il, ffn_activation::silu); }
+constexpr dense_layout layout{};
 
 }  // namespace
 
-extern const arch_def arch_smollm3{"smollm3", read, tensors, layer};
+extern const arch_def arch_smollm3{"smollm3", read, dense_table<layout>, pre_norm_silu_layer};
 
 }  // namespace cortex

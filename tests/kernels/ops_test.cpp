@@ -342,3 +342,30 @@ TEST(add_inplace, adds) {
 
 }  // namespace
 }  // namespace cortex::kernels
+
+// attn_factor (LongRoPE's rope.scaling.attn_factor, ggml's mscale) scales
+// the rotated pairs only: partial rotary dims past n_rot stay as they are.
+namespace cortex::kernels {
+namespace {
+TEST(rope, attn_factor_scales_the_rotated_pairs_only) {
+  const int n_heads = 2, head_dim = 32, n_rot = 24, pos = 57;
+  const float a = 1.1902381f;
+  for (bool neox : {false, true}) {
+    const auto orig = random_vector(n_heads * head_dim, 91);
+    auto plain = orig, scaled = orig;
+    rope(plain.data(), n_heads, head_dim, n_rot, pos, 10000.0f, neox);
+    rope(scaled.data(), n_heads, head_dim, n_rot, pos, 10000.0f, neox, 1.0f, nullptr, a);
+    for (int h = 0; h < n_heads; ++h) {
+      for (int d = 0; d < head_dim; ++d) {
+        const size_t i = static_cast<size_t>(h * head_dim + d);
+        if (d >= n_rot) {
+          EXPECT_EQ(scaled[i], orig[i]) << "pass-through dim " << d;
+        } else {
+          EXPECT_NEAR(scaled[i], a * plain[i], 1e-5 * (1 + std::abs(plain[i]))) << "neox=" << neox << " dim " << d;
+        }
+      }
+    }
+  }
+}
+}  // namespace
+}  // namespace cortex::kernels
