@@ -140,6 +140,12 @@ std::vector<uint8_t> writer::build_header() const {
   return out;
 }
 
+uint64_t writer::file_size() const {
+  uint64_t n = build_header().size();
+  for (auto& t : tensors_) n += (t.n_bytes + alignment_ - 1) / alignment_ * alignment_;
+  return n;
+}
+
 std::vector<uint8_t> writer::build() const {
   std::vector<uint8_t> out = build_header();
   for (auto& t : tensors_) {

@@ -39,6 +39,8 @@ class writer {
   // a vocabulary's tokenizer.* keys from another GGUF file.
   void set_value(const std::string& key, const value& v);
 
+  // Bytes write() will produce (header, tensors and their padding).
+  uint64_t file_size() const;
   // The whole file image. REQUIRES: no tensor declared without data.
   std::vector<uint8_t> build() const;
   // Writes atomically (temp file + rename). Errors name the path.

@@ -12,6 +12,7 @@ int cmd_perplexity(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_make_model(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_submit(int argc, char** argv);
 int cmd_chat(int argc, char** argv);

@@ -23,6 +23,7 @@ const command k_commands[] = {
     {"perplexity", cortex::cli::cmd_perplexity, "perplexity of a text file, as llama.cpp computes it"},
     {"info", cortex::cli::cmd_info, "show a model's metadata, tensor types and sizes"},
     {"make-model", cortex::cli::cmd_make_model, "write a GGUF model with seeded random weights in a real shape"},
+    {"quantize", cortex::cli::cmd_quantize, "quantize an F32/F16/BF16 GGUF to a file type (Q4_K_M, Q8_0...) as llama-quantize does"},
     {"bench", cortex::cli::cmd_bench, "measure prefill and decode speed and memory bandwidth"},
     {"submit", cortex::cli::cmd_submit, "send a prompt or chat turns to cortexd and stream the text (--json: protocol messages)"},
     {"chat", cortex::cli::cmd_chat, "chat with cortexd: multi-turn, streaming, Ctrl-C stops an answer"},
