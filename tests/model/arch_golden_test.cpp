@@ -193,7 +193,7 @@ TEST_P(arch_golden, chunked_ragged_batches) {
 const auto param_name = testing::model_param_name<::testing::TestParamInfo<std::string>>;
 
 // The llama-shape file in one tensor type each (README: 0.3 / 0.03, BF16 0.1 / 0.01).
-INSTANTIATE_TEST_SUITE_P(quant, arch_golden, ::testing::Values("qllama-q5_0", "qllama-q3_k", "qllama-bf16", "qllama-iq4_nl", "qllama-mxfp4"), param_name);
+INSTANTIATE_TEST_SUITE_P(quant, arch_golden, ::testing::Values("qllama-q5_0", "qllama-q3_k", "qllama-bf16", "qllama-iq4_nl", "qllama-mxfp4", "qllama-iq2_xxs", "qllama-iq3_s"), param_name);
 
 INSTANTIATE_TEST_SUITE_P(dense, arch_golden,
                          ::testing::Values("llama-f32", "qwen2-f32", "qwen3-f32", "granite-f32", "smollm3-f32", "phi3-f32",
