@@ -56,7 +56,8 @@ class tool_format {
   virtual std::string gbnf_call(const tool_rule& t) const = 0;
   // GBNF (an expression) of what follows the opener: one call
   // (`call_rule` names the rule of the alternatives of gbnf_call), or
-  // several when `parallel`.
+  // up to 4 when `parallel` (a bound, so that a small model that never
+  // chooses to stop still ends in a complete answer).
   virtual std::string gbnf_after_opener(const std::string& call_rule, bool parallel) const = 0;
 
   // Ids given to the calls of this family (Mistral's templates ask for 9

@@ -79,7 +79,7 @@ std::string deepseek_format::gbnf_call(const tool_rule& t) const {
 std::string deepseek_format::gbnf_after_opener(const std::string& call_rule, bool parallel) const {
   const std::string end = fmt::gbnf_literal(std::string(k_calls_end));
   if (!parallel) return call_rule + " " + end;
-  return call_rule + " (\"\\n\" " + call_rule + "){0,7} " + end;
+  return call_rule + " (\"\\n\" " + call_rule + "){0,3} " + end;
 }
 
 }  // namespace cortex::chat

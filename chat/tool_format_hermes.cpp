@@ -32,7 +32,9 @@ void hermes_format::parse(std::string_view text, bool partial, parsed_output& ou
     const size_t e = fmt::json_value_end(text, j);
     tool_call c;
     if (e == std::string_view::npos || e == fmt::bad || !fmt::call_from_json(text.substr(j, e - j), {"arguments", "parameters"}, c)) {
-      if (partial && e != fmt::bad) return;  // the call is still being written
+      // A call still being written, or cut off by the end of generation
+      // (max_tokens): not content, never shown as text.
+      if (e == std::string_view::npos) return;
       out.content.resize(n_content);  // not a call after all: the text as it was
       out.content += text.substr(pos);
       return;
@@ -58,7 +60,7 @@ std::string hermes_format::gbnf_call(const tool_rule& t) const {
 std::string hermes_format::gbnf_after_opener(const std::string& call_rule, bool parallel) const {
   const std::string one = "\"\\n\" " + call_rule + " \"\\n</tool_call>\"";
   if (!parallel) return one;
-  return one + " (\"\\n<tool_call>\" " + one + "){0,7}";
+  return one + " (\"\\n<tool_call>\" " + one + "){0,3}";
 }
 
 }  // namespace cortex::chat

@@ -102,7 +102,7 @@ std::string mistral_format::gbnf_call(const tool_rule& t) const {
 
 std::string mistral_format::gbnf_after_opener(const std::string& call_rule, bool parallel) const {
   if (!parallel) return "\"[\" " + call_rule + " \"]\"";
-  return "\"[\" " + call_rule + " (\", \" " + call_rule + "){0,7} \"]\"";
+  return "\"[\" " + call_rule + " (\", \" " + call_rule + "){0,3} \"]\"";
 }
 
 std::string mistral_format::call_id(uint64_t seed, uint32_t index) const {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_output.hpp"
 #include "messages/errors.hpp"
 
 namespace cortex {
@@ -52,6 +53,18 @@ struct request_params {
   int32_t spec_max_draft = 0;   // in [0, 32]; 0 = off
 };
 
+// How a chat request's generated text is read (chat/output_parser.hpp),
+// decided by intake from the template and the request; `active` false:
+// the text is passed through as it is.
+struct chat_output_spec {
+  bool active = false;
+  std::string format;            // a chat::tool_format_names() entry
+  bool parse_tool_calls = false;  // tools were offered (tool_choice not none)
+  bool think_tags = false;        // <think> blocks are reasoning
+  bool thinking_open = false;     // the rendered prompt opened one
+  bool split_reasoning = true;    // reasoning_format auto
+};
+
 // What a request asks the engine for: generated text, or (prefill only) an
 // embedding of the prompt (http.md `/v1/embeddings`).
 enum class request_kind : uint8_t { generate, embed };
@@ -78,6 +91,16 @@ struct generation_request {
   std::string messages_json;
   std::string chat_template_kwargs_json;
   bool add_generation_prompt = true;
+  // Tools (chat only; protocol.md chat-only submit keys): OpenAI function
+  // tools as a JSON array ("" = none); tool_choice "" (auto when tools are
+  // given) | "none" | "auto" | "required" | "function" (then
+  // tool_choice_name names it); reasoning_format "" (auto) | "auto" | "none".
+  std::string tools_json;
+  std::string tool_choice;
+  std::string tool_choice_name;
+  bool parallel_tool_calls = true;
+  std::string reasoning_format;
+  chat_output_spec output;  // set by intake
   int8_t add_bos = -1;          // -1: the model's default
   bool stream = true;           // false: only accepted and finished (with all text)
   int32_t priority = 0;         // higher is served first
@@ -110,6 +133,11 @@ struct request_chunk {
   request_id rid = 0;
   std::string client_id;
   std::string text;               // whole UTF-8 characters; stop-string prefixes held back
+  // Chat output read by output.format (generation_request::output): the
+  // reasoning text and the calls completed in this step (text is then the
+  // content only).
+  std::string reasoning;
+  std::vector<chat::tool_call_delta> tool_calls;
   std::vector<int32_t> token_ids; // when asked; never held back
   std::vector<token_logprob> logprobs;
 };
@@ -140,6 +168,13 @@ struct request_finished {
   std::string stop_kind;   // eos | token | string, when reason == stop
   std::string stop_value;
   std::string text;        // remaining held-back text; all text when not streaming
+  // Chat output (generation_request::output): the reasoning and the calls
+  // no chunk carried (not streaming: all of them); has_tool_calls when the
+  // answer made any call, streamed or not (the reason is then tool_calls
+  // to clients where it is stop).
+  std::string reasoning;
+  std::vector<chat::tool_call> tool_calls;
+  bool has_tool_calls = false;
   std::vector<int32_t> token_ids;  // remaining ids (non-streaming: all), when asked
   std::vector<token_logprob> logprobs;  // remaining logprobs (non-streaming: all), when asked
   uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;

@@ -18,6 +18,17 @@
 
 namespace cortex {
 
+namespace chat {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tool_call& x) {
+  return f(caf::meta::type_name("tool_call"), x.id, x.name, x.arguments);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tool_call_delta& x) {
+  return f(caf::meta::type_name("tool_call_delta"), x.index, x.id, x.name, x.arguments);
+}
+}  // namespace chat
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, status& x) {
   return f(caf::meta::type_name("status"), x.code, x.message);
@@ -37,9 +48,16 @@ typename Inspector::result_type inspect(Inspector& f, request_params& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, chat_output_spec& x) {
+  return f(caf::meta::type_name("chat_output_spec"), x.active, x.format, x.parse_tool_calls, x.think_tags, x.thinking_open,
+           x.split_reasoning);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
   return f(caf::meta::type_name("generation_request"), x.client_id, x.key_id, x.admission_group, x.group_size, x.kind, x.prompt, x.tokens, x.use_tokens,
-           x.messages_json, x.chat_template_kwargs_json, x.add_generation_prompt, x.add_bos,
+           x.messages_json, x.chat_template_kwargs_json, x.add_generation_prompt, x.tools_json, x.tool_choice,
+           x.tool_choice_name, x.parallel_tool_calls, x.reasoning_format, x.output, x.add_bos,
            x.stream, x.priority, x.deadline_ms, x.want_text, x.want_token_ids, x.n_logprobs, x.tags, x.params);
 }
 
@@ -56,7 +74,8 @@ typename Inspector::result_type inspect(Inspector& f, token_logprob& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_chunk& x) {
-  return f(caf::meta::type_name("request_chunk"), x.rid, x.client_id, x.text, x.token_ids, x.logprobs);
+  return f(caf::meta::type_name("request_chunk"), x.rid, x.client_id, x.text, x.reasoning, x.tool_calls, x.token_ids,
+           x.logprobs);
 }
 
 template <class Inspector>
@@ -68,6 +87,7 @@ typename Inspector::result_type inspect(Inspector& f, request_timings& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_finished& x) {
   return f(caf::meta::type_name("request_finished"), x.rid, x.client_id, x.reason, x.stop_kind, x.stop_value, x.text,
+           x.reasoning, x.tool_calls, x.has_tool_calls,
            x.token_ids, x.logprobs, x.prompt_tokens, x.cached_tokens, x.completion_tokens, x.timings, x.preemptions, x.error, x.tags, x.embedding);
 }
 

@@ -48,7 +48,9 @@ openai_response_context make_response_context(const openai_request& r, std::stri
   return ctx;
 }
 
-const char* openai_finish_reason(finish_reason r) { return finish_reason_name(r); }
+const char* openai_finish_reason(finish_reason r, bool has_tool_calls) {
+  return r == finish_reason::stop && has_tool_calls ? "tool_calls" : finish_reason_name(r);
+}
 
 void choice_logprobs::append(const openai_response_context& ctx, const std::vector<token_logprob>& lps) {
   if (!ctx.logprobs || lps.empty()) return;

@@ -36,8 +36,9 @@ struct openai_response_context {
 openai_response_context make_response_context(const openai_request& r, std::string id, int64_t created,
                                               token_text_fn token_text);
 
-// "stop" / "length", else protocol v1's reason name ("deadline", "cancelled"...).
-const char* openai_finish_reason(finish_reason r);
+// "stop" / "length", else protocol v1's reason name ("deadline", "cancelled"...);
+// "tool_calls" for a stop after the model called tools.
+const char* openai_finish_reason(finish_reason r, bool has_tool_calls = false);
 
 // The logprobs of one choice, built up as chunks arrive.
 class choice_logprobs {

@@ -320,13 +320,50 @@ class request_parser {
       if (!v->is_object()) return r_.expected("chat_template_kwargs", "an object of template variables", *v);
       kwargs = *v;
     }
+    // Tools go to intake as their own fields (it renders them into the
+    // template unless tool_choice is none, and constrains forced calls);
+    // reasoning_effort is a template variable, as transformers passes it.
+    generation_request& g = out_.request;
     if (const json* v = field(body_, "tools")) {
       if (!v->is_array()) return r_.expected("tools", "an array of tool definitions", *v);
-      kwargs["tools"] = *v;
+      for (size_t i = 0; i < v->size(); ++i) {
+        const json& t = (*v)[i];
+        const json* fn = t.is_object() ? field(t, "function") : nullptr;
+        const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+        if (!name || !name->is_string())
+          return r_.fail(errc::invalid_param, at("tools", i), at("tools", i) + " must be {type: \"function\", function: {name, description, parameters}}");
+      }
+      if (!v->empty()) g.tools_json = dump_json(*v);
     }
     if (const json* v = field(body_, "tool_choice")) {
-      if (!v->is_string() && !v->is_object()) return r_.expected("tool_choice", "a string or an object", *v);
-      kwargs["tool_choice"] = *v;
+      if (v->is_string()) {
+        g.tool_choice = v->get<std::string>();
+        if (g.tool_choice != "none" && g.tool_choice != "auto" && g.tool_choice != "required")
+          return r_.expected("tool_choice", "\"none\", \"auto\", \"required\" or {type: \"function\", function: {name}}", *v);
+      } else if (v->is_object()) {
+        const json* fn = field(*v, "function");
+        const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+        if (!name || !name->is_string())
+          return r_.fail(errc::invalid_param, "tool_choice.function.name", "tool_choice must be {type: \"function\", function: {name}}");
+        g.tool_choice = "function";
+        g.tool_choice_name = name->get<std::string>();
+      } else {
+        return r_.expected("tool_choice", "a string or an object", *v);
+      }
+      if (g.tools_json.empty() && (g.tool_choice == "required" || g.tool_choice == "function"))
+        return r_.fail(errc::invalid_param, "tool_choice", "tool_choice forces a call but tools is empty or missing");
+    }
+    if (const json* v = field(body_, "parallel_tool_calls"); v && !r_.read_bool(*v, "parallel_tool_calls", g.parallel_tool_calls))
+      return false;
+    if (const json* v = field(body_, "reasoning_format")) {
+      if (!r_.read_string(*v, "reasoning_format", g.reasoning_format)) return false;
+      if (g.reasoning_format != "auto" && g.reasoning_format != "none")
+        return r_.expected("reasoning_format", "\"auto\" or \"none\"", *v);
+    }
+    if (const json* v = field(body_, "reasoning_effort")) {
+      std::string effort;
+      if (!r_.read_string(*v, "reasoning_effort", effort)) return false;
+      kwargs["reasoning_effort"] = effort;
     }
     if (!kwargs.empty()) out_.request.chat_template_kwargs_json = dump_json(kwargs);
     const json* agp = field(body_, "add_generation_prompt");

@@ -41,6 +41,9 @@ class openai_response_builder {
  private:
   struct choice {
     std::string text;
+    std::string reasoning;                 // chat: message.reasoning_content (absent when empty)
+    std::vector<chat::tool_call> tool_calls;  // chat: message.tool_calls
+    bool has_tool_calls = false;
     choice_logprobs logprobs;
     bool finished = false;
     finish_reason reason = finish_reason::stop;

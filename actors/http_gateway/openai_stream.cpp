@@ -52,6 +52,31 @@ std::string openai_stream_encoder::choice_event(uint32_t i, const std::string* t
   return sse_event(dump_json(chunk));
 }
 
+std::string openai_stream_encoder::chat_parts_event(uint32_t i, const std::string& reasoning,
+                                                    const std::vector<chat::tool_call_delta>& calls) {
+  if (ctx_.endpoint != openai_endpoint::chat_completions || (reasoning.empty() && calls.empty())) return {};
+  ordered_json delta = ordered_json::object();
+  if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+  if (!calls.empty()) {
+    ordered_json list = ordered_json::array();
+    for (const auto& c : calls) {
+      ordered_json fn = ordered_json::object();
+      if (!c.name.empty()) fn["name"] = c.name;
+      fn["arguments"] = c.arguments;
+      ordered_json d = {{"index", c.index}};
+      if (!c.id.empty()) d["id"] = c.id, d["type"] = "function";
+      d["function"] = std::move(fn);
+      list.push_back(std::move(d));
+    }
+    delta["tool_calls"] = std::move(list);
+  }
+  ordered_json c = {{"index", i}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  ordered_json chunk = chunk_head();
+  chunk["choices"] = ordered_json::array({std::move(c)});
+  if (ctx_.include_usage) chunk["usage"] = nullptr;
+  return sse_event(dump_json(chunk));
+}
+
 std::string openai_stream_encoder::open(uint32_t i) {
   choice& ch = choices_[i];
   if (ch.opened || ctx_.endpoint != openai_endpoint::chat_completions) return ch.opened = true, std::string();
@@ -69,7 +94,10 @@ std::string openai_stream_encoder::on_chunk(uint32_t i, const request_chunk& c) 
   if (done_ || i >= choices_.size() || choices_[i].finished) return {};
   std::string out = open(i);
   choices_[i].logprobs.append(ctx_, c.logprobs);
+  out += chat_parts_event(i, c.reasoning, {});
   if (!c.text.empty() || !choices_[i].logprobs.empty()) out += choice_event(i, &c.text, nullptr, false);
+  out += chat_parts_event(i, {}, c.tool_calls);
+  choices_[i].n_tool_calls += static_cast<uint32_t>(c.tool_calls.size());
   return emit(std::move(out));
 }
 
@@ -79,8 +107,12 @@ std::string openai_stream_encoder::on_finished(uint32_t i, const request_finishe
   choice& ch = choices_[i];
   std::string out = open(i);
   ch.logprobs.append(ctx_, f.logprobs);
+  out += chat_parts_event(i, f.reasoning, {});
   if (!f.text.empty() || !ch.logprobs.empty()) out += choice_event(i, &f.text, nullptr, false);
-  out += choice_event(i, nullptr, openai_finish_reason(f.reason), false);
+  std::vector<chat::tool_call_delta> calls;  // the calls no chunk carried, numbered after those sent
+  for (const auto& c : f.tool_calls) calls.push_back({ch.n_tool_calls++, c.id, c.name, c.arguments});
+  out += chat_parts_event(i, {}, calls);
+  out += choice_event(i, nullptr, openai_finish_reason(f.reason, f.has_tool_calls), false);
   ch.finished = true;
   usage_.add(f);
   if (++n_finished_ == choices_.size()) {

@@ -61,6 +61,7 @@ class openai_stream_encoder {
   struct choice {
     bool opened = false;    // the role event was sent (chat)
     bool finished = false;
+    uint32_t n_tool_calls = 0;  // calls sent so far (the next call's index)
     choice_logprobs logprobs;
   };
 
@@ -70,6 +71,8 @@ class openai_stream_encoder {
   // the logprobs appended since the last event (null when none), the
   // finish_reason (nullptr: null), `role` (chat: delta.role).
   std::string choice_event(uint32_t i, const std::string* text, const char* finish_reason, bool role);
+  // Chat: an event with delta.reasoning_content and/or delta.tool_calls.
+  std::string chat_parts_event(uint32_t i, const std::string& reasoning, const std::vector<chat::tool_call_delta>& calls);
   // The role event when the choice has had none yet (chat).
   std::string open(uint32_t i);
   std::string emit(std::string bytes);

@@ -122,6 +122,7 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         req.params.max_tokens = v.request.max_tokens;
         req.params.grammar = std::move(v.request.grammar);  // json_schema resolved into it
         req.params.json_schema.clear();
+        req.output = v.request.output;
         auto& stops = req.params.stop_token_ids;
         stops.insert(stops.end(), v.request.chat_stop_ids.begin(), v.request.chat_stop_ids.end());
         spdlog::info("[rid {}] accepted '{}'{}: {} prompt tokens, max_tokens {}, priority {}", rid, req.client_id,

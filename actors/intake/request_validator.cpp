@@ -96,6 +96,22 @@ error_report check_params(const request_params& p, const validation_limits& lim)
   return ok();
 }
 
+// A grammar the executor will run: it compiles and does not start with too
+// many open parses. Errors name `field`.
+error_report check_grammar(const std::string& gbnf, const std::string& field) {
+  auto c = grammar::compile(gbnf);
+  if (!c) return refuse(errc::invalid_param, field + ": " + c.error().message);
+  // The executor refuses a state with too many open parses at any step;
+  // one that starts that way is refused here, before it is queued.
+  const size_t open = grammar_matcher(*c).initial().stacks.size();
+  if (open > grammar_matcher::max_open_stacks) {
+    return refuse(errc::invalid_param, field + ": the grammar opens " + std::to_string(open) +
+                                           " parses at its start, more than the " + std::to_string(grammar_matcher::max_open_stacks) +
+                                           " allowed (too many alternatives, or optional properties, at one place)");
+  }
+  return ok();
+}
+
 // Structured output: params.json_schema becomes a grammar; either must
 // compile (grammar/), its errors naming the field.
 error_report resolve_grammar(const generation_request& r, std::string& gbnf) {
@@ -114,17 +130,7 @@ error_report resolve_grammar(const generation_request& r, std::string& gbnf) {
   } else {
     gbnf = p.grammar;
   }
-  auto c = grammar::compile(gbnf);
-  if (!c) return refuse(errc::invalid_param, std::string(field) + ": " + c.error().message);
-  // The executor refuses a state with too many open parses at any step;
-  // one that starts that way is refused here, before it is queued.
-  const size_t open = grammar_matcher(*c).initial().stacks.size();
-  if (open > grammar_matcher::max_open_stacks) {
-    return refuse(errc::invalid_param, std::string(field) + ": the grammar opens " + std::to_string(open) +
-                                           " parses at its start, more than the " + std::to_string(grammar_matcher::max_open_stacks) +
-                                           " allowed (too many alternatives, or optional properties, at one place)");
-  }
-  return ok();
+  return check_grammar(gbnf, field);
 }
 
 }  // namespace
@@ -190,8 +196,16 @@ validation_result request_validator::validate(const generation_request& r) {
     if (r.use_tokens || !r.prompt.empty())
       return reject(refuse(errc::invalid_param, "give exactly one of prompt / tokens / messages, not several"));
     if (!chat_) return reject(refuse(errc::unsupported, "this server renders no chat messages; send prompt or tokens"));
-    if (auto e = chat_prompt_tokens(*chat_, tok_, r, prompt); e.code != errc::none) return reject(std::move(e));
+    chat_render_result chat;
+    if (auto e = chat_prompt_tokens(*chat_, tok_, r, out.request.grammar, chat); e.code != errc::none) return reject(std::move(e));
+    prompt = std::move(chat.prompt);
     if (prompt.empty()) return reject(refuse(errc::invalid_param, "messages rendered to an empty prompt"));
+    if (chat.grammar != out.request.grammar) {  // a tool call's grammar, or the request's after the reasoning
+      if (auto e = check_grammar(chat.grammar, r.tools_json.empty() ? "params.grammar" : "tools"); e.code != errc::none)
+        return reject(std::move(e));
+      out.request.grammar = std::move(chat.grammar);
+    }
+    out.request.output = chat.output;
     out.request.chat_stop_ids = chat_->stop_ids;
   } else if (r.use_tokens) {
     if (!r.prompt.empty()) return reject(refuse(errc::invalid_param, "give exactly one of prompt / tokens, not both"));

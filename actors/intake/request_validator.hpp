@@ -45,6 +45,9 @@ struct validated_request {
   // The request's grammar (GBNF): params.grammar, or the one made from
   // params.json_schema; checked to compile. Empty: unconstrained.
   std::string grammar;
+  // Chat requests: how the session reads the answer (content, reasoning,
+  // tool calls).
+  chat_output_spec output;
 };
 
 struct validation_result {

@@ -52,10 +52,12 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   // A bad --chat-template fails before anything is spawned.
-  auto chat = load_chat_setup(*rt->model_, c.chat_template_path);
+  auto chat = load_chat_setup(*rt->model_, c.chat_template_path, c.tool_format, c.reasoning_format);
   if (!chat) return chat.error();
   for (const auto& w : chat->tmpl.warnings()) spdlog::warn("chat template ({}): {}", chat->origin, w);
-  spdlog::info("chat template: {}; {} end-of-turn token(s)", chat->origin, chat->stop_ids.size());
+  spdlog::info("chat template: {}; {} end-of-turn token(s); tool calls: {}{}{}", chat->origin, chat->stop_ids.size(),
+               chat->traits.format, c.tool_format.empty() ? " (detected)" : " (--tool-format)",
+               chat->traits.think_tags ? "; <think> reasoning" : "");
 
   executor_config ec;
   ec.n_threads = threads;

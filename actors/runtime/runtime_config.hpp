@@ -21,6 +21,8 @@ class access_policy;
 struct runtime_config {
   std::string model_path;
   std::string chat_template_path;  // overrides the model's chat template (empty: the model's, else ChatML)
+  std::string tool_format;         // tool-call syntax (chat::tool_format_names()); empty: detected from the template
+  std::string reasoning_format = "auto";  // default of requests' reasoning_format: auto | none
   // Told after every engine step (duration, tokens): cortexd feeds /metrics'
   // step histograms with it. Empty: nobody listens.
   std::function<void(double duration_s, uint32_t n_tokens)> on_step;

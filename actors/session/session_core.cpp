@@ -24,6 +24,17 @@ session_core::session_core(const tokenizer& tok, session_config cfg, session_clo
       detok_(tok, /*continues_text=*/true, /*verbatim=*/!cfg_.request.params.grammar.empty()),
       matcher_(cfg_.request.params.stop) {
   t_accepted_ = clock_();
+  const chat_output_spec& o = cfg_.request.output;
+  if (o.active && cfg_.request.want_text) {
+    chat::output_options opt;
+    opt.format = o.format;
+    opt.parse_tool_calls = o.parse_tool_calls;
+    opt.think_tags = o.think_tags;
+    opt.thinking_open = o.thinking_open;
+    opt.split_reasoning = o.split_reasoning;
+    opt.id_seed = cfg_.rid * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(t_accepted_ * 1000.0);
+    parser_ = std::make_unique<chat::output_parser>(std::move(opt));
+  }
 }
 
 bool session_core::on_scheduled(uint32_t cached_tokens) {
@@ -99,7 +110,10 @@ session_events session_core::on_tokens(const std::vector<sampled_output>& tokens
       stop_value_ = std::to_string(t.token);
       break;
     }
-    stop_matcher::result r = matcher_.push(detok_.push(t.token));
+    std::string piece = detok_.push(t.token);
+    if (parser_ && piece.empty() && tok_.rendered_piece(t.token).empty() && !tok_.is_eog(t.token) && t.token != tok_.bos_id())
+      piece = tok_.token_to_piece(t.token);
+    stop_matcher::result r = matcher_.push(piece);
     text += r.text;
     if (r.match >= 0) {
       reason = finish_reason::stop;
@@ -115,12 +129,19 @@ session_events session_core::on_tokens(const std::vector<sampled_output>& tokens
 
   if (!req.want_text) text.clear();
   if (!req.want_token_ids) ids.clear();
+  chat::output_delta parsed;
+  if (parser_) {
+    parsed = parser_->push(text);
+    text = std::move(parsed.content);
+  }
   if (req.stream) {
-    if (!text.empty() || !ids.empty() || !logprobs.empty()) {
+    if (!text.empty() || !ids.empty() || !logprobs.empty() || !parsed.reasoning.empty() || !parsed.tool_calls.empty()) {
       request_chunk c;
       c.rid = cfg_.rid;
       c.client_id = req.client_id;
       c.text = std::move(text);
+      c.reasoning = std::move(parsed.reasoning);
+      c.tool_calls = std::move(parsed.tool_calls);
       c.token_ids = std::move(ids);
       c.logprobs = std::move(logprobs);
       ev.chunk = std::move(c);
@@ -208,6 +229,23 @@ session_events session_core::end(finish_reason reason, error_report error, doubl
     f.stop_value = stop_value_;
   }
   if (reason == finish_reason::error) f.error = std::move(error);
+  if (parser_) {  // the rest of the chat output, read to its end
+    chat::output_delta d = parser_->push(tail);
+    chat::output_delta last = parser_->finish();
+    const chat::parsed_output& whole = parser_->result();
+    f.has_tool_calls = !whole.tool_calls.empty();
+    if (req.stream) {
+      tail = d.content + last.content;
+      f.reasoning = d.reasoning + last.reasoning;
+      for (auto* part : {&d, &last})
+        for (auto& c : part->tool_calls) f.tool_calls.push_back({c.id, c.name, c.arguments});
+    } else {
+      all_text_.clear();
+      tail = whole.content;
+      f.reasoning = whole.reasoning;
+      f.tool_calls = whole.tool_calls;
+    }
+  }
   if (req.stream) {
     if (req.want_text) f.text = std::move(tail);
   } else {

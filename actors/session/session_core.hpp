@@ -29,6 +29,13 @@
 // string and anything after it. Not streaming, nothing is returned before the
 // end and finished carries all text, ids and logprobs.
 //
+// Chat output (request.output.active): the text after stop strings goes
+// through a chat::output_parser, so chunk.text is the content only and
+// chunk.reasoning / chunk.tool_calls carry the rest; control tokens (which
+// render as nothing) reach the parser as their text, since some families
+// write their markers with them (<|python_tag|>, harmony's channels).
+// finished carries what no chunk did (not streaming: all of it).
+//
 // Every end, natural or external (cancelled, deadline, shutdown,
 // client_gone, error), releases the held-back text in finished.text: once
 // generation is over no stop string can complete, so that text is output
@@ -39,11 +46,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/session/stop_matcher.hpp"
+#include "chat/output_parser.hpp"
 #include "messages/engine.hpp"
 #include "messages/request.hpp"
 #include "text/tokenizer.hpp"
@@ -130,6 +139,7 @@ class session_core {
   session_clock clock_;
   incremental_detokenizer detok_;
   stop_matcher matcher_;
+  std::unique_ptr<chat::output_parser> parser_;  // chat output, when request.output.active
   session_state state_ = session_state::queued;
 
   uint32_t n_generated_ = 0;

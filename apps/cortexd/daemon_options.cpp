@@ -15,6 +15,12 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"http", "HOST:PORT", "OpenAI-compatible HTTP API address (../shared/docs/http.md); 'off' disables it", "127.0.0.1:8080"},
       {"http-max-connections", "N", "open HTTP connections; more are answered 503", "256"},
       {"chat-template", "FILE", "Jinja chat template for `messages` instead of the model's (ChatML when it has none)", ""},
+      {"tool-format", "NAME",
+       "tool-call syntax of the model family (hermes, llama3, mistral, deepseek, harmony, granite); \"\" = detected "
+       "from the chat template",
+       ""},
+      {"reasoning-format", "auto|none", "auto: a thinking model's reasoning comes apart from the content (reasoning_content); "
+       "none: it stays in the text. A request's reasoning_format overrides it", "auto"},
       {"config", "FILE", "settings file in CAF's config format, section [cortex] (e.g. configs/cortexstream.ini)", ""},
       {"threads", "N", "compute threads; 0 = one per core", "0"},
       {"kv-memory-mb", "MB", "memory for the K/V cache (bytes: f16 holds twice the tokens of f32)", "1024"},
@@ -284,6 +290,10 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
   r.log_level = kv["log-level"];
   out.zmq.endpoint = kv["endpoint"];
   r.chat_template_path = kv["chat-template"];
+  r.tool_format = kv["tool-format"];
+  r.reasoning_format = kv["reasoning-format"];
+  if (r.reasoning_format != "auto" && r.reasoning_format != "none")
+    return fail(errc::invalid_param, "option reasoning-format expects auto or none, got '" + r.reasoning_format + "'");
   if (kv["http"] == "off") {
     out.http_enabled = false;
   } else if (!parse_host_port(kv["http"], out.http.host, out.http.port)) {

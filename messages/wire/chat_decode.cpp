@@ -92,4 +92,33 @@ bool decode_chat_template_kwargs(field_reader& r, const msgpack::object& o, std:
   return decode_json_map(r, o, "chat_template_kwargs", "a map of template variable names to values", kwargs_json);
 }
 
+bool decode_tools(field_reader& r, const msgpack::object& o, std::string& tools_json) {
+  if (o.type != msgpack::type::ARRAY) return r.type_error("tools", "an array of {type: \"function\", function: {name, parameters}}", o);
+  std::string path = "tools";
+  nlohmann::ordered_json j;
+  if (!msgpack_to_json(r, o, path, r.lim.max_depth, j)) return false;
+  tools_json = j.dump();
+  return true;
+}
+
+bool decode_tool_choice(field_reader& r, const msgpack::object& o, std::string& choice, std::string& name) {
+  constexpr const char* what = "\"none\", \"auto\", \"required\" or {type: \"function\", function: {name}}";
+  if (o.type == msgpack::type::STR) {
+    choice.assign(o.via.str.ptr, o.via.str.size);
+    if (choice != "none" && choice != "auto" && choice != "required")
+      return r.fail(errc::invalid_param, std::string("tool_choice must be ") + what + ", got \"" + choice + "\"");
+    return true;
+  }
+  if (o.type != msgpack::type::MAP) return r.type_error("tool_choice", what, o);
+  std::string path = "tool_choice";
+  nlohmann::ordered_json j;
+  if (!msgpack_to_json(r, o, path, r.lim.max_depth, j)) return false;
+  const auto fn = j.find("function");
+  if (fn == j.end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
+    return r.fail(errc::invalid_param, std::string("tool_choice must be ") + what);
+  choice = "function";
+  name = (*fn)["name"].get<std::string>();
+  return true;
+}
+
 }  // namespace cortex::wire::detail

@@ -26,5 +26,10 @@ namespace cortex::wire::detail {
 
 bool decode_messages(field_reader& r, const msgpack::object& o, std::string& messages_json);
 bool decode_chat_template_kwargs(field_reader& r, const msgpack::object& o, std::string& kwargs_json);
+// `tools`: an array (of OpenAI function tools; intake checks each), as JSON text.
+bool decode_tools(field_reader& r, const msgpack::object& o, std::string& tools_json);
+// `tool_choice`: "none" | "auto" | "required", or {type: "function",
+// function: {name}} (choice "function", name set).
+bool decode_tool_choice(field_reader& r, const msgpack::object& o, std::string& choice, std::string& name);
 
 }  // namespace cortex::wire::detail

@@ -80,6 +80,20 @@ void pack_outputs(message_writer& w, const output_fields& want, const std::strin
   }
 }
 
+// Chat output (protocol.md chunk/finished `reasoning`, `tool_calls`): keys
+// only when there is something to say, so plain requests look as before.
+uint32_t n_chat_keys(const std::string& reasoning, size_t n_calls) { return !reasoning.empty() + (n_calls > 0); }
+void pack_tool_call_deltas(message_writer& w, const std::vector<chat::tool_call_delta>& calls) {
+  w.key("tool_calls").pack_array(static_cast<uint32_t>(calls.size()));
+  for (const auto& c : calls) {
+    w.pk().pack_map(4);
+    w.key("index").pack(c.index);
+    w.key("id").pack(c.id);
+    w.key("name").pack(c.name);
+    w.key("arguments").pack(c.arguments);
+  }
+}
+
 void pack_stop(message_writer& w, const request_finished& f) {
   msgpack::packer<byte_sink>& pk = w.pk();
   pk.pack_map(2);
@@ -134,8 +148,10 @@ wire_bytes encode_accepted(const request_accepted& a, uint64_t seq, const std::v
 }
 
 wire_bytes encode_chunk(const request_chunk& c, uint64_t seq, const output_fields& want) {
-  message_writer w("chunk", c.client_id, seq, n_outputs(want));
+  message_writer w("chunk", c.client_id, seq, n_outputs(want) + n_chat_keys(c.reasoning, c.tool_calls.size()));
   pack_outputs(w, want, c.text, c.token_ids, c.logprobs);
+  if (!c.reasoning.empty()) w.key("reasoning").pack(c.reasoning);
+  if (!c.tool_calls.empty()) pack_tool_call_deltas(w, c.tool_calls);
   return w.take();
 }
 
@@ -145,8 +161,10 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
   // message, retryable and retry_after_ms as in an `error` message), or its
   // client could not tell.
   const bool has_error = f.reason == finish_reason::error;
-  message_writer w("finished", f.client_id, seq, 5 + has_stop + has_error + n_outputs(want));
-  w.key("reason").pack(std::string_view(finish_reason_name(f.reason)));
+  message_writer w("finished", f.client_id, seq,
+                   5 + has_stop + has_error + n_outputs(want) + n_chat_keys(f.reasoning, f.tool_calls.size()));
+  // A stop after tool calls is the reason tool_calls (protocol.md).
+  w.key("reason").pack(std::string_view(has_stop && f.has_tool_calls ? "tool_calls" : finish_reason_name(f.reason)));
   if (has_stop) {
     w.key("stop");
     pack_stop(w, f);
@@ -161,6 +179,16 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
     if (retryable) w.key("retry_after_ms").pack(f.error.retry_after_ms);
   }
   pack_outputs(w, want, f.text, f.token_ids, f.logprobs);
+  if (!f.reasoning.empty()) w.key("reasoning").pack(f.reasoning);
+  if (!f.tool_calls.empty()) {  // the calls no chunk carried: {id, name, arguments}
+    w.key("tool_calls").pack_array(static_cast<uint32_t>(f.tool_calls.size()));
+    for (const auto& c : f.tool_calls) {
+      w.pk().pack_map(3);
+      w.key("id").pack(c.id);
+      w.key("name").pack(c.name);
+      w.key("arguments").pack(c.arguments);
+    }
+  }
   w.key("usage").pack_map(3);
   w.key("prompt_tokens").pack(f.prompt_tokens);
   w.key("cached_tokens").pack(f.cached_tokens);

@@ -232,7 +232,8 @@ bool decode_submit(field_reader& r, const msgpack::object& root, generation_requ
   const char* chat_only = nullptr;  // a chat-only key that was given
   const bool ok = r.for_each_field(root, "", [&](std::string_view key, const msgpack::object& val) {
     const bool known = is_one_of(key, {"v", "t", "id", "prompt", "tokens", "messages", "chat_template_kwargs",
-                                       "add_generation_prompt", "add_bos", "stream", "priority", "deadline_ms",
+                                       "add_generation_prompt", "tools", "tool_choice", "parallel_tool_calls",
+                                       "reasoning_format", "add_bos", "stream", "priority", "deadline_ms",
                                        "params", "want", "tags", "model", "auth"});
     if (!known) return field_status::unknown;
     if (val.type == msgpack::type::NIL || key == "v" || key == "t") return field_status::known;
@@ -251,6 +252,26 @@ bool decode_submit(field_reader& r, const msgpack::object& root, generation_requ
     if (key == "add_generation_prompt") {
       chat_only = "add_generation_prompt";
       return field_reader::status(r.read_bool(val, "add_generation_prompt", out.add_generation_prompt));
+    }
+    if (key == "tools") {
+      chat_only = "tools";
+      return field_reader::status(decode_tools(r, val, out.tools_json));
+    }
+    if (key == "tool_choice") {
+      chat_only = "tool_choice";
+      return field_reader::status(decode_tool_choice(r, val, out.tool_choice, out.tool_choice_name));
+    }
+    if (key == "parallel_tool_calls") {
+      chat_only = "parallel_tool_calls";
+      return field_reader::status(r.read_bool(val, "parallel_tool_calls", out.parallel_tool_calls));
+    }
+    if (key == "reasoning_format") {
+      chat_only = "reasoning_format";
+      if (!r.read_text(val, "reasoning_format", out.reasoning_format)) return field_status::failed;
+      if (out.reasoning_format != "auto" && out.reasoning_format != "none")
+        return field_reader::status(r.fail(errc::invalid_param, "reasoning_format must be \"auto\" or \"none\", got \"" +
+                                                                    out.reasoning_format + "\""));
+      return field_status::known;
     }
     if (key == "add_bos") {
       if (!r.read_bool(val, "add_bos", b)) return field_status::failed;

@@ -26,7 +26,8 @@ struct chat_request_test : ::testing::Test {
     const std::string text = testing::read_file(testing::shared_dir() + "/golden/chat/templates/llama3_1.jinja");
     auto t = chat_template::parse(text);
     ASSERT_TRUE(t) << t.error();
-    chat = chat_setup{std::move(*t), chat_stop_tokens(text, m->tokenizer().vocabulary()), "test"};
+    chat = chat_setup{std::move(*t), chat_stop_tokens(text, m->tokenizer().vocabulary()), "test",
+                      chat::detect_template_traits(text), "auto"};
   }
   validation_limits limits() const {
     validation_limits l;
@@ -105,7 +106,7 @@ TEST_F(chat_request_test, bad_requests_are_400_naming_the_problem) {
 TEST_F(chat_request_test, a_template_error_is_a_400_carrying_its_message) {
   auto t = chat_template::parse("{{ raise_exception('Conversation roles must alternate user/assistant') }}");
   ASSERT_TRUE(t) << t.error();
-  chat_setup strict{std::move(*t), {}, "test"};
+  chat_setup strict{std::move(*t), {}, "test", chat::detect_template_traits(""), "auto"};
   request_validator v(limits(), m->tokenizer(), 1);
   v.set_chat(&strict);
   auto res = v.validate(chat_request(R"([{"role": "user", "content": "x"}])"));
@@ -117,6 +118,57 @@ TEST_F(chat_request_test, without_a_chat_setup_messages_are_unsupported) {
   request_validator v(limits(), m->tokenizer(), 1);
   auto res = v.validate(chat_request(R"([{"role": "user", "content": "x"}])"));
   EXPECT_EQ(res.error.code, errc::unsupported);
+}
+
+// Tools (issue 27): through the template unless tool_choice is none; a
+// forced choice becomes a grammar in the family's syntax (llama3 here).
+TEST_F(chat_request_test, tools_render_and_forced_choices_constrain_in_the_family_syntax) {
+  // Llama 3.3's published template (the golden llama3_1 has no tool syntax).
+  std::string dir = __FILE__;
+  dir = dir.substr(0, dir.rfind('/'));
+  const std::string text = testing::read_file(dir + "/../data/chat_templates/llama3_3.jinja");
+  auto t = chat_template::parse(text);
+  ASSERT_TRUE(t) << t.error();
+  chat_setup llama{std::move(*t), chat_stop_tokens(text, m->tokenizer().vocabulary()), "test", chat::detect_template_traits(text),
+                   "auto"};
+  request_validator v(limits(), m->tokenizer(), 1);
+  v.set_chat(&llama);
+  const std::string tools =
+      R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])";
+  auto r = chat_request(R"([{"role": "user", "content": "Weather in Paris?"}])");
+  r.tools_json = tools;
+  const auto decode = [&](const std::vector<int32_t>& ids) { return m->tokenizer().decode(ids); };
+
+  auto with_auto = v.validate(r);
+  ASSERT_TRUE(with_auto.ok()) << with_auto.error.message;
+  EXPECT_NE(decode(with_auto.request.tokens_prompt).find("get_weather"), std::string::npos);
+  EXPECT_TRUE(with_auto.request.grammar.empty());  // llama3 calls start no mid-text opener: auto is free
+  EXPECT_TRUE(with_auto.request.output.active);
+  EXPECT_EQ(with_auto.request.output.format, "llama3");
+  EXPECT_TRUE(with_auto.request.output.parse_tool_calls);
+
+  r.tool_choice = "none";
+  auto none = v.validate(r);
+  ASSERT_TRUE(none.ok()) << none.error.message;
+  EXPECT_EQ(decode(none.request.tokens_prompt).find("get_weather"), std::string::npos);
+  EXPECT_FALSE(none.request.output.parse_tool_calls);
+
+  r.tool_choice = "required";
+  auto required = v.validate(r);
+  ASSERT_TRUE(required.ok()) << required.error.message;
+  EXPECT_NE(required.request.grammar.find("\\\"parameters\\\": "), std::string::npos) << required.request.grammar;
+
+  r.tool_choice = "function";
+  r.tool_choice_name = "nope";
+  auto unknown = v.validate(r);
+  EXPECT_EQ(unknown.error.code, errc::invalid_param);
+  EXPECT_NE(unknown.error.message.find("'nope'"), std::string::npos) << unknown.error.message;
+
+  r.tool_choice = "required";
+  r.params.grammar = "root ::= \"x\"";
+  auto both = v.validate(r);
+  EXPECT_EQ(both.error.code, errc::invalid_param);
+  EXPECT_NE(both.error.message.find("tool_choice"), std::string::npos) << both.error.message;
 }
 
 }  // namespace

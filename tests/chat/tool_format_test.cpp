@@ -119,10 +119,16 @@ TEST(ToolFormatHermes, ReasoningFormatNoneKeepsRawText) {
   expect_message(o, "<think>\nhm\n</think>\n\nHi", "<think>\nhm\n</think>\n\nHi", {});
 }
 
-TEST(ToolFormatHermes, BrokenCallIsText) {
+TEST(ToolFormatHermes, CallCutOffByTheEndIsDropped) {
   auto r = parse_output(opts("hermes"), "Sure <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": ");
   EXPECT_TRUE(r.tool_calls.empty());
-  EXPECT_EQ(r.content, "Sure <tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": ");
+  EXPECT_EQ(r.content, "Sure");
+}
+
+TEST(ToolFormatHermes, TagAroundNoCallIsText) {
+  auto r = parse_output(opts("hermes"), "Sure <tool_call> is a tag.");
+  EXPECT_TRUE(r.tool_calls.empty());
+  EXPECT_EQ(r.content, "Sure <tool_call> is a tag.");
 }
 
 TEST(ToolFormatLlama3, JsonCall) {

@@ -108,9 +108,10 @@ TEST(OpenaiRequest, ChatAllFields) {
   EXPECT_EQ(q.request.priority, -3);
   EXPECT_EQ(q.request.deadline_ms, 5000u);
   EXPECT_FALSE(q.request.add_generation_prompt);
-  EXPECT_EQ(json::parse(q.request.chat_template_kwargs_json),
-            json::parse(R"({"enable_thinking":false,"tools":[{"type":"function","function":{"name":"f"}}],
-                            "tool_choice":"auto"})"));
+  // Tools are the request's own fields (intake renders them unless tool_choice is none).
+  EXPECT_EQ(json::parse(q.request.chat_template_kwargs_json), json::parse(R"({"enable_thinking":false})"));
+  EXPECT_EQ(json::parse(q.request.tools_json), json::parse(R"([{"type":"function","function":{"name":"f"}}])"));
+  EXPECT_EQ(q.request.tool_choice, "auto");
 }
 
 TEST(OpenaiRequest, LogprobsWithoutTopStillAsksTheEngine) {
@@ -161,6 +162,12 @@ TEST(OpenaiRequest, ChatInvalidFieldsNameTheField) {
   expect_error(chat(chat_body(R"("chat_template_kwargs":[1])")), errc::invalid_param, "chat_template_kwargs");
   expect_error(chat(chat_body(R"("tools":{})")), errc::invalid_param, "tools");
   expect_error(chat(chat_body(R"("tool_choice":3)")), errc::invalid_param, "tool_choice");
+  expect_error(chat(chat_body(R"("tool_choice":"sometimes")")), errc::invalid_param, "tool_choice");
+  expect_error(chat(chat_body(R"("tool_choice":"required")")), errc::invalid_param, "tool_choice");
+  expect_error(chat(chat_body(R"("tools":[{"type":"function"}])")), errc::invalid_param, "tools[0]");
+  expect_error(chat(chat_body(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function"})")),
+               errc::invalid_param, "tool_choice.function.name");
+  expect_error(chat(chat_body(R"("reasoning_format":"raw")")), errc::invalid_param, "reasoning_format");
   expect_error(chat(chat_body(R"("add_generation_prompt":1)")), errc::invalid_param, "add_generation_prompt");
   expect_error(chat(chat_body(R"("logprobs":3)")), errc::invalid_param, "logprobs");
   expect_error(chat(chat_body(R"("top_logprobs":2)")), errc::invalid_param, "top_logprobs");
