@@ -38,6 +38,11 @@ struct step_entry {
   std::vector<int32_t> tokens;       // (n_tokens,) ids to compute, positions [pos0, pos0 + n_tokens)
   int32_t pos0 = 0;                  // K/V of [0, pos0) are already in the blocks
   std::vector<int32_t> block_table;  // block ids covering [0, pos0 + n_tokens)
+  // A model whose K/V live in several groups (model/kv_groups.hpp: full
+  // attention, sliding windows): the tables of groups 1.. (block_table is
+  // group 0's), each as long as block_table; a windowed group's entries
+  // before its window are kv_block_released (-1). Empty: one group.
+  std::vector<std::vector<int32_t>> more_block_tables;
   bool sample = false;               // reaches the last known token: sample one token for it
   bool is_decode = false;            // a running sequence's single next token (not prefill or recompute)
   // A prefill-only (embed) request: the executor adds these tokens' final
@@ -116,6 +121,19 @@ struct engine_stats {
   uint32_t kv_blocks_cached = 0;
   std::string kv_type;               // element type of the K/V cache ("f16")
   uint32_t kv_bytes_per_token = 0;   // K and V of one token over all layers
+  // Memory kinds (model/kv_groups.hpp): what the blocks in use hold, what
+  // the same sequences would hold with no block released out of a sliding
+  // window, and the arena; equal used and full for a model without windows.
+  uint64_t kv_bytes_used = 0;
+  uint64_t kv_bytes_full = 0;
+  uint64_t kv_bytes_total = 0;
+  // Per K/V group, in order (one entry per group): its window (0: full
+  // attention), the layers its blocks hold, the blocks it holds, and its
+  // table entries released out of the window.
+  std::vector<uint32_t> kv_group_windows;
+  std::vector<uint32_t> kv_group_layers;
+  std::vector<uint32_t> kv_group_blocks_used;
+  std::vector<uint32_t> kv_group_blocks_released;
   double prefix_cache_hit_rate = 0;
   uint64_t prefix_tokens_queried = 0;  // prompt tokens looked up in the prefix cache (the rate's denominator)
   uint64_t prefix_tokens_hit = 0;      // of which served from it

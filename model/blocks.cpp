@@ -194,12 +194,13 @@ void blocks::attend(int il) {
   const int dq = h.n_embd_q();
   const int dkv = h.n_embd_kv();
   const int bs = kv.block_size();
+  const int kv_group = kv.group_of(il);  // whose block table holds this layer's K/V
   // Write this step's K/V rows into each sequence's blocks, converted to the arena's type.
   int t = 0;
   for (const auto& s : batch) {
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int pos = s.pos0 + i;
-      const size_t slot = static_cast<size_t>(s.block_table[pos / bs]) * bs + pos % bs;
+      const size_t slot = static_cast<size_t>(s.table(kv_group)[pos / bs]) * bs + pos % bs;
       kv.store_token(il, slot, k_.data() + static_cast<size_t>(t) * dkv, v_.data() + static_cast<size_t>(t) * dkv);
     }
   }
@@ -219,7 +220,7 @@ void blocks::attend(int il) {
     a.head_end = (task.kv_head + 1) * group;
     a.k_arena = kv.k(il);
     a.v_arena = kv.v(il);
-    a.block_table = s.block_table;
+    a.block_table = s.table(kv_group);
     a.layout = kv.layout();
     a.scale = spec.scale;
     a.softcap = spec.softcap;

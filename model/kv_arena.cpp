@@ -10,8 +10,11 @@ namespace cortex {
 void kv_arena::free_deleter::operator()(uint8_t* p) const { std::free(p); }
 
 kv_arena::kv_arena(const model_hparams& hp, int n_blocks, int block_size, kernels::kv_type type)
-    : n_layer_(hp.n_layer), n_blocks_(n_blocks), block_size_(block_size),
-      layout_{block_size, hp.n_head_kv, hp.head_dim, type} {
+    : kv_arena(hp, kv_group_layout::single(hp), n_blocks, block_size, type) {}
+
+kv_arena::kv_arena(const model_hparams& hp, const kv_group_layout& groups, int n_blocks, int block_size,
+                   kernels::kv_type type)
+    : groups_(groups), n_blocks_(n_blocks), block_size_(block_size), layout_{block_size, hp.n_head_kv, hp.head_dim, type} {
   slot_bytes_ = layout_.slot_bytes();
   layer_bytes_ = static_cast<size_t>(n_blocks) * block_size * slot_bytes_;
   const size_t rounded = (bytes() + 63) / 64 * 64;
@@ -45,6 +48,12 @@ void kv_arena::store_token(int layer, size_t slot, const float* k_row, const flo
 size_t kv_arena::bytes_per_token(const model_hparams& hp, kernels::kv_type t) {
   const kernels::kv_layout l{1, hp.n_head_kv, hp.head_dim, t};
   return static_cast<size_t>(hp.n_layer) * 2 * l.slot_bytes();
+}
+
+size_t kv_arena::bytes_per_block(const model_hparams& hp, const kv_group_layout& groups, kernels::kv_type t,
+                                 int block_size) {
+  const kernels::kv_layout l{1, hp.n_head_kv, hp.head_dim, t};
+  return static_cast<size_t>(groups.layers_per_group) * 2 * l.slot_bytes() * static_cast<size_t>(block_size);
 }
 
 status kv_type_fits(const model_hparams& hp, kernels::kv_type t) {

@@ -3,6 +3,12 @@
 // decided elsewhere (the KV-cache manager); the forward pass reads and writes
 // blocks in place through each sequence's block table.
 //
+// A block holds the layers of one K/V group (model/kv_groups.hpp) for
+// block_size positions: the arena has one slot per layer of a group, and
+// layer l reads and writes slot slot_of[l] of the blocks in its group's
+// table. Built without a layout, the arena has one group of every layer
+// (layer l in slot l), and one table serves all layers.
+//
 // Elements are stored as the arena's kv_type (kernels/kv_type.hpp): f32,
 // f16 (llama.cpp's default cache type), bf16 or q8_0 blocks along head_dim.
 // Writes convert from f32 (store_token); attention reads the stored type
@@ -16,6 +22,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/kv_type.hpp"
 #include "model/expected.hpp"
+#include "model/kv_groups.hpp"
 #include "model/model.hpp"
 
 namespace cortex {
@@ -24,33 +31,46 @@ class kv_arena {
  public:
   // REQUIRES: n_blocks > 0, block_size > 0, kv_type_fits(hp, type).
   kv_arena(const model_hparams& hp, int n_blocks, int block_size, kernels::kv_type type);
+  // With groups: n_blocks blocks of groups.layers_per_group slots each.
+  // REQUIRES: the above, and groups is kv_group_layout::...(hp).
+  kv_arena(const model_hparams& hp, const kv_group_layout& groups, int n_blocks, int block_size, kernels::kv_type type);
 
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
   kernels::kv_type type() const { return layout_.type; }
   // The layout attention reads (block size, KV heads, head_dim, type).
   const kernels::kv_layout& layout() const { return layout_; }
-  // Layer l's keys: (n_blocks, block_size, n_head_kv, row_bytes(head_dim)) bytes.
-  uint8_t* k(int layer) { return data_.get() + static_cast<size_t>(layer) * 2 * layer_bytes_; }
+  const kv_group_layout& groups() const { return groups_; }
+  // The group whose block table layer l reads (0 without groups).
+  int group_of(int layer) const { return groups_.group_of[static_cast<size_t>(layer)]; }
+  // Layer l's keys: (n_blocks, block_size, n_head_kv, row_bytes(head_dim)) bytes,
+  // of which layer l uses the blocks of its group.
+  uint8_t* k(int layer) { return data_.get() + slot_offset(layer); }
   uint8_t* v(int layer) { return k(layer) + layer_bytes_; }
-  const uint8_t* k(int layer) const { return data_.get() + static_cast<size_t>(layer) * 2 * layer_bytes_; }
+  const uint8_t* k(int layer) const { return data_.get() + slot_offset(layer); }
   const uint8_t* v(int layer) const { return k(layer) + layer_bytes_; }
   // Converts one token's K and V rows (n_head_kv * head_dim floats each) to
   // the arena's type and writes them at slot (block * block_size + offset)
   // of layer l. REQUIRES: slot < n_blocks * block_size.
   void store_token(int layer, size_t slot, const float* k_row, const float* v_row);
-  size_t bytes() const { return static_cast<size_t>(n_layer_) * 2 * layer_bytes_; }
+  size_t bytes() const { return static_cast<size_t>(groups_.layers_per_group) * 2 * layer_bytes_; }
   // Bytes one token occupies across all layers (K and V) with element type t.
   static size_t bytes_per_token(const model_hparams& hp, kernels::kv_type t);
+  // Bytes one block holds: a group's slots (K and V) for block_size tokens.
+  static size_t bytes_per_block(const model_hparams& hp, const kv_group_layout& groups, kernels::kv_type t,
+                                int block_size);
 
  private:
   struct free_deleter { void operator()(uint8_t* p) const; };
-  int n_layer_;
+  size_t slot_offset(int layer) const {
+    return static_cast<size_t>(groups_.slot_of[static_cast<size_t>(layer)]) * 2 * layer_bytes_;
+  }
+  kv_group_layout groups_;
   int n_blocks_;
   int block_size_;
   kernels::kv_layout layout_;
   size_t slot_bytes_;   // one token, one layer, K or V
-  size_t layer_bytes_;  // n_blocks * block_size * slot_bytes_
+  size_t layer_bytes_;  // n_blocks * block_size * slot_bytes_: one slot's K (or V)
   std::unique_ptr<uint8_t, free_deleter> data_;
 };
 

@@ -7,7 +7,29 @@ namespace cortex::cluster {
 engine_stats sum_engine_stats(const std::vector<engine_stats>& workers) {
   engine_stats s;
   double batch_tokens = 0, batch_seqs = 0;
+  // K/V groups add up group by group when every worker has the same ones
+  // (the same model); otherwise only the bytes add up.
+  bool same_groups = true;
   for (const auto& w : workers) {
+    same_groups = same_groups && w.kv_group_windows == workers.front().kv_group_windows &&
+                  w.kv_group_layers == workers.front().kv_group_layers &&
+                  w.kv_group_blocks_used.size() == w.kv_group_windows.size() &&
+                  w.kv_group_blocks_released.size() == w.kv_group_windows.size();
+  }
+  if (same_groups && !workers.empty()) {
+    s.kv_group_windows = workers.front().kv_group_windows;
+    s.kv_group_layers = workers.front().kv_group_layers;
+    s.kv_group_blocks_used.assign(s.kv_group_windows.size(), 0);
+    s.kv_group_blocks_released.assign(s.kv_group_windows.size(), 0);
+  }
+  for (const auto& w : workers) {
+    for (size_t g = 0; same_groups && g < s.kv_group_windows.size(); ++g) {
+      s.kv_group_blocks_used[g] += w.kv_group_blocks_used[g];
+      s.kv_group_blocks_released[g] += w.kv_group_blocks_released[g];
+    }
+    s.kv_bytes_used += w.kv_bytes_used;
+    s.kv_bytes_full += w.kv_bytes_full;
+    s.kv_bytes_total += w.kv_bytes_total;
     // The KV element type and size are the workers' when they agree; a
     // cluster of mixed types says so and reports the largest size.
     if (s.kv_type.empty()) s.kv_type = w.kv_type;

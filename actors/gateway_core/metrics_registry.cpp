@@ -70,6 +70,14 @@ void metrics_registry::set_requests_waiting(double v) { locked([&] { waiting_ = 
 void metrics_registry::set_kv_blocks_used(double v) { locked([&] { kv_used_ = v; }); }
 void metrics_registry::set_kv_blocks_total(double v) { locked([&] { kv_total_ = v; }); }
 void metrics_registry::set_kv_bytes_per_token(double v) { locked([&] { kv_bytes_per_token_ = v; }); }
+void metrics_registry::set_kv_bytes(double used, double full, double total) {
+  locked([&] {
+    kv_bytes_used_ = used;
+    kv_bytes_full_ = full;
+    kv_bytes_total_ = total;
+  });
+}
+void metrics_registry::set_kv_groups(const std::vector<kv_group_gauges>& groups) { locked([&] { kv_groups_ = groups; }); }
 void metrics_registry::set_connections(std::string_view gateway, double v) {
   locked([&] { connections_[std::string(gateway)] = v; });
 }
@@ -138,6 +146,24 @@ std::string metrics_registry::render() const {
   gauge(w, "cortex_kv_blocks_total", "KV cache blocks in the pool.", kv_total_);
   gauge(w, "cortex_kv_bytes_per_token", "KV cache bytes one token takes (K and V, all layers, the cache's element type).",
         kv_bytes_per_token_);
+  gauge(w, "cortex_kv_bytes_used", "KV cache bytes the blocks in use hold.", kv_bytes_used_);
+  gauge(w, "cortex_kv_bytes_full", "KV cache bytes the same sequences would hold with no block released out of a sliding window.",
+        kv_bytes_full_);
+  gauge(w, "cortex_kv_bytes_total", "KV cache bytes of the arena.", kv_bytes_total_);
+  if (!kv_groups_.empty()) {
+    const std::pair<const char*, double kv_group_gauges::*> per_group[] = {
+        {"cortex_kv_group_blocks_used", &kv_group_gauges::blocks_used},
+        {"cortex_kv_group_blocks_released", &kv_group_gauges::blocks_released}};
+    const char* help[] = {"KV cache blocks a K/V group holds, by group and its window (0: full attention).",
+                          "Block-table entries a windowed K/V group released (its window had passed), by group and window."};
+    for (size_t f = 0; f < 2; ++f) {
+      w.family(per_group[f].first, "gauge", help[f]);
+      for (size_t g = 0; g < kv_groups_.size(); ++g) {
+        w.sample(per_group[f].first, {{"group", std::to_string(g)}, {"window", std::to_string(kv_groups_[g].window)}},
+                 kv_groups_[g].*per_group[f].second);
+      }
+    }
+  }
   by_label(w, "cortex_connections", "gauge", "Open client connections, by gateway.", "gateway", connections_);
   gauge(w, "cortex_model_loaded", "1 once the model is loaded.", model_loaded_);
   if (!workers_.empty()) {

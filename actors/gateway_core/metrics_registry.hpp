@@ -9,7 +9,11 @@
 //              cortex_preemptions_total, cortex_spec_drafted_tokens_total, cortex_spec_accepted_tokens_total, cortex_malformed_messages_total{gateway},
 //              cortex_rejections_total{code[, key]}
 //   gauges     cortex_requests_running, cortex_requests_waiting, cortex_kv_blocks_used,
-//              cortex_kv_blocks_total, cortex_kv_bytes_per_token, cortex_connections{gateway},
+//              cortex_kv_blocks_total, cortex_kv_bytes_per_token, cortex_kv_bytes_used,
+//              cortex_kv_bytes_full, cortex_kv_bytes_total,
+//              cortex_kv_group_blocks_used{group, window}, cortex_kv_group_blocks_released{group, window}
+//              (memory kinds: one series per K/V group, window "0" for full attention;
+//              the families appear once the groups were set), cortex_connections{gateway},
 //              cortex_model_loaded;
 //              on a router (issue 14), per worker "host:port": cortex_worker_up{worker},
 //              cortex_worker_requests_running{worker}, cortex_worker_requests_waiting{worker},
@@ -39,6 +43,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "actors/gateway_core/prometheus_text.hpp"
 #include "messages/request.hpp"
@@ -64,6 +69,16 @@ class metrics_registry {
   void set_kv_blocks_used(double v);
   void set_kv_blocks_total(double v);
   void set_kv_bytes_per_token(double v);
+  // What the blocks in use hold, what the same sequences would hold with
+  // nothing released out of sliding windows, and the arena.
+  void set_kv_bytes(double used, double full, double total);
+  // One K/V group (memory kinds, model/kv_groups.hpp): its window (0: full
+  // attention), blocks it holds and table entries it released.
+  struct kv_group_gauges {
+    uint32_t window = 0;
+    double blocks_used = 0, blocks_released = 0;
+  };
+  void set_kv_groups(const std::vector<kv_group_gauges>& groups);
   void set_connections(std::string_view gateway, double v);
   void set_model_loaded(bool loaded);
   // A router's worker (its last stats; in_flight: the router's requests on it).
@@ -109,6 +124,8 @@ class metrics_registry {
   std::map<std::string, uint64_t> malformed_;    // by gateway
   std::map<std::pair<std::string, std::string>, uint64_t> rejections_;   // by (code, key)
   double running_ = 0, waiting_ = 0, kv_used_ = 0, kv_total_ = 0, kv_bytes_per_token_ = 0, model_loaded_ = 0;
+  double kv_bytes_used_ = 0, kv_bytes_full_ = 0, kv_bytes_total_ = 0;
+  std::vector<kv_group_gauges> kv_groups_;
   std::map<std::string, double> connections_;    // by gateway
   std::map<std::string, worker_gauges> workers_;  // by worker (router only)
   std::map<std::string, double> affinity_picks_;  // by outcome (router only)

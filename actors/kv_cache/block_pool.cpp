@@ -17,6 +17,12 @@ constexpr uint64_t k_secret0 = 0xa0761d6478bd642full;
 constexpr uint64_t k_secret1 = 0xe7037ed1a0b428dbull;
 constexpr uint64_t k_secret2 = 0x8ebc6af09c88c6e3ull;
 
+// The prefix cache's key of a block of `group` under `hash`: the hash
+// itself for group 0 (a model with one group keys blocks as it always did).
+uint64_t cache_key(uint64_t hash, int32_t group) {
+  return group == 0 ? hash : mum(hash ^ k_secret2, static_cast<uint64_t>(group) ^ k_secret1);
+}
+
 }  // namespace
 
 uint64_t kv_block_hash(uint64_t hash_parent, const int32_t* tokens, int32_t n_tokens) {
@@ -33,11 +39,12 @@ uint64_t kv_block_hash(uint64_t hash_parent, const int32_t* tokens, int32_t n_to
   return mum(h ^ k_secret0, hash_parent ^ k_secret2);
 }
 
-block_pool::block_pool(int32_t n_blocks, int32_t block_size)
+block_pool::block_pool(int32_t n_blocks, int32_t block_size, int32_t n_groups)
     : n_blocks_(n_blocks),
       block_size_(block_size),
       meta_(static_cast<size_t>(n_blocks)),
-      tokens_(static_cast<size_t>(n_blocks) * block_size, 0) {
+      tokens_(static_cast<size_t>(n_blocks) * block_size, 0),
+      n_used_in_(static_cast<size_t>(n_groups), 0) {
   free_list_.reserve(static_cast<size_t>(n_blocks));
   // Block 0 is handed out first: easier to read in tests and traces.
   for (int32_t b = n_blocks - 1; b >= 0; --b) {
@@ -47,7 +54,7 @@ block_pool::block_pool(int32_t n_blocks, int32_t block_size)
   cached_.reserve(static_cast<size_t>(n_blocks));
 }
 
-int32_t block_pool::allocate() {
+int32_t block_pool::allocate(int32_t group) {
   int32_t b = -1;
   if (!free_list_.empty()) {
     b = free_list_.back();
@@ -62,6 +69,8 @@ int32_t block_pool::allocate() {
     return -1;
   }
   meta_[b].ref_count = 1;
+  meta_[b].group = group;
+  ++n_used_in_[static_cast<size_t>(group)];
   return b;
 }
 
@@ -77,12 +86,13 @@ std::vector<int32_t> block_pool::peek_evictions(int32_t n_new) const {
 void block_pool::ref(int32_t block) {
   block_meta& m = meta_[block];
   if (m.in_lru) lru_remove(block);
-  ++m.ref_count;
+  if (m.ref_count++ == 0) ++n_used_in_[static_cast<size_t>(m.group)];
 }
 
 void block_pool::unref(int32_t block) {
   block_meta& m = meta_[block];
   if (--m.ref_count > 0) return;
+  --n_used_in_[static_cast<size_t>(m.group)];
   if (m.cached) {
     lru_push_back(block);
   } else {
@@ -91,10 +101,11 @@ void block_pool::unref(int32_t block) {
   }
 }
 
-int32_t block_pool::find_cached(uint64_t hash, const int32_t* tokens) const {
-  const auto it = cached_.find(hash);
+int32_t block_pool::find_cached(uint64_t hash, const int32_t* tokens, int32_t group) const {
+  const auto it = cached_.find(cache_key(hash, group));
   if (it == cached_.end()) return -1;
   const int32_t b = it->second;
+  if (meta_[b].group != group || meta_[b].hash != hash) return -1;  // keys of two groups collided
   if (std::memcmp(tokens_of(b), tokens, sizeof(int32_t) * static_cast<size_t>(block_size_)) != 0) {
     return -1;  // a 64-bit collision: different tokens, not a hit
   }
@@ -103,8 +114,9 @@ int32_t block_pool::find_cached(uint64_t hash, const int32_t* tokens) const {
 
 bool block_pool::cache_block(int32_t block, uint64_t hash, const int32_t* tokens) {
   block_meta& m = meta_[block];
-  if (m.cached || cached_.count(hash) != 0) return false;
-  cached_.emplace(hash, block);
+  const uint64_t key = cache_key(hash, m.group);
+  if (m.cached || cached_.count(key) != 0) return false;
+  cached_.emplace(key, block);
   m.cached = true;
   m.hash = hash;
   std::memcpy(tokens_.data() + static_cast<size_t>(block) * block_size_, tokens,
@@ -145,7 +157,7 @@ void block_pool::lru_remove(int32_t block) {
 
 void block_pool::uncache(int32_t block) {
   block_meta& m = meta_[block];
-  cached_.erase(m.hash);
+  cached_.erase(cache_key(m.hash, m.group));
   m.cached = false;
   m.hash = 0;
 }
@@ -165,19 +177,26 @@ std::string block_pool::check_invariants() const {
     }
     if (m.in_lru && !m.cached) err << "block " << b << " is on the LRU list but not cached; ";
     if (m.in_free && m.cached) err << "block " << b << " is free but cached; ";
+    if (m.group < 0 || m.group >= n_groups()) err << "block " << b << " has group " << m.group << "; ";
     if (m.cached) {
-      const auto it = cached_.find(m.hash);
+      const auto it = cached_.find(cache_key(m.hash, m.group));
       if (it == cached_.end() || it->second != b) err << "cached block " << b << " missing from the map; ";
     }
     n_free_seen += m.in_free;
     n_lru_seen += m.in_lru;
     n_used_seen += m.ref_count > 0;
   }
-  for (const auto& [hash, b] : cached_) {
-    if (b < 0 || b >= n_blocks_ || !meta_[b].cached || meta_[b].hash != hash) {
-      err << "map entry " << hash << " -> " << b << " does not match the block; ";
+  for (const auto& [key, b] : cached_) {
+    if (b < 0 || b >= n_blocks_ || !meta_[b].cached || cache_key(meta_[b].hash, meta_[b].group) != key) {
+      err << "map entry " << key << " -> " << b << " does not match the block; ";
     }
   }
+  std::vector<int32_t> used_in(n_used_in_.size(), 0);
+  for (int32_t b = 0; b < n_blocks_; ++b) {
+    const int32_t g = meta_[b].group;
+    if (meta_[b].ref_count > 0 && g >= 0 && g < n_groups()) ++used_in[static_cast<size_t>(g)];
+  }
+  if (used_in != n_used_in_) err << "blocks in use per group do not match their counts; ";
   if (n_free_seen != n_free()) err << "free list has " << n_free() << " entries, " << n_free_seen << " blocks flagged free; ";
   std::vector<char> on_free(static_cast<size_t>(n_blocks_), 0);
   for (int32_t b : free_list_) {

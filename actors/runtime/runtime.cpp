@@ -43,12 +43,22 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   rt->n_ctx_ = c.n_ctx > 0 ? std::min(c.n_ctx, hp.n_ctx_train) : hp.n_ctx_train;
   if (auto s = kv_type_fits(hp, c.kv_type); !s) return s;
   const size_t kv_bytes_per_token = kv_arena::bytes_per_token(hp, c.kv_type);
-  rt->kv_blocks_ = c.kv_blocks > 0 ? c.kv_blocks
-                                   : static_cast<int>((static_cast<size_t>(c.kv_memory_mb) << 20) /
-                                                      (kv_bytes_per_token * static_cast<size_t>(c.block_size)));
-  if (rt->kv_blocks_ < 1) return fail(errc::invalid_param, "option kv-memory-mb is too small for one block of this model");
-  // One request may not need more blocks than the whole pool.
-  rt->n_ctx_ = std::min(rt->n_ctx_, rt->kv_blocks_ * c.block_size);
+  // Memory kinds (model/kv_groups.hpp): the pool's blocks hold one group's
+  // layers each. kv-blocks counts blocks of the whole model, so both options
+  // give the same memory whatever the groups; a model without windows has
+  // one group and the blocks it always had.
+  const kv_group_layout groups = kv_group_layout::by_window(hp);
+  const size_t kv_bytes_per_block = kv_arena::bytes_per_block(hp, groups, c.kv_type, c.block_size);
+  rt->kv_blocks_ = c.kv_blocks > 0 ? groups.n_blocks_for_memory_of(c.kv_blocks)
+                                   : static_cast<int>((static_cast<size_t>(c.kv_memory_mb) << 20) / kv_bytes_per_block);
+  if (rt->kv_blocks_ < groups.n_groups()) {
+    return fail(errc::invalid_param, "option kv-memory-mb is too small for one block of this model");
+  }
+  // One request may not need more blocks than the whole pool (windowed
+  // groups hold only their windows' blocks, so a model with windows reaches
+  // further in the same memory).
+  rt->n_ctx_ = std::min(rt->n_ctx_, groups.max_context(rt->kv_blocks_, c.block_size));
+  if (rt->n_ctx_ < 1) return fail(errc::invalid_param, "option kv-memory-mb is too small for one token of this model's windows");
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   // A bad --chat-template fails before anything is spawned.
@@ -62,6 +72,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   executor_config ec;
   ec.n_threads = threads;
   ec.n_kv_blocks = rt->kv_blocks_;
+  ec.kv_groups_by_window = true;
   ec.block_size = c.block_size;
   ec.kv_type = c.kv_type;
   ec.fault_fail_step = c.faults.executor_fail_step;
@@ -84,6 +95,9 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   kc.enable_prefix_caching = c.prefix_cache;
   kc.kv_type = kernels::kv_type_name(c.kv_type);
   kc.kv_bytes_per_token = static_cast<uint32_t>(kv_bytes_per_token);
+  kc.kv_bytes_per_block = kv_bytes_per_block;
+  kc.group_windows = groups.windows();
+  kc.group_layers = groups.layer_counts();
   kc.fault_pinned_blocks = c.faults.kv_pinned_blocks;
   rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc, c.on_step);
   intake_config ic;
@@ -99,7 +113,17 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({} KV, {} bytes per token, {:.0f} MiB), context {} per request",
                rt->model_->name(), rt->model_->quant_name(), threads, rt->kv_blocks_, c.block_size,
                kernels::kv_type_name(c.kv_type), kv_bytes_per_token,
-               rt->kv_blocks_ * c.block_size * kv_bytes_per_token / 1048576.0, rt->n_ctx_);
+               static_cast<double>(rt->kv_blocks_) * static_cast<double>(kv_bytes_per_block) / 1048576.0, rt->n_ctx_);
+  if (groups.n_groups() > 1) {
+    std::string kinds;
+    for (const kv_group& g : groups.groups) {
+      kinds += (kinds.empty() ? "" : ", ") + std::to_string(g.layers.size()) + " layers " +
+               (g.window == 0 ? std::string("full") : "window " + std::to_string(g.window));
+    }
+    spdlog::info("K/V in {} groups of {} layers ({}): blocks of windowed groups are released once their window has "
+                 "passed; {} padding slots",
+                 groups.n_groups(), groups.layers_per_group, kinds, groups.n_padding_slots());
+  }
   return rt;
 }
 

@@ -151,6 +151,15 @@ engine_stats make_stats(const scheduler_state& st) {
   s.kv_blocks_cached = static_cast<uint32_t>(kv.n_blocks_cached);
   s.kv_type = st.kv->kv_type();
   s.kv_bytes_per_token = st.kv->kv_bytes_per_token();
+  s.kv_bytes_used = kv.n_bytes_used();
+  s.kv_bytes_full = kv.n_bytes_full();
+  s.kv_bytes_total = static_cast<uint64_t>(kv.n_blocks_total) * kv.n_bytes_per_block;
+  for (const kv_group_stats& g : kv.groups) {
+    s.kv_group_windows.push_back(static_cast<uint32_t>(g.window));
+    s.kv_group_layers.push_back(static_cast<uint32_t>(g.n_layers));
+    s.kv_group_blocks_used.push_back(static_cast<uint32_t>(g.n_blocks_used));
+    s.kv_group_blocks_released.push_back(static_cast<uint32_t>(g.n_blocks_released));
+  }
   s.prefix_cache_hit_rate = kv.hit_rate();
   s.prefix_tokens_queried = kv.n_tokens_queried;
   s.prefix_tokens_hit = kv.n_tokens_hit;

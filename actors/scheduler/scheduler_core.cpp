@@ -105,7 +105,7 @@ std::vector<int32_t> scheduler_core::plan_draft(const sequence& s, int32_t budge
   if (!s.spec.on()) return {};
   // Drafts never cost another sequence its decode slot: keep one free block
   // per running sequence aside, and take only what the step has room for.
-  const int64_t n_spare_blocks = static_cast<int64_t>(kv_.n_blocks_available()) - n_running();
+  const int64_t n_spare_blocks = static_cast<int64_t>(kv_.n_rows_available()) - n_running();
   const int64_t n_table_slots = static_cast<int64_t>(kv_.block_table(s.rid).size()) * kv_.block_size() - s.n_tokens_computed - 1;
   const int64_t n_slots = std::max<int64_t>(0, n_table_slots) + std::max<int64_t>(0, n_spare_blocks) * kv_.block_size();
   const int64_t n_max = std::min<int64_t>({budget - 1, s.max_tokens - s.n_tokens_generated() - 1, n_slots});
@@ -166,7 +166,7 @@ void scheduler_core::observe_step(const sched_plan& plan, double ms, double roun
 }
 
 int32_t scheduler_core::n_tokens_fitting(const sequence& s, int32_t n_want) const {
-  const int64_t n_blocks = static_cast<int64_t>(kv_.block_table(s.rid).size()) + kv_.n_blocks_available();
+  const int64_t n_blocks = static_cast<int64_t>(kv_.block_table(s.rid).size()) + kv_.n_rows_available();
   const int64_t n_slots = n_blocks * kv_.block_size() - s.n_tokens_computed;
   return static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(n_want, n_slots)));
 }
@@ -183,6 +183,7 @@ void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sc
   e.n_draft = n_tokens - n_known;  // REQUIRES: <= draft.size()
   e.tokens.insert(e.tokens.end(), draft.begin(), draft.begin() + e.n_draft);
   e.block_table = kv_.block_table(s.rid);
+  for (int32_t g = 1; g < kv_.n_groups(); ++g) e.more_block_tables.push_back(kv_.block_table(s.rid, g));
   e.sample = e.pos0 + n_known == s.n_tokens();
   e.is_decode = is_decode;
   e.embed = s.embed;
@@ -303,8 +304,10 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
         finish_deferred_.push_back({s->rid, finish_reason::length, status::ok()});
       }
     }
-    // Only computed tokens that are known (accepted) ones enter the prefix cache.
+    // Only computed tokens that are known (accepted) ones enter the prefix
+    // cache; then windowed layers give back what their windows have left.
     kv_.register_full_blocks(s->rid, s->tokens, s->n_tokens_computed);
+    kv_.release_out_of_window(s->rid, s->n_tokens_computed);
   }
   end_step();
 }

@@ -235,13 +235,27 @@ wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<ui
 
 wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats& s) {
   const engine_stats& e = s.engine;
-  message_writer w("stats", id, seq, s.access_control ? 19 : 18);
+  message_writer w("stats", id, seq, s.access_control ? 23 : 22);
   w.key("running").pack(e.running);
   w.key("waiting").pack(e.waiting);
   w.key("kv_blocks_used").pack(e.kv_blocks_used);
   w.key("kv_blocks_total").pack(e.kv_blocks_total);
   w.key("kv_type").pack(e.kv_type);
   w.key("kv_bytes_per_token").pack(e.kv_bytes_per_token);
+  w.key("kv_bytes_used").pack(e.kv_bytes_used);
+  w.key("kv_bytes_full").pack(e.kv_bytes_full);
+  w.key("kv_bytes_total").pack(e.kv_bytes_total);
+  // One map per K/V group (memory kinds: full attention, sliding windows).
+  const size_t n_groups = e.kv_group_windows.size();
+  const auto at = [](const std::vector<uint32_t>& v, size_t i) { return i < v.size() ? v[i] : 0u; };
+  w.key("kv_groups").pack_array(static_cast<uint32_t>(n_groups));
+  for (size_t g = 0; g < n_groups; ++g) {
+    w.pk().pack_map(4);
+    w.key("window").pack(at(e.kv_group_windows, g));
+    w.key("layers").pack(at(e.kv_group_layers, g));
+    w.key("blocks_used").pack(at(e.kv_group_blocks_used, g));
+    w.key("blocks_released").pack(at(e.kv_group_blocks_released, g));
+  }
   w.key_f64("prefix_cache_hit_rate", e.prefix_cache_hit_rate);
   w.key("tokens_generated").pack(e.tokens_generated);
   w.key("tokens_prefilled").pack(e.tokens_prefilled);

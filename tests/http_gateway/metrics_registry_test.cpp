@@ -83,6 +83,7 @@ TEST(MetricsRegistry, EveryFamilyOfHttpMdWithItsType) {
       {"cortex_rejections", "counter"}, {"cortex_requests_running", "gauge"},
       {"cortex_requests_waiting", "gauge"}, {"cortex_kv_blocks_used", "gauge"},
       {"cortex_kv_blocks_total", "gauge"}, {"cortex_kv_bytes_per_token", "gauge"}, {"cortex_connections", "gauge"},
+      {"cortex_kv_bytes_used", "gauge"}, {"cortex_kv_bytes_full", "gauge"}, {"cortex_kv_bytes_total", "gauge"},  // memory kinds
       {"cortex_model_loaded", "gauge"}, {"cortex_time_to_first_token_seconds", "histogram"},
       {"cortex_inter_token_latency_seconds", "histogram"}, {"cortex_request_duration_seconds", "histogram"},
       {"cortex_queue_time_seconds", "histogram"}, {"cortex_step_duration_seconds", "histogram"},
@@ -111,6 +112,8 @@ TEST(MetricsRegistry, RecordedValuesParseBack) {
   m.set_kv_blocks_used(40);
   m.set_kv_blocks_total(512);
   m.set_kv_bytes_per_token(22528);
+  m.set_kv_bytes(1000, 3600, 9000);
+  m.set_kv_groups({{0, 10, 0}, {1024, 2, 8}});
   m.set_connections("http", 7);
   m.set_connections("zmq", 1);
   m.set_model_loaded(true);
@@ -134,6 +137,12 @@ TEST(MetricsRegistry, RecordedValuesParseBack) {
   EXPECT_EQ(value(f, "cortex_kv_blocks_used", "cortex_kv_blocks_used", json::object()), 40);
   EXPECT_EQ(value(f, "cortex_kv_blocks_total", "cortex_kv_blocks_total", json::object()), 512);
   EXPECT_EQ(value(f, "cortex_kv_bytes_per_token", "cortex_kv_bytes_per_token", json::object()), 22528);
+  EXPECT_EQ(value(f, "cortex_kv_bytes_used", "cortex_kv_bytes_used", json::object()), 1000);
+  EXPECT_EQ(value(f, "cortex_kv_bytes_full", "cortex_kv_bytes_full", json::object()), 3600);
+  EXPECT_EQ(value(f, "cortex_kv_bytes_total", "cortex_kv_bytes_total", json::object()), 9000);
+  EXPECT_EQ(value(f, "cortex_kv_group_blocks_used", "cortex_kv_group_blocks_used", {{"group", "0"}, {"window", "0"}}), 10);
+  EXPECT_EQ(value(f, "cortex_kv_group_blocks_used", "cortex_kv_group_blocks_used", {{"group", "1"}, {"window", "1024"}}), 2);
+  EXPECT_EQ(value(f, "cortex_kv_group_blocks_released", "cortex_kv_group_blocks_released", {{"group", "1"}, {"window", "1024"}}), 8);
   EXPECT_EQ(value(f, "cortex_connections", "cortex_connections", {{"gateway", "http"}}), 7);
   EXPECT_EQ(value(f, "cortex_connections", "cortex_connections", {{"gateway", "zmq"}}), 1);
   EXPECT_EQ(value(f, "cortex_model_loaded", "cortex_model_loaded", json::object()), 1);

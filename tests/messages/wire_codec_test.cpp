@@ -281,6 +281,13 @@ TEST(wire_codec, stats_every_field) {
   s.engine.kv_blocks_total = 64;
   s.engine.kv_type = "q8_0";
   s.engine.kv_bytes_per_token = 3740;
+  s.engine.kv_bytes_used = 4000;
+  s.engine.kv_bytes_full = 12000;
+  s.engine.kv_bytes_total = 64000;
+  s.engine.kv_group_windows = {0, 1024};
+  s.engine.kv_group_layers = {1, 5};
+  s.engine.kv_group_blocks_used = {30, 20};
+  s.engine.kv_group_blocks_released = {0, 10};
   s.engine.prefix_cache_hit_rate = 0.25;
   s.engine.tokens_generated = 1000;
   s.engine.tokens_prefilled = 5000;
@@ -293,7 +300,8 @@ TEST(wire_codec, stats_every_field) {
   s.uptime_s = 42.5;
   const server_message m = read(encode_stats("", 0, s));
   EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "running", "waiting", "kv_blocks_used", "kv_blocks_total",
-                                                  "kv_type", "kv_bytes_per_token", "prefix_cache_hit_rate", "tokens_generated", "tokens_prefilled",
+                                                  "kv_type", "kv_bytes_per_token", "kv_bytes_used", "kv_bytes_full", "kv_bytes_total",
+                                                  "kv_groups", "prefix_cache_hit_rate", "tokens_generated", "tokens_prefilled",
                                                   "requests_finished", "preemptions", "spec_drafted_tokens",
                                                   "spec_accepted_tokens", "malformed_messages",
                                                   "step_batch_tokens_mean", "ttft_ms", "itl_ms", "uptime_s"}));
@@ -304,6 +312,13 @@ TEST(wire_codec, stats_every_field) {
   EXPECT_EQ(m.get_uint("kv_blocks_total"), 64u);
   EXPECT_EQ(m.get_string("kv_type"), "q8_0");
   EXPECT_EQ(m.get_uint("kv_bytes_per_token"), 3740u);
+  EXPECT_EQ(m.get_uint("kv_bytes_used"), 4000u);
+  EXPECT_EQ(m.get_uint("kv_bytes_full"), 12000u);
+  EXPECT_EQ(m.get_uint("kv_bytes_total"), 64000u);
+  const auto groups = m.get("kv_groups")->as<std::vector<std::map<std::string, uint64_t>>>();
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0], (std::map<std::string, uint64_t>{{"window", 0}, {"layers", 1}, {"blocks_used", 30}, {"blocks_released", 0}}));
+  EXPECT_EQ(groups[1], (std::map<std::string, uint64_t>{{"window", 1024}, {"layers", 5}, {"blocks_used", 20}, {"blocks_released", 10}}));
   EXPECT_EQ(m.get_double("prefix_cache_hit_rate"), 0.25);
   EXPECT_EQ(m.get_uint("tokens_generated"), 1000u);
   EXPECT_EQ(m.get_uint("tokens_prefilled"), 5000u);
