@@ -13,6 +13,10 @@ bool is_proper_prefix(std::string_view s, std::string_view of) { return s.size()
 
 output_parser::output_parser(output_options o) : opt_(std::move(o)), format_(make_tool_format(opt_.format)) {
   if (!format_) format_ = make_tool_format("hermes");
+  if (!opt_.tools_json.empty()) {
+    auto tools = nlohmann::ordered_json::parse(opt_.tools_json, nullptr, false);
+    if (!tools.is_discarded()) format_->set_tools(tools);
+  }
 }
 
 parsed_output output_parser::parse(bool partial) const {

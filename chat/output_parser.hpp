@@ -36,6 +36,7 @@ struct output_options {
   bool thinking_open = false;     // the generation prompt opened a <think> block
   bool split_reasoning = true;    // reasoning_format auto (false: none)
   uint64_t id_seed = 0;           // makes the call ids unique per request
+  std::string tools_json;         // the offered tools (a family may read value types from them)
 };
 
 class output_parser {

@@ -23,7 +23,10 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "chat/chat_output.hpp"
+#include "model/expected.hpp"
 
 namespace cortex::chat {
 
@@ -60,6 +63,20 @@ class tool_format {
   // chooses to stop still ends in a complete answer).
   virtual std::string gbnf_after_opener(const std::string& call_rule, bool parallel) const = 0;
 
+  // The offered tools (OpenAI function tools), for a family whose values'
+  // types come from the schemas (qwen3_coder). Default: unused.
+  virtual void set_tools(const nlohmann::ordered_json&) {}
+  // A family that writes arguments in a syntax of its own: rules (appended
+  // to `rules`, names starting with `prefix`) for the arguments of a tool
+  // with these `parameters`, returning the expression that starts them
+  // (it then stands where gbnf_call's args_rule does). Empty: the
+  // arguments are a JSON object (the schema's own grammar).
+  virtual expected<std::string> gbnf_arguments(const nlohmann::ordered_json& parameters, const std::string& prefix,
+                                               std::string& rules) const {
+    (void)parameters, (void)prefix, (void)rules;
+    return std::string();
+  }
+
   // Ids given to the calls of this family (Mistral's templates ask for 9
   // alphanumerics); `seed` makes them unique per request, `index` per call.
   virtual std::string call_id(uint64_t seed, uint32_t index) const;
@@ -68,7 +85,8 @@ class tool_format {
 // The known families: hermes (Hermes 2/3, Qwen 2.5, Qwen 3 and templates
 // with no syntax of their own), llama3 (Llama 3.1-3.3 JSON and
 // <|python_tag|>), mistral ([TOOL_CALLS]), deepseek (V3 / R1 call tokens),
-// harmony (gpt-oss), granite (<|tool_call|>).
+// harmony (gpt-oss), granite (<|tool_call|>), qwen3_coder (XML-style
+// <function=NAME><parameter=P> calls).
 std::unique_ptr<tool_format> make_tool_format(std::string_view name);
 const std::vector<std::string>& tool_format_names();
 

@@ -2,6 +2,8 @@
 // Internal to chat/; tests use them directly.
 #pragma once
 
+#include <map>
+
 #include "chat/tool_format.hpp"
 
 namespace cortex::chat {
@@ -65,6 +67,21 @@ class granite_format final : public tool_format {
   std::string opener() const override { return "<|tool_call|>"; }
   std::string gbnf_call(const tool_rule& t) const override;
   std::string gbnf_after_opener(const std::string& call_rule, bool parallel) const override;
+};
+
+class qwen3_coder_format final : public tool_format {
+ public:
+  const char* name() const override { return "qwen3_coder"; }
+  void parse(std::string_view text, bool partial, parsed_output& out) const override;
+  std::string opener() const override { return "<tool_call>"; }
+  std::string gbnf_call(const tool_rule& t) const override;
+  std::string gbnf_after_opener(const std::string& call_rule, bool parallel) const override;
+  void set_tools(const nlohmann::ordered_json& tools) override;
+  expected<std::string> gbnf_arguments(const nlohmann::ordered_json& parameters, const std::string& prefix,
+                                       std::string& rules) const override;
+
+ private:
+  std::map<std::string, std::map<std::string, bool>> string_params_;  // tool -> property -> is a string
 };
 
 // A JSON array of {name, arguments} objects at `pos` (Mistral v0.3,

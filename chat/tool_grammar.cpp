@@ -19,6 +19,15 @@ expected<std::string> tool_call_gbnf(const tool_format& f, const nlohmann::order
     const std::string name = (*fn)["name"].get<std::string>();
     ++i;
     if (mode == tool_choice_mode::named && name != only) continue;
+    const std::string prefix = "t" + std::to_string(i - 1) + "-";
+    if (fn->contains("parameters")) {  // a family with an argument syntax of its own
+      auto own = f.gbnf_arguments((*fn)["parameters"], prefix, rules);
+      if (!own) return fail(errc::invalid_param, "tools[" + std::to_string(i - 1) + "].function.parameters (" + name + "): " + own.error().message);
+      if (!own->empty()) {
+        call_alts += (call_alts.empty() ? "" : " | ") + std::string("(") + f.gbnf_call({name, *own}) + ")";
+        continue;
+      }
+    }
     std::string schema_gbnf;
     if (fn->contains("parameters") && !(*fn)["parameters"].is_null()) {
       auto g = json_schema_to_gbnf((*fn)["parameters"].dump());
@@ -27,7 +36,6 @@ expected<std::string> tool_call_gbnf(const tool_format& f, const nlohmann::order
     } else {
       schema_gbnf = json_object_gbnf();
     }
-    const std::string prefix = "t" + std::to_string(i - 1) + "-";
     rules += gbnf_prefix_rules(schema_gbnf, prefix);
     call_alts += (call_alts.empty() ? "" : " | ") + std::string("(") + f.gbnf_call({name, prefix + "root"}) + ")";
   }

@@ -32,6 +32,7 @@ session_core::session_core(const tokenizer& tok, session_config cfg, session_clo
     opt.think_tags = o.think_tags;
     opt.thinking_open = o.thinking_open;
     opt.split_reasoning = o.split_reasoning;
+    opt.tools_json = cfg_.request.tools_json;
     opt.id_seed = cfg_.rid * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(t_accepted_ * 1000.0);
     parser_ = std::make_unique<chat::output_parser>(std::move(opt));
   }

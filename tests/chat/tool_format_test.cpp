@@ -234,7 +234,21 @@ TEST(ToolFormatGranite, JsonArray) {
                  {{"get_current_weather", R"({"location":"Boston"})"}});
 }
 
+TEST(ToolFormatQwen3Coder, XmlCallsTypedBySchema) {
+  auto o = opts("qwen3_coder");
+  o.tools_json = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "zip": {"type": "string"}}}}}])";
+  expect_message(o,
+                 "I'll check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Francisco, CA\n</parameter>\n"
+                 "<parameter=days>\n3\n</parameter>\n<parameter=zip>\n94103\n</parameter>\n</function>\n</tool_call>\n"
+                 "<tool_call>\n<function=get_weather>\n<parameter=city>\nLine one\nline two\n</parameter>\n</function>\n</tool_call>",
+                 "I'll check.",
+                 {{"get_weather", R"({"city":"San Francisco, CA","days":3,"zip":"94103"})"},
+                  {"get_weather", R"({"city":"Line one\nline two"})"}});
+}
+
 TEST(ToolFormatDetect, FromTemplates) {
+  EXPECT_EQ(detect_template_traits("{{ '<tool_call>\n<function=' + name + '>\n<parameter=' }}").format, "qwen3_coder");
   EXPECT_EQ(detect_template_traits("{{ '<tool_call>' }}{% if tools %}{% endif %}<think>").format, "hermes");
   EXPECT_TRUE(detect_template_traits("<think>").think_tags);
   EXPECT_EQ(detect_template_traits("<|start_header_id|>ipython<|end_header_id|>").format, "llama3");

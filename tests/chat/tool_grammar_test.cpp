@@ -67,6 +67,25 @@ TEST(ToolGrammar, RequiredInEachFamilySyntax) {
   }
 }
 
+TEST(ToolGrammar, Qwen3CoderParametersFromTheSchema) {
+  const std::string g = gbnf_of("qwen3_coder", tool_choice_mode::required);
+  const std::string call =
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+      "</function>\n</tool_call>";
+  EXPECT_TRUE(accepts(g, call));
+  EXPECT_TRUE(accepts(g, "<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(accepts(g, "<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\n<parameter=days>\n9\n"
+                          "</parameter>\n</function>\n</tool_call>"));
+  output_options o;
+  o.format = "qwen3_coder";
+  o.parse_tool_calls = true;
+  o.tools_json = k_tools.dump();
+  auto r = parse_output(o, call);
+  ASSERT_EQ(r.tool_calls.size(), 1u);
+  EXPECT_EQ(r.tool_calls[0].arguments, R"({"city":"New York","days":3})");
+}
+
 TEST(ToolGrammar, NamedAllowsOnlyThatTool) {
   const std::string g = gbnf_of("hermes", tool_choice_mode::named, "get_time");
   EXPECT_TRUE(accepts(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
