@@ -22,6 +22,13 @@ struct dense_layout {
   bool always_tied = false;     // output is token_embd even if output.weight exists
   bool rope_freqs = true;       // an optional rope_freqs.weight (n_rot/2,)
   bool longrope = false;        // optional rope_factors_long / rope_factors_short (n_rot/2,)
+
+  // This layout with `flag` set: dense_layout{}.with(&dense_layout::qk_norm).
+  constexpr dense_layout with(bool dense_layout::*flag) const {
+    dense_layout o = *this;
+    o.*flag = true;
+    return o;
+  }
 };
 
 void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, const dense_layout& layout);

@@ -19,12 +19,7 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-constexpr dense_layout layout = [] {
-  dense_layout o;
-  o.post_norms = true;
-  o.always_tied = true;
-  return o;
-}();
+constexpr dense_layout layout = dense_layout{}.with(&dense_layout::post_norms).with(&dense_layout::always_tied);
 
 }  // namespace
 

@@ -24,12 +24,7 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-constexpr dense_layout layout = [] {
-  dense_layout o;
-  o.post_norms = true;
-  o.qk_norm = true;
-  return o;
-}();
+constexpr dense_layout layout = dense_layout{}.with(&dense_layout::post_norms).with(&dense_layout::qk_norm);
 
 }  // namespace
 

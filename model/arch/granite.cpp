@@ -24,11 +24,7 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-constexpr dense_layout layout = [] {
-  dense_layout o;
-  o.optional_qkv_bias = true;
-  return o;
-}();
+constexpr dense_layout layout = dense_layout{}.with(&dense_layout::optional_qkv_bias);
 
 }  // namespace
 

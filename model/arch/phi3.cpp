@@ -23,13 +23,8 @@ status read(hparam_reader& r, model_hparams& hp) {
   return status::ok();
 }
 
-constexpr dense_layout layout = [] {
-  dense_layout o;
-  o.fused_qkv = true;
-  o.fused_gate_up = true;
-  o.longrope = true;
-  return o;
-}();
+constexpr dense_layout layout =
+    dense_layout{}.with(&dense_layout::fused_qkv).with(&dense_layout::fused_gate_up).with(&dense_layout::longrope);
 
 }  // namespace
 

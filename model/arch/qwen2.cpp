@@ -5,11 +5,7 @@
 
 namespace cortex {
 namespace {
-constexpr dense_layout layout = [] {
-  dense_layout o;
-  o.qkv_bias = true;
-  return o;
-}();
+constexpr dense_layout layout = dense_layout{}.with(&dense_layout::qkv_bias);
 }  // namespace
 
 extern const arch_def arch_qwen2{"qwen2", read_common_keys<rope_kind::neox>, dense_table<layout>, pre_norm_silu_layer};

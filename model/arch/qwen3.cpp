@@ -7,11 +7,7 @@
 
 namespace cortex {
 namespace {
-constexpr dense_layout layout = [] {
-  dense_layout o;
-  o.qk_norm = true;
-  return o;
-}();
+constexpr dense_layout layout = dense_layout{}.with(&dense_layout::qk_norm);
 }  // namespace
 
 extern const arch_def arch_qwen3{"qwen3", read_common_keys<rope_kind::neox>, dense_table<layout>, pre_norm_silu_layer};
