@@ -1,5 +1,6 @@
 #include "actors/executor/step_runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <thread>
@@ -31,7 +32,9 @@ step_runner::step_runner(std::shared_ptr<const model> m, const executor_config& 
       cfg_(cfg),
       pool_(cfg.n_threads),
       fwd_(*model_, pool_, cfg.n_ctx_seq),
-      kv_(model_->hparams(), cfg.n_kv_blocks, cfg.block_size, cfg.kv_type) {}
+      kv_(model_->hparams(),
+          cfg.kv_groups_by_window ? kv_group_layout::by_window(model_->hparams()) : kv_group_layout::single(model_->hparams()),
+          cfg.n_kv_blocks, cfg.block_size, cfg.kv_type) {}
 
 void step_runner::open(const sequence_open& o) {
   seqs_.erase(o.rid);
@@ -105,11 +108,24 @@ status step_runner::check(const engine_step& step) const {
       }
     }
     const int64_t end = static_cast<int64_t>(e.pos0) + static_cast<int64_t>(e.tokens.size());
-    if (e.pos0 < 0 || (end + cfg_.block_size - 1) / cfg_.block_size > static_cast<int64_t>(e.block_table.size())) {
-      return bad("block table of request " + std::to_string(e.rid) + " does not cover its positions");
+    const int n_groups = kv_.groups().n_groups();
+    if (e.more_block_tables.size() + 1 != static_cast<size_t>(n_groups)) {
+      return bad("request " + std::to_string(e.rid) + " has " + std::to_string(e.more_block_tables.size() + 1) +
+                 " block tables for " + std::to_string(n_groups) + " K/V groups");
     }
-    for (int32_t b : e.block_table) {
-      if (b < 0 || b >= kv_.n_blocks()) return bad("block id " + std::to_string(b) + " outside the arena");
+    for (int g = 0; g < n_groups; ++g) {
+      const std::vector<int32_t>& table = g == 0 ? e.block_table : e.more_block_tables[static_cast<size_t>(g - 1)];
+      if (e.pos0 < 0 || (end + cfg_.block_size - 1) / cfg_.block_size > static_cast<int64_t>(table.size())) {
+        return bad("block table of request " + std::to_string(e.rid) + " does not cover its positions");
+      }
+      // A released entry only where no query of the step looks.
+      const int window = kv_.groups().groups[static_cast<size_t>(g)].window;
+      const int64_t n_unseen = window > 0 ? std::max<int64_t>(0, int64_t{e.pos0} - window + 1) / cfg_.block_size : 0;
+      for (size_t i = 0; i < table.size(); ++i) {
+        const int32_t b = table[i];
+        if (b == kv_block_released && static_cast<int64_t>(i) < n_unseen) continue;
+        if (b < 0 || b >= kv_.n_blocks()) return bad("block id " + std::to_string(b) + " outside the arena");
+      }
     }
     for (int32_t t : e.tokens) {
       if (t < 0 || t >= n_vocab) return bad("token id " + std::to_string(t) + " outside the vocabulary");
@@ -196,13 +212,21 @@ engine_step_result step_runner::run(const engine_step& step) {
     return res;
   }
   batch_.clear();
-  for (const auto& e : step.entries) {
+  if (group_tables_.size() < step.entries.size()) group_tables_.resize(step.entries.size());
+  for (size_t k = 0; k < step.entries.size(); ++k) {
+    const step_entry& e = step.entries[k];
     batch_seq s;
     s.tokens = e.tokens.data();
     s.n_tokens = static_cast<int32_t>(e.tokens.size());
     s.pos0 = e.pos0;
     s.block_table = e.block_table.data();
     s.n_blocks = static_cast<int32_t>(e.block_table.size());
+    if (!e.more_block_tables.empty()) {
+      std::vector<const int32_t*>& tables = group_tables_[k];
+      tables.assign(1, e.block_table.data());
+      for (const auto& t : e.more_block_tables) tables.push_back(t.data());
+      s.group_tables = tables.data();
+    }
     // A speculative entry needs a row per position from its last known
     // token on (its known tokens are one decode token: all rows are those).
     s.logits = !e.sample || e.embed ? logits_mode::none : e.n_draft > 0 ? logits_mode::all : logits_mode::last;

@@ -30,6 +30,10 @@ struct executor_config {
   int n_ctx_seq = 0;      // the context one request may reach (LongRoPE's factor choice); 0: the model's
   int block_size = 16;
   kernels::kv_type kv_type = kernels::kv_type::f16;  // element type of the arena
+  // K/V in groups by memory kind (kv_group_layout::by_window: sliding-window
+  // layers apart, n_kv_blocks blocks of the groups' size, one block table
+  // per group in each step_entry); false: one group of every layer.
+  bool kv_groups_by_window = false;
   // Injected faults (actors/runtime/fault_plan.hpp); 0: off.
   uint64_t fault_fail_step = 0;   // the step with this id fails
   uint64_t fault_stall_step = 0;  // the step with this id first sleeps fault_stall_ms
@@ -59,6 +63,9 @@ class step_runner {
 
   // Test hook: the next n steps fail.
   void fail_next(uint32_t n) { fail_next_ = n; }
+  // Test hook: row r of the last step's logits (rows in batch order, as run() sampled them).
+  const float* logits(int row) const { return fwd_.logits(row); }
+  const kv_arena& arena() const { return kv_; }
 
  private:
   // Sequences with the same grammar text share one matcher (its interned
@@ -120,6 +127,7 @@ class step_runner {
   };
   std::unordered_map<request_id, pooled_sum> sums_;  // embed requests mid-prompt
   std::vector<batch_seq> batch_;  // reused per step
+  std::vector<std::vector<const int32_t*>> group_tables_;  // (entries,) each one's tables per K/V group, reused per step
   uint32_t fail_next_ = 0;
 };
 
