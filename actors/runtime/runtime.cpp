@@ -1,5 +1,7 @@
 #include "actors/runtime/runtime.hpp"
 
+#include <map>
+#include <string>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -115,14 +117,16 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
                kernels::kv_type_name(c.kv_type), kv_bytes_per_token,
                static_cast<double>(rt->kv_blocks_) * static_cast<double>(kv_bytes_per_block) / 1048576.0, rt->n_ctx_);
   if (groups.n_groups() > 1) {
+    std::map<int, int> layers_by_window;  // memory kinds: window (0: full attention) -> layers
+    for (const kv_group& g : groups.groups) layers_by_window[g.window] += static_cast<int>(g.layers.size());
     std::string kinds;
-    for (const kv_group& g : groups.groups) {
-      kinds += (kinds.empty() ? "" : ", ") + std::to_string(g.layers.size()) + " layers " +
-               (g.window == 0 ? std::string("full") : "window " + std::to_string(g.window));
+    for (const auto& [window, n] : layers_by_window) {
+      kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + (window == 0 ? " full-attention" : " window-" + std::to_string(window)) +
+               (n == 1 ? " layer" : " layers");
     }
-    spdlog::info("K/V in {} groups of {} layers ({}): blocks of windowed groups are released once their window has "
-                 "passed; {} padding slots",
-                 groups.n_groups(), groups.layers_per_group, kinds, groups.n_padding_slots());
+    spdlog::info("K/V by memory kind: {}, in {} groups of {} layer slots ({} unused); windowed groups give their blocks "
+                 "back once the window has passed them",
+                 kinds, groups.n_groups(), groups.layers_per_group, groups.n_padding_slots());
   }
   return rt;
 }

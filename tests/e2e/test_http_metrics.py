@@ -17,7 +17,10 @@ COUNTERS = ["cortex_requests_total", "cortex_prompt_tokens_total", "cortex_gener
             # issue 13: speculative decoding (an extension beyond http.md)
             "cortex_spec_drafted_tokens_total", "cortex_spec_accepted_tokens_total"]
 GAUGES = ["cortex_requests_running", "cortex_requests_waiting", "cortex_kv_blocks_used", "cortex_kv_blocks_total",
-          "cortex_kv_bytes_per_token", "cortex_connections", "cortex_model_loaded"]
+          "cortex_kv_bytes_per_token", "cortex_connections", "cortex_model_loaded",
+          # K/V memory kinds (an extension beyond http.md): bytes held, without window release, in the arena; per group
+          "cortex_kv_bytes_used", "cortex_kv_bytes_full", "cortex_kv_bytes_total",
+          "cortex_kv_group_blocks_used", "cortex_kv_group_blocks_released"]
 HISTOGRAMS = ["cortex_time_to_first_token_seconds", "cortex_inter_token_latency_seconds",
               "cortex_request_duration_seconds", "cortex_queue_time_seconds", "cortex_step_duration_seconds",
               "cortex_step_batch_tokens"]
@@ -168,6 +171,15 @@ class HttpMetricsTest(support.ServerTestCase):
         # stories260K, f32 (support.Cortexd's default for golden tests): 5 layers x (K, V) x 4 KV heads x 8 x 4 bytes.
         self.assertEqual(self.stats["kv_bytes_per_token"], 1280)
         self.assertEqual(g("cortex_kv_blocks_used"), 0)
+        # Memory kinds: stories260K has no windowed layer, so one full-attention group of its 5 layers,
+        # whose blocks are the pool's (1280 bytes a token, 16 tokens a block).
+        self.assertEqual(self.stats["kv_groups"], [{"window": 0, "layers": 5, "blocks_used": 0, "blocks_released": 0}])
+        self.assertEqual(self.stats["kv_bytes_total"], self.stats["kv_blocks_total"] * 1280 * 16)
+        self.assertEqual(g("cortex_kv_bytes_total"), self.stats["kv_bytes_total"])
+        self.assertEqual(g("cortex_kv_bytes_used"), 0)
+        self.assertEqual(g("cortex_kv_bytes_full"), 0)
+        self.assertEqual(g("cortex_kv_group_blocks_used", group="0", window="0"), 0)
+        self.assertEqual(g("cortex_kv_group_blocks_released", group="0", window="0"), 0)
         self.assertEqual(g("cortex_requests_running"), 0)
         self.assertEqual(g("cortex_requests_waiting"), 0)
         self.assertEqual(g("cortex_model_loaded"), 1)
