@@ -5,7 +5,7 @@
 #include "apps/cortex/commands.hpp"
 #include "apps/cortex/common.hpp"
 #include "kernels/thread_pool.hpp"
-#include "model/single_sequence.hpp"
+#include "model/perplexity.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex::cli {
@@ -39,30 +39,11 @@ int cmd_perplexity(int argc, char** argv) {
     return 2;
   }
   kernels::thread_pool pool(thread_count(a));
-  single_sequence seq(*m, pool, n_ctx, kv_type);
-  const int n_vocab = m->hparams().n_vocab;
-  const int first = n_ctx / 2;
-  double nll = 0;
-  long count = 0;
   const double t0 = now_seconds();
-  for (int c = 0; c < n_chunks; ++c) {
-    std::vector<int32_t> window(ids.begin() + static_cast<long>(c) * n_ctx, ids.begin() + static_cast<long>(c + 1) * n_ctx);
-    if (tok.add_bos()) window[0] = tok.bos_id();
-    seq.reset();
-    seq.feed(window, logits_mode::all);
-    for (int j = first; j < n_ctx - 1; ++j) {
-      const float* lg = seq.logits(j);
-      float mx = lg[0];
-      for (int v = 1; v < n_vocab; ++v) mx = std::max(mx, lg[v]);
-      double sum = 0;
-      for (int v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(lg[v]) - mx);
-      const int32_t next = ids[static_cast<size_t>(c) * n_ctx + j + 1];
-      nll += -(static_cast<double>(lg[next]) - mx - std::log(sum));
-      ++count;
-    }
-    std::fprintf(stderr, "[%d/%d] running PPL %.4f (%.1f s)\n", c + 1, n_chunks, std::exp(nll / count), now_seconds() - t0);
-  }
-  std::printf("PPL = %.4f\n", std::exp(nll / count));
+  const perplexity_result r = windowed_perplexity(*m, pool, ids, n_ctx, kv_type, [&](int done, int total, double ppl) {
+    std::fprintf(stderr, "[%d/%d] running PPL %.4f (%.1f s)\n", done, total, ppl, now_seconds() - t0);
+  });
+  std::printf("PPL = %.4f\n", r.ppl);
   return 0;
 }
 
