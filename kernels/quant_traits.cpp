@@ -42,6 +42,7 @@ void quantize_row_f16(const float*, void*, int64_t);
 void quantize_row_bf16(const float*, void*, int64_t);
 void quantize_row_q4_0(const float*, void*, int64_t);
 void quantize_row_q4_1(const float*, void*, int64_t);
+void quantize_row_q5_0(const float*, void*, int64_t);
 void quantize_row_q5_1(const float*, void*, int64_t);
 void quantize_row_q8_0(const float*, void*, int64_t);
 void quantize_row_q2_k(const float*, void*, int64_t);
@@ -141,7 +142,7 @@ struct trait_table {
        CORTEX_MATMUL(q4_0), &packed_q4_0},
       {ggml_type::q4_1, "q4_1", 32, sizeof(block_q4_1), dequantize_row_q4_1, quantize_row_q4_1, xf::q8_1, 0,
        CORTEX_MATMUL(q4_1), nullptr},
-      {ggml_type::q5_0, "q5_0", 32, sizeof(block_q5_0), dequantize_row_q5_0, nullptr, xf::q8_32, 16,
+      {ggml_type::q5_0, "q5_0", 32, sizeof(block_q5_0), dequantize_row_q5_0, quantize_row_q5_0, xf::q8_32, 16,
        CORTEX_MATMUL(q5_0), &packed_q5_0},
       {ggml_type::q5_1, "q5_1", 32, sizeof(block_q5_1), dequantize_row_q5_1, quantize_row_q5_1, xf::q8_1, 0,
        CORTEX_MATMUL(q5_1), nullptr},

@@ -51,6 +51,34 @@ void quantize_q4_0(const float* x, block_q4_0* y, int64_t nb) {
   }
 }
 
+// q5_0: d = max / -16 (max: the element of largest magnitude, signed), codes
+// truncate v / d + 16.5 and clamp to 31 (the reference's MIN(31, (int8_t)...));
+// the low 4 bits of elements j and j + 16 share byte j, the fifth bits go to
+// bit j and bit j + 16 of qh (little-endian).
+void quantize_q5_0(const float* x, block_q5_0* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += 32) {
+    float amax = 0.0f, vmax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        vmax = x[j];
+      }
+    }
+    const float d = vmax / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(31, static_cast<int>(x[j] * id + 16.5f));
+      const int q1 = std::min(31, static_cast<int>(x[j + 16] * id + 16.5f));
+      y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<uint32_t>((q0 & 0x10) >> 4) << j;
+      qh |= static_cast<uint32_t>((q1 & 0x10) >> 4) << (j + 16);
+    }
+    for (int b = 0; b < 4; ++b) y[i].qh[b] = static_cast<uint8_t>(qh >> (8 * b));
+  }
+}
+
 // q4_1 / q5_1 (nmax 15 / 31): d = (max - min) / nmax, m = min, codes
 // truncate (x - min) / d + 0.5. q5_1 stores the fifth bit of element j in
 // bit j of qh. q4_1 clamps to 15; q5_1 does not (the reference does not
@@ -482,6 +510,7 @@ void quantize_row_q4_0(const float* x, void* y, int64_t n) { quantize_q4_0(x, st
 void quantize_row_q4_1(const float* x, void* y, int64_t n) {
   quantize_scale_min_32<block_q4_1, 15>(x, static_cast<block_q4_1*>(y), n / 32);
 }
+void quantize_row_q5_0(const float* x, void* y, int64_t n) { quantize_q5_0(x, static_cast<block_q5_0*>(y), n / 32); }
 void quantize_row_q5_1(const float* x, void* y, int64_t n) {
   quantize_scale_min_32<block_q5_1, 31>(x, static_cast<block_q5_1*>(y), n / 32);
 }

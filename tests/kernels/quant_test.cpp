@@ -434,10 +434,30 @@ TEST(quantize, zero_rows_stay_zero) {
   }
 }
 
+// q5_0 as ggml's quantize_row_q5_0_ref lays it out: x = j - 16 has its
+// largest magnitude at j = 0 (-16), so d = -16 / -16 = 1 and code j = j: low
+// nibbles of j and j + 16 share byte j, the fifth bits (set for j >= 16) fill
+// the upper half of qh; dequantized, (code - 16) * d gives x back exactly.
+TEST(quantize, q5_0_layout_of_a_hand_computed_block) {
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[static_cast<size_t>(j)] = static_cast<float>(j - 16);
+  std::vector<uint8_t> q(22, 0);
+  ASSERT_EQ(quantize_row(ggml_type::q5_0, x.data(), q.data(), 32), 22u);
+  EXPECT_EQ(q[0] | q[1] << 8, 0x3C00) << "d = 1.0 in fp16";
+  EXPECT_EQ(q[2], 0x00);
+  EXPECT_EQ(q[3], 0x00);
+  EXPECT_EQ(q[4], 0xFF);
+  EXPECT_EQ(q[5], 0xFF);
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(q[static_cast<size_t>(6 + j)], j | (j << 4)) << j;
+  std::vector<float> back(32);
+  dequantize_row(ggml_type::q5_0, q.data(), back.data(), 32);
+  EXPECT_EQ(back, x);
+}
+
 TEST(quantize, unsupported_types_write_nothing) {
   const std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> q(1024, 0xcd);
-  for (ggml_type t : {ggml_type::q5_0, ggml_type::q8_1, ggml_type::q8_k, ggml_type::i32}) {
+  for (ggml_type t : {ggml_type::iq2_xxs, ggml_type::q8_1, ggml_type::q8_k, ggml_type::i32}) {
     EXPECT_FALSE(quantize_supported(t));
     EXPECT_EQ(quantize_row(t, x.data(), q.data(), 256), 0u);
   }
