@@ -74,6 +74,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   executor_config ec;
   ec.n_threads = threads;
   ec.n_kv_blocks = rt->kv_blocks_;
+  ec.n_ctx_seq = rt->n_ctx_;  // LongRoPE picks its factors by the context a request may reach, as llama.cpp does
   ec.kv_groups_by_window = true;
   ec.block_size = c.block_size;
   ec.kv_type = c.kv_type;
