@@ -28,12 +28,6 @@ struct batch_seq {
   int32_t pos0 = 0;                     // position of tokens[0]; K/V of [0, pos0) already in the arena
   const int32_t* block_table = nullptr; // block ids covering positions [0, pos0 + n_tokens)
   int32_t n_blocks = 0;                 // entries in block_table
-  // (n_groups,) each K/V group's table, of n_blocks entries, when the arena
-  // has several groups (model/kv_groups.hpp; a windowed group's entries
-  // before its window may be kv_block_released); null: block_table serves
-  // every layer.
-  const int32_t* const* group_tables = nullptr;
-  const int32_t* table(int group) const { return group_tables ? group_tables[group] : block_table; }
   logits_mode logits = logits_mode::last;  // rows run() writes; the executor asks for `last` exactly when the entry samples
   // Optional (n_embd,) accumulator, borrowed: when set, run() adds the sum of
   // this step's tokens' final hidden rows (after the output norm, llama.cpp's
@@ -41,6 +35,12 @@ struct batch_seq {
   // spans several steps (model/embedding.hpp). Null (the generation path)
   // costs nothing.
   float* hidden_sum = nullptr;
+  // (n_groups,) each K/V group's table, of n_blocks entries like block_table, when the arena
+  // has several groups (model/kv_groups.hpp; a windowed group's entries
+  // before its window may be kv_block_released); null: block_table serves
+  // every layer.
+  const int32_t* const* group_tables = nullptr;
+  const int32_t* table(int group) const { return group_tables ? group_tables[group] : block_table; }
 };
 
 // Linear layers sharing one input (q/k/v, gate/up, or a single matrix):

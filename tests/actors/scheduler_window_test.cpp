@@ -204,10 +204,12 @@ TEST(scheduler_windows, a_conversation_holds_its_window_and_stats_show_the_savin
   EXPECT_LE(max_windowed, 3 + 64 / 16);  // the window's blocks, plus a prefill chunk's
 }
 
-// Random arrivals, lengths, priorities and shared prefixes over three groups: the
-// executor's checks above hold at every step, every sequence ends once with
-// the tokens it would have got alone, and nothing leaks.
+// Random arrivals, lengths, priorities and shared prefixes over three groups,
+// in a pool small enough to preempt: the executor's checks above hold at
+// every step, every sequence ends once with the tokens it would have got
+// alone (recomputed after preemption where it was), and nothing leaks.
 TEST(scheduler_windows, random_workload_keeps_invariants_and_outputs) {
+  uint64_t n_preemptions = 0;
   for (const bool caching : {true, false}) {
     for (const uint32_t seed : {1u, 2u}) {
       std::mt19937 rng(seed);
@@ -230,12 +232,93 @@ TEST(scheduler_windows, random_workload_keeps_invariants_and_outputs) {
       }
       ASSERT_TRUE(h.run_until_idle(4000));
       h.expect_outputs(reqs);
+      n_preemptions += h.core.totals().n_preemptions;
       const kv_cache_stats st = h.kv.stats();
       EXPECT_EQ(st.n_blocks_used, 0);
       for (const auto& g : st.groups) EXPECT_EQ(g.n_blocks_released, 0);
       EXPECT_EQ(h.kv.check_invariants(), "");
     }
   }
+  EXPECT_GT(n_preemptions, 0u) << "the pool never ran short: no recomputation was tried";
+}
+
+// Speculative decoding over windows: prompt-lookup drafts are verified
+// against a fake model whose text repeats with a period of 35, so drafts
+// are often partly wrong; the rejected positions' blocks go back (truncate)
+// in every group, the windowed groups keep releasing, and each sequence
+// gets exactly the model's tokens.
+int32_t periodic_token(int32_t pos) { return pos % 5 == 0 ? 900 + (pos / 5) % 7 : 10 + pos % 7; }
+
+TEST(scheduler_windows, speculative_steps_truncate_every_group_and_keep_the_windows) {
+  scheduler_config cfg = sched_cfg(64, 4);
+  cfg.adaptive_drafts = false;  // every draft the lookup finds
+  kv_cache_manager kv(window_cfg(80, 4, true, {0, 16}));
+  scheduler_core core(cfg, kv);
+  std::map<request_id, int32_t> n_prompt;
+  for (request_id id = 1; id <= 3; ++id) {
+    seq_request r;
+    r.rid = id;
+    for (int32_t p = 0; p < 30 + 11 * static_cast<int32_t>(id); ++p) r.tokens_prompt.push_back(periodic_token(p));
+    n_prompt[id] = static_cast<int32_t>(r.tokens_prompt.size());
+    r.max_tokens = 90;
+    r.spec = {2, 6};
+    ASSERT_TRUE(core.add(std::move(r)).is_ok());
+  }
+  std::vector<int32_t> slots(static_cast<size_t>(kv.n_blocks() * kv.block_size()), -1);
+  const int32_t bs = kv.block_size();
+  std::map<request_id, std::vector<int32_t>> generated;
+  int64_t n_released_seen = 0;
+  for (int step = 0; step < 2000 && core.has_work(); ++step) {
+    const sched_plan plan = core.schedule();
+    ASSERT_EQ(core.check_invariants(), "");
+    std::vector<sched_sampled> sampled;
+    for (const step_entry& e : plan.entries) {
+      const sequence* s = core.find(e.rid);
+      ASSERT_NE(s, nullptr);
+      for (int32_t g = 0; g < kv.n_groups(); ++g) {
+        const std::vector<int32_t>& table = g == 0 ? e.block_table : e.more_block_tables[static_cast<size_t>(g - 1)];
+        const int32_t w = kv.group_window(g);
+        const int32_t first = w == 0 ? 0 : std::max(0, e.pos0 - w + 1);
+        n_released_seen += std::count(table.begin(), table.end(), kv_block_released);
+        for (int32_t p = first; p < e.pos0; ++p) {
+          const int32_t b = table[static_cast<size_t>(p / bs)];
+          ASSERT_GE(b, 0) << "seq " << e.rid << " group " << g << " pos " << p;
+          ASSERT_EQ(slots[static_cast<size_t>(b * bs + p % bs)], periodic_token(p)) << "seq " << e.rid << " group " << g << " pos " << p;
+        }
+        for (int32_t i = 0; i < e.n_tokens(); ++i) {
+          const int32_t p = e.pos0 + i;
+          slots[static_cast<size_t>(table[static_cast<size_t>(p / bs)] * bs + p % bs)] = e.tokens[static_cast<size_t>(i)];
+        }
+      }
+      if (!e.sample) continue;
+      // Row i predicts position pos0 + n_known + i; a draft there is kept
+      // while it is what the model says, and the first miss is replaced.
+      const int32_t n_known = e.n_tokens() - e.n_draft;
+      std::vector<int32_t> out;
+      const int32_t n_room = s->max_tokens - s->n_tokens_generated();
+      for (int32_t i = 0; i <= e.n_draft && static_cast<int32_t>(out.size()) < n_room; ++i) {
+        const int32_t q = e.pos0 + n_known + i;
+        out.push_back(periodic_token(q));
+        if (i == e.n_draft || e.tokens[static_cast<size_t>(n_known + i)] != periodic_token(q)) break;
+      }
+      generated[e.rid].insert(generated[e.rid].end(), out.begin(), out.end());
+      sampled.push_back({e.rid, out.front(), false, std::vector<int32_t>(out.begin() + 1, out.end())});
+    }
+    core.update(plan, sampled);
+    ASSERT_EQ(core.check_invariants(), "");
+  }
+  ASSERT_FALSE(core.has_work());
+  for (const auto& [id, n] : n_prompt) {
+    std::vector<int32_t> want;
+    for (int32_t p = n; p < n + 90; ++p) want.push_back(periodic_token(p));
+    EXPECT_EQ(generated[id], want) << id;
+  }
+  const scheduler_totals& t = core.totals();
+  EXPECT_GT(t.n_tokens_accepted, 0u);
+  EXPECT_LT(t.n_tokens_accepted, t.n_tokens_drafted) << "no draft was rejected: nothing was truncated";
+  EXPECT_GT(n_released_seen, 0);
+  EXPECT_EQ(kv.stats().n_blocks_used, 0);
+  for (const auto& g : kv.stats().groups) EXPECT_EQ(g.n_blocks_released, 0);
 }
 
 }  // namespace
