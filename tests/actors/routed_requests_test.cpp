@@ -146,5 +146,38 @@ TEST(cluster_stats, kv_type_is_the_workers_when_they_agree) {
   EXPECT_EQ(sum_engine_stats({a, b}).kv_bytes_per_token, 640u);
 }
 
+TEST(cluster_stats, kv_bytes_add_up_and_groups_add_up_group_by_group_when_the_workers_agree) {
+  engine_stats a, b;
+  a.kv_bytes_used = 100;
+  a.kv_bytes_full = 300;
+  a.kv_bytes_total = 1000;
+  b.kv_bytes_used = 50;
+  b.kv_bytes_full = 50;
+  b.kv_bytes_total = 1000;
+  a.kv_group_windows = b.kv_group_windows = {0, 1024};
+  a.kv_group_layers = b.kv_group_layers = {1, 5};
+  a.kv_group_blocks_used = {10, 4};
+  a.kv_group_blocks_released = {0, 6};
+  b.kv_group_blocks_used = {3, 3};
+  b.kv_group_blocks_released = {0, 0};
+  engine_stats s = sum_engine_stats({a, b});
+  EXPECT_EQ(s.kv_bytes_used, 150u);
+  EXPECT_EQ(s.kv_bytes_full, 350u);
+  EXPECT_EQ(s.kv_bytes_total, 2000u);
+  EXPECT_EQ(s.kv_group_windows, (std::vector<uint32_t>{0, 1024}));
+  EXPECT_EQ(s.kv_group_layers, (std::vector<uint32_t>{1, 5}));
+  EXPECT_EQ(s.kv_group_blocks_used, (std::vector<uint32_t>{13, 7}));
+  EXPECT_EQ(s.kv_group_blocks_released, (std::vector<uint32_t>{0, 6}));
+  // Workers of different models: only the bytes add up.
+  b.kv_group_windows = {0};
+  b.kv_group_layers = {6};
+  b.kv_group_blocks_used = {3};
+  b.kv_group_blocks_released = {0};
+  s = sum_engine_stats({a, b});
+  EXPECT_EQ(s.kv_bytes_used, 150u);
+  EXPECT_TRUE(s.kv_group_windows.empty());
+  EXPECT_TRUE(s.kv_group_blocks_used.empty());
+}
+
 }  // namespace
 }  // namespace cortex::cluster
