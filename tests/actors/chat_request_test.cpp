@@ -124,9 +124,9 @@ TEST_F(chat_request_test, without_a_chat_setup_messages_are_unsupported) {
 // forced choice becomes a grammar in the family's syntax (llama3 here).
 TEST_F(chat_request_test, tools_render_and_forced_choices_constrain_in_the_family_syntax) {
   // Llama 3.3's published template (the golden llama3_1 has no tool syntax).
-  std::string dir = __FILE__;
-  dir = dir.substr(0, dir.rfind('/'));
-  const std::string text = testing::read_file(dir + "/../data/chat_templates/llama3_3.jinja");
+  // From the source tree (not __FILE__: ccache's base_dir makes it relative
+  // to the build folder, and ctest runs the test from another one).
+  const std::string text = testing::read_file(std::string(CORTEX_SOURCE_DIR) + "/tests/data/chat_templates/llama3_3.jinja");
   auto t = chat_template::parse(text);
   ASSERT_TRUE(t) << t.error();
   chat_setup llama{std::move(*t), chat_stop_tokens(text, m->tokenizer().vocabulary()), "test", chat::detect_template_traits(text),
