@@ -11,7 +11,6 @@ namespace cortex {
 namespace {
 
 status read(hparam_reader& r, model_hparams& hp) {
-  if (auto st = r.read_common(hp, rope_kind::neox); !st) return st;
   if (auto st = gemma::read_shared(r, hp, /*n_layer_27b=*/46, /*pattern=*/2); !st) return st;
   float softcap = 0.0f;
   if (auto st = r.f32("attn_logit_softcapping", softcap); !st) return st;

@@ -12,7 +12,6 @@ namespace cortex {
 namespace {
 
 status read(hparam_reader& r, model_hparams& hp) {
-  if (auto st = r.read_common(hp, rope_kind::neox); !st) return st;
   if (auto st = gemma::read_shared(r, hp, /*n_layer_27b=*/62, /*pattern=*/6); !st) return st;
   float local_base = 10000.0f;
   if (auto st = r.f32("rope.freq_base_swa", local_base); !st) return st;

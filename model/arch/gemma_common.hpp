@@ -10,12 +10,13 @@
 
 namespace cortex::gemma {
 
-// Embeddings * sqrt(n_embd); scores * 1/sqrt(head_dim), or
+// The common keys (RoPE "neox"), then: embeddings * sqrt(n_embd); scores * 1/sqrt(head_dim), or
 // 1/sqrt(n_embd / n_head) for the 27B model (layer count n_layer_27b); the
 // layers with il % pattern != pattern - 1 see only the last
 // attention.sliding_window keys. The file's norm weights already hold
 // Gemma's 1 + w (the converter folded it in): used as stored.
 inline status read_shared(hparam_reader& r, model_hparams& hp, int n_layer_27b, int pattern) {
+  if (auto st = r.read_common(hp, rope_kind::neox); !st) return st;
   hp.embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
   const float scale = hp.n_layer == n_layer_27b ? 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head))
                                                 : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
