@@ -114,6 +114,12 @@ bool is_ws_only(std::string_view s);
 // Settled text of a partial parse: `s` without a suffix that might start
 // one of `markers`, and without trailing white space (which might precede one).
 std::string_view settled(std::string_view s, const std::vector<std::string_view>& markers);
+// Content around tagged calls (hermes, qwen3_coder): text before a call is
+// kept right-trimmed while no call came yet, and afterwards only when it is
+// more than white space; the tail after the last call likewise (settled
+// against `opener` while partial).
+void add_text_before_call(std::string_view before, parsed_output& out);
+void add_tail_text(std::string_view tail, bool partial, std::string_view opener, parsed_output& out);
 // A call from a JSON object {name, <args_key>}: arguments compact JSON text
 // (a string value is kept as it is). False when it is not such an object.
 bool call_from_json(std::string_view json_text, const std::vector<std::string>& args_keys, tool_call& out);

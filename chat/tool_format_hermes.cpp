@@ -18,16 +18,11 @@ void hermes_format::parse(std::string_view text, bool partial, parsed_output& ou
   while (true) {
     const size_t o = text.find(k_open, pos);
     if (o == std::string_view::npos) {
-      std::string_view tail = text.substr(pos);
-      if (partial) tail = fmt::settled(tail, {k_open});
-      else if (!out.tool_calls.empty()) tail = fmt::rtrim(tail);
-      if (out.tool_calls.empty() || !fmt::is_ws_only(tail)) out.content += tail;
+      fmt::add_tail_text(text.substr(pos), partial, k_open, out);
       return;
     }
-    std::string_view before = text.substr(pos, o - pos);
     const size_t n_content = out.content.size();
-    if (out.tool_calls.empty()) out.content += fmt::rtrim(before);
-    else if (!fmt::is_ws_only(before)) out.content += before;
+    fmt::add_text_before_call(text.substr(pos, o - pos), out);
     const size_t j = o + k_open.size();
     const size_t e = fmt::json_value_end(text, j);
     tool_call c;

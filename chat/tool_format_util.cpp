@@ -66,6 +66,17 @@ std::string_view settled(std::string_view s, const std::vector<std::string_view>
   return rtrim(s.substr(0, s.size() - hold));
 }
 
+void add_text_before_call(std::string_view before, parsed_output& out) {
+  if (out.tool_calls.empty()) out.content += rtrim(before);
+  else if (!is_ws_only(before)) out.content += before;
+}
+
+void add_tail_text(std::string_view tail, bool partial, std::string_view opener, parsed_output& out) {
+  if (partial) tail = settled(tail, {opener});
+  else if (!out.tool_calls.empty()) tail = rtrim(tail);
+  if (out.tool_calls.empty() || !is_ws_only(tail)) out.content += tail;
+}
+
 bool call_from_json(std::string_view json_text, const std::vector<std::string>& args_keys, tool_call& out) {
   auto j = nlohmann::ordered_json::parse(json_text.begin(), json_text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return false;

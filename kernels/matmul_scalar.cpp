@@ -211,33 +211,41 @@ int q3_k_scale(const uint8_t* scales, int j) {
   return (low | (high << 4)) - 32;
 }
 
-// q3_k: 16 sub-blocks of 16 with signed 6-bit scales; code = low 2 bits + 4 *
-// (bit 4h + p of hmask[l]) - 4 for element 128h + 32p + l.
-void rows_q3_k(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+// q3_k / q6_k: 16 sub-blocks of 16 with signed scales; Code(block, e) is the
+// signed code of element e, Scale(block, j) the scale of sub-block j.
+template <class Block, class Code, class Scale>
+void k16_signed_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1,
+                     Code code, Scale scale) {
   const int64_t nb = w.cols / 256;
   for (int t = 0; t < n_tokens; ++t) {
     const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
     const auto* qs = reinterpret_cast<const int8_t*>(xt);
     const auto* dx = reinterpret_cast<const float*>(xt + x.d_offset);
     for (int64_t r = r0; r < r1; ++r) {
-      const auto* blocks = reinterpret_cast<const block_q3_k*>(weight_row(w, r));
+      const auto* blocks = reinterpret_cast<const Block*>(weight_row(w, r));
       float sum = 0.f;
       for (int64_t b = 0; b < nb; ++b) {
-        const block_q3_k& blk = blocks[b];
+        const Block& blk = blocks[b];
         int isum = 0;
         for (int j = 0; j < 16; ++j) {
           int dot = 0;
-          for (int e = 16 * j; e < 16 * j + 16; ++e) {
-            const int high = (blk.hmask[e % 32] >> (e / 32)) & 1;
-            dot += (k_low2(blk.qs, e) + 4 * high - 4) * qs[b * 256 + e];
-          }
-          isum += q3_k_scale(blk.scales, j) * dot;
+          for (int e = 16 * j; e < 16 * j + 16; ++e) dot += code(blk, e) * qs[b * 256 + e];
+          isum += scale(blk, j) * dot;
         }
         sum += dx[b] * fp16_to_fp32(blk.d) * static_cast<float>(isum);
       }
       y[t * w.rows + r] = sum;
     }
   }
+}
+
+// q3_k: signed 6-bit scales; code = low 2 bits + 4 * (bit e / 32 of
+// hmask[e % 32]) - 4.
+void rows_q3_k(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
+  k16_signed_rows<block_q3_k>(
+      w, x, n_tokens, y, r0, r1,
+      [](const block_q3_k& blk, int e) { return k_low2(blk.qs, e) + 4 * ((blk.hmask[e % 32] >> (e / 32)) & 1) - 4; },
+      [](const block_q3_k& blk, int j) { return q3_k_scale(blk.scales, j); });
 }
 
 // q4_k / q5_k: Decode(block, e) gives the unsigned code (0..15 / 0..31) of element e.
@@ -301,26 +309,9 @@ int q6_k_code(const block_q6_k& b, int e) {
 }
 
 void rows_q6_k(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
-  const int64_t nb = w.cols / 256;
-  for (int t = 0; t < n_tokens; ++t) {
-    const uint8_t* xt = x.data + static_cast<size_t>(t) * x.stride;
-    const auto* qs = reinterpret_cast<const int8_t*>(xt);
-    const auto* dx = reinterpret_cast<const float*>(xt + x.d_offset);
-    for (int64_t r = r0; r < r1; ++r) {
-      const auto* blocks = reinterpret_cast<const block_q6_k*>(weight_row(w, r));
-      float sum = 0.f;
-      for (int64_t b = 0; b < nb; ++b) {
-        int isum = 0;
-        for (int j = 0; j < 16; ++j) {
-          int dot = 0;
-          for (int e = 16 * j; e < 16 * j + 16; ++e) dot += q6_k_code(blocks[b], e) * qs[b * 256 + e];
-          isum += blocks[b].scales[j] * dot;
-        }
-        sum += dx[b] * fp16_to_fp32(blocks[b].d) * static_cast<float>(isum);
-      }
-      y[t * w.rows + r] = sum;
-    }
-  }
+  k16_signed_rows<block_q6_k>(
+      w, x, n_tokens, y, r0, r1, [](const block_q6_k& blk, int e) { return q6_k_code(blk, e); },
+      [](const block_q6_k& blk, int j) { return static_cast<int>(blk.scales[j]); });
 }
 
 // iq4_xs: 8 sub-blocks of 32 with signed 6-bit scales, codes as iq4_nl's.
