@@ -46,10 +46,14 @@ expected<std::unique_ptr<model>> model::load(const std::string& path) {
   tensor_table table;
   arch->tensors(hp, w, table);
   if (auto st = table.bind(f); !st) return err(st);
-  for (float ff : w.rope_freqs) {
-    if (!(ff > 0.0f) || !std::isfinite(ff)) {
-      return err(fail(errc::malformed, "tensor 'rope_freqs.weight' holds " + std::to_string(ff) +
-                                           "; every factor must be positive and finite"));
+  for (auto [name, factors] : {std::pair<const char*, const std::vector<float>*>{"rope_freqs.weight", &w.rope_freqs},
+                                {"rope_factors_long.weight", &w.rope_long},
+                                {"rope_factors_short.weight", &w.rope_short}}) {
+    for (float ff : *factors) {
+      if (!(ff > 0.0f) || !std::isfinite(ff)) {
+        return err(fail(errc::malformed, std::string("tensor '") + name + "' holds " + std::to_string(ff) +
+                                             "; every factor must be positive and finite"));
+      }
     }
   }
 

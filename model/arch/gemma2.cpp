@@ -14,6 +14,7 @@ status read(hparam_reader& r, model_hparams& hp) {
   if (auto st = gemma::read_shared(r, hp, /*n_layer_27b=*/46, /*pattern=*/2); !st) return st;
   float softcap = 0.0f;
   if (auto st = r.f32("attn_logit_softcapping", softcap); !st) return st;
+  if (softcap < 0.0f) return fail(errc::malformed, "invalid metadata key '" + r.key("attn_logit_softcapping") + "'");
   for (auto& a : hp.attn) a.softcap = softcap;
   return status::ok();
 }

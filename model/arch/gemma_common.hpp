@@ -23,6 +23,7 @@ inline status read_shared(hparam_reader& r, model_hparams& hp, int n_layer_27b, 
   int window = 0;
   if (auto st = r.u32("attention.sliding_window", window); !st) return st;
   if (auto st = r.f32("final_logit_softcapping", hp.final_softcap); !st) return st;
+  if (hp.final_softcap < 0.0f) return fail(errc::malformed, "invalid metadata key '" + r.key("final_logit_softcapping") + "'");
   for (int il = 0; il < hp.n_layer; ++il) {
     layer_attention& a = hp.attn[static_cast<size_t>(il)];
     a.scale = scale;

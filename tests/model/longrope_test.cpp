@@ -74,5 +74,18 @@ TEST(longrope, short_factors_within_the_original_context_long_beyond) {
   for (const auto& p : {both, as_short, as_long, none}) std::remove(p.c_str());
 }
 
+// A factor of 0 would divide theta by zero: the file is refused at load,
+// naming the tensor, never run.
+TEST(longrope, a_factor_that_is_not_positive_is_refused_naming_the_tensor) {
+  std::vector<float> bad(8, 1.0f);
+  bad[3] = 0.0f;
+  const std::string path = phi3_with({{"rope_factors_long.weight", bad}}, 64, "bad");
+  auto m = model::load(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code, errc::malformed);
+  EXPECT_NE(m.error().message.find("rope_factors_long.weight"), std::string::npos) << m.error().message;
+}
+
 }  // namespace
 }  // namespace cortex
