@@ -4,6 +4,7 @@
 // x86/vec_entries.hpp.
 #include "kernels/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/x86/vec_entries.hpp"
@@ -70,6 +71,14 @@ float log_sum_exp(const float* x, int n) {
 
 void silu_mul(const float* gate, const float* up, float* out, int n) {
   detail::active_vec_entries().silu_mul(gate, up, out, n);
+}
+
+void swiglu_oai(const float* gate, const float* up, float* out, int n, float alpha, float limit) {
+  for (int i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    out[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
+  }
 }
 
 void gelu_mul(const float* gate, const float* up, float* out, int n) {

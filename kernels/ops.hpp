@@ -45,6 +45,11 @@ float log_sum_exp(const float* x, int n);
 // (SwiGLU). out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, int n);
 
+// gate (n,), up (n,) -> out (n,): gpt-oss's clamped SwiGLU, with
+// g = min(gate[i], limit): out[i] = g * sigmoid(alpha g) * (clamp(up[i],
+// -limit, limit) + 1). out may alias gate or up. REQUIRES: limit > 0.
+void swiglu_oai(const float* gate, const float* up, float* out, int n, float alpha, float limit);
+
 // gate (n,), up (n,) -> out (n,): out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU,
 // Gemma's FFN), gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
 // ggml's gelu. Computed as x * sigmoid(t), t = 2 sqrt(2/pi) (x + 0.044715

@@ -59,6 +59,11 @@ blocks::blocks(const model& m, kernels::thread_pool& pool, int n_ctx_seq) : m_(m
     ll.wo = make_linear_group(mm.wo, pool, f);
     ll.gate_up = make_linear_group(mm.gate_up, pool, f);
     ll.down = make_linear_group(mm.down, pool, f);
+    if (L.ffn_gate_inp.data != nullptr) ll.router = make_linear_group({&L.ffn_gate_inp}, pool, f);
+    for (size_t e = 0; e < L.gate_exps.size(); ++e) {
+      ll.exp_gate_up.push_back(make_linear_group({&L.gate_exps[e], &L.up_exps[e]}, pool, f));
+      ll.exp_down.push_back(make_linear_group({&L.down_exps[e]}, pool, f));
+    }
     linears_.push_back(std::move(ll));
   }
 }
@@ -84,8 +89,18 @@ void blocks::ensure_capacity(int n_tokens) {
   attn_.resize(T * h.n_embd_q());
   k_.resize(T * h.n_embd_kv());
   v_.resize(T * h.n_embd_kv());
-  gate_.resize(T * h.n_ff);
-  up_.resize(T * h.n_ff);
+  const size_t ff = static_cast<size_t>(std::max(h.n_ff, h.moe.n_ff_exp));
+  gate_.resize(T * ff);
+  up_.resize(T * ff);
+  if (h.moe.enabled()) {
+    const size_t K = static_cast<size_t>(h.moe.n_used);
+    moe_logits_.resize(T * h.moe.n_expert);
+    moe_sel_.resize(T * K);
+    moe_w_.resize(T * K);
+    moe_x_.resize(T * h.n_embd);
+    moe_out_.resize(T * K * h.n_embd);
+    moe_slots_.resize(static_cast<size_t>(h.moe.n_expert));
+  }
   capacity_tokens_ = n_tokens;
 }
 
@@ -172,16 +187,23 @@ void blocks::attention(int il) {
   add_bias(tmp_.data(), L.bo, n_tokens_);
 }
 
+void blocks::activate(float* gate, const float* up, int n, ffn_activation act) {
+  switch (act) {
+    case ffn_activation::gelu_tanh: kernels::gelu_mul(gate, up, gate, n); break;
+    case ffn_activation::silu: kernels::silu_mul(gate, up, gate, n); break;
+    case ffn_activation::swiglu_oai: kernels::swiglu_oai(gate, up, gate, n, 1.702f, 7.0f); break;
+  }
+}
+
 void blocks::ffn(int il, ffn_activation act) {
+  if (hp().moe.enabled()) {
+    moe_ffn(il, act);
+    return;
+  }
   const auto& LL = linears_[static_cast<size_t>(il)];
   float* const gate_up[2] = {gate_.data(), up_.data()};
   run_group(LL.gate_up, xn_.data(), n_tokens_, gate_up);
-  const int n = n_tokens_ * hp().n_ff;
-  if (act == ffn_activation::gelu_tanh) {
-    kernels::gelu_mul(gate_.data(), up_.data(), gate_.data(), n);
-  } else {
-    kernels::silu_mul(gate_.data(), up_.data(), gate_.data(), n);
-  }
+  activate(gate_.data(), up_.data(), n_tokens_ * hp().n_ff, act);
   float* const out[1] = {tmp_.data()};
   run_group(LL.down, gate_.data(), n_tokens_, out);
 }

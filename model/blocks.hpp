@@ -60,7 +60,9 @@ struct linear_group {
 linear_group make_linear_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool,
                                const gguf::file& f);
 
-enum class ffn_activation : uint8_t { silu, gelu_tanh };
+// silu: SwiGLU; gelu_tanh: GeGLU; swiglu_oai: gpt-oss's clamped SwiGLU,
+// min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1).
+enum class ffn_activation : uint8_t { silu, gelu_tanh, swiglu_oai };
 
 class blocks {
  public:
@@ -86,7 +88,9 @@ class blocks {
   // rope as hp().attn[il] says, this step's K/V into the arena, attention
   // with the layer's scale, softcap and window, then the output projection.
   void attention(int il);
-  // The gated FFN of layer il on xn(), into out(): down(act(gate x) * up x).
+  // The gated FFN of layer il on xn(), into out(): down(act(gate x) * up x);
+  // for a mixture-of-experts model (hp().moe), the same for each token's
+  // chosen experts, weighed (model/moe_ffn.cpp).
   void ffn(int il, ffn_activation act);
   // x += residual_scale * out().
   void residual();
@@ -96,7 +100,13 @@ class blocks {
  private:
   struct layer_linears {
     linear_group qkv, wo, gate_up, down;
+    linear_group router;                               // MoE: ffn_gate_inp
+    std::vector<linear_group> exp_gate_up, exp_down;   // MoE: per expert
   };
+  void moe_ffn(int il, ffn_activation act);
+  // The router: each token's chosen experts (moe_sel_) and weights (moe_w_).
+  void moe_route(int il);
+  void activate(float* gate, const float* up, int n, ffn_activation act);
   void ensure_capacity(int n_tokens);
   void rope_qk(int il);
   void head_norm(float* x, int n_heads, const std::vector<float>& w);
@@ -127,6 +137,16 @@ class blocks {
   std::vector<float> gate_;   // (T, n_ff)
   std::vector<float> up_;     // (T, n_ff)
   std::vector<float> tmp_;    // (T, n_embd)
+  // MoE (hp().moe), K = n_used: router logits (T, n_expert), each token's
+  // chosen experts and weights (T, K), the tokens of each expert as (t*K + k)
+  // slots, the gathered inputs (T, n_embd), and each slot's expert output
+  // (T*K, n_embd) summed per token in slot order as llama.cpp does.
+  std::vector<float> moe_logits_;
+  std::vector<int32_t> moe_sel_;
+  std::vector<float> moe_w_;
+  std::vector<std::vector<int32_t>> moe_slots_;
+  std::vector<float> moe_x_;
+  std::vector<float> moe_out_;
   std::vector<int32_t> seq_first_;  // (n_seqs,) index of each sequence's first token in the step
   struct attn_task {
     int seq, kv_head;

@@ -41,13 +41,25 @@ void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, c
     t.matrix(layer_tensor(l, "attn_output"), dq, d, &L.wo, R::attn_output, l);
     if (o.post_norms) t.vec(layer_tensor(l, "post_attention_norm"), d, &L.post_attn_norm, R::norm, l);
     t.vec(layer_tensor(l, "ffn_norm"), d, &L.ffn_norm, R::norm, l);
-    if (o.fused_gate_up) {
+    if (o.moe) {
+      const int64_t ne = hp.moe.n_expert, fe = hp.moe.n_ff_exp;
+      t.matrix(layer_tensor(l, "ffn_gate_inp"), d, ne, &L.ffn_gate_inp, R::ffn_gate_inp, l);
+      t.experts(layer_tensor(l, "ffn_gate_exps"), d, fe, ne, &L.gate_exps, R::ffn_gate_exps, l);
+      t.experts(layer_tensor(l, "ffn_up_exps"), d, fe, ne, &L.up_exps, R::ffn_up_exps, l);
+      t.experts(layer_tensor(l, "ffn_down_exps"), fe, d, ne, &L.down_exps, R::ffn_down_exps, l);
+      if (o.moe_biases) {
+        t.vec(layer_tensor(l, "ffn_gate_inp", "bias"), ne, &L.ffn_gate_inp_b, R::bias, l);
+        t.vecs(layer_tensor(l, "ffn_gate_exps", "bias"), fe, ne, &L.gate_exps_b, R::bias, l);
+        t.vecs(layer_tensor(l, "ffn_up_exps", "bias"), fe, ne, &L.up_exps_b, R::bias, l);
+        t.vecs(layer_tensor(l, "ffn_down_exps", "bias"), d, ne, &L.down_exps_b, R::bias, l);
+      }
+    } else if (o.fused_gate_up) {
       t.fused(layer_tensor(l, "ffn_up"), d, {{&L.w_gate, ff}, {&L.w_up, ff}}, R::ffn_gate_up, l);
     } else {
       t.matrix(layer_tensor(l, "ffn_gate"), d, ff, &L.w_gate, R::ffn_gate, l);
       t.matrix(layer_tensor(l, "ffn_up"), d, ff, &L.w_up, R::ffn_up, l);
     }
-    t.matrix(layer_tensor(l, "ffn_down"), ff, d, &L.w_down, R::ffn_down, l);
+    if (!o.moe) t.matrix(layer_tensor(l, "ffn_down"), ff, d, &L.w_down, R::ffn_down, l);
     if (o.post_norms) t.vec(layer_tensor(l, "post_ffw_norm"), d, &L.post_ffn_norm, R::norm, l);
   }
 }

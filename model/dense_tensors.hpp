@@ -22,6 +22,10 @@ struct dense_layout {
   bool always_tied = false;     // output is token_embd even if output.weight exists
   bool rope_freqs = true;       // an optional rope_freqs.weight (n_rot/2,)
   bool longrope = false;        // optional rope_factors_long / rope_factors_short (n_rot/2,)
+  // The FFN is a mixture of experts (hp.moe): ffn_gate_inp and
+  // ffn_{gate,up,down}_exps instead of ffn_gate / ffn_up / ffn_down.
+  bool moe = false;
+  bool moe_biases = false;      // and their biases (gpt-oss)
 
   // This layout with `flag` set: dense_layout{}.with(&dense_layout::qk_norm).
   constexpr dense_layout with(bool dense_layout::*flag) const {

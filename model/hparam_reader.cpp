@@ -90,4 +90,22 @@ status hparam_reader::read_common(model_hparams& hp, rope_kind rope, const char*
   return status::ok();
 }
 
+status hparam_reader::read_moe(model_hparams& hp, moe_gating gating, bool norm_weights) const {
+  moe_spec& m = hp.moe;
+  for (auto [k, dst] : std::initializer_list<std::pair<const char*, int*>>{
+           {"expert_count", &m.n_expert}, {"expert_used_count", &m.n_used}, {"expert_feed_forward_length", &m.n_ff_exp}}) {
+    if (auto st = u32(k, *dst); !st) return st;
+  }
+  if (m.n_used > m.n_expert || m.n_expert > 4096) {
+    return fail(errc::malformed, key("expert_used_count") + " " + std::to_string(m.n_used) + " with " +
+                                     key("expert_count") + " " + std::to_string(m.n_expert) +
+                                     ": a token cannot use more experts than the layer has (at most 4096)");
+  }
+  if (auto st = f32("expert_weights_scale", m.weights_scale); !st) return st;
+  if (m.weights_scale == 0.0f) m.weights_scale = 1.0f;  // llama.cpp: 0 means none
+  m.gating = gating;
+  m.norm_weights = norm_weights;
+  return status::ok();
+}
+
 }  // namespace cortex

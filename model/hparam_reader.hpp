@@ -32,6 +32,10 @@ class hparam_reader {
   // rope settings. Refuses rope scaling types other than none and linear
   // unless allow_scaling names the type.
   status read_common(model_hparams& hp, rope_kind rope, const char* allow_scaling = nullptr) const;
+  // A mixture of experts' sizes: expert_count, expert_used_count (at most
+  // the count), expert_feed_forward_length, and expert_weights_scale where
+  // present; the gating and weight normalisation are the architecture's.
+  status read_moe(model_hparams& hp, moe_gating gating, bool norm_weights) const;
 
  private:
   const gguf::file& f_;

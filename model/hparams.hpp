@@ -28,6 +28,24 @@ struct layer_attention {
   float rope_attn_factor = 1.0f;  // cos and sin * this (LongRoPE's rope.scaling.attn_factor)
 };
 
+// How a mixture-of-experts layer picks and weighs its experts (llama.cpp's
+// build_moe_ffn with the file's gating function).
+//   softmax:        probabilities = softmax(router logits); the top n_used
+//                   by probability, weighed by their probabilities (qwen3moe)
+//   softmax_weight: the top n_used by logit, weighed by the softmax of just
+//                   their logits (gpt-oss)
+enum class moe_gating : unsigned char { softmax, softmax_weight };
+
+struct moe_spec {
+  int n_expert = 0;        // experts per layer; 0: a dense FFN
+  int n_used = 0;          // experts each token runs
+  int n_ff_exp = 0;        // an expert's hidden width
+  moe_gating gating = moe_gating::softmax;
+  bool norm_weights = false;  // the chosen weights / their sum (at least 2^-14, as llama.cpp clamps it)
+  float weights_scale = 1.0f; // then * this
+  bool enabled() const { return n_expert > 0; }
+};
+
 struct model_hparams {
   std::string arch;     // general.architecture, as the registry names it
   int n_vocab = 0;
@@ -55,6 +73,7 @@ struct model_hparams {
   float logit_scale = 1.0f;      // logits * logit_scale
   float final_softcap = 0.0f;    // logits = c * tanh(logits / c)
   std::vector<layer_attention> attn;  // (n_layer,)
+  moe_spec moe;                       // every layer's FFN is a mixture of experts when enabled
 
   int n_embd_q() const { return n_head * head_dim; }
   int n_embd_kv() const { return n_head_kv * head_dim; }

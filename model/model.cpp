@@ -98,19 +98,16 @@ size_t view_bytes(const kernels::weight_view& v) { return static_cast<size_t>(v.
 }  // namespace
 
 size_t model::bytes_per_token() const {
-  size_t total = w_.token_embd.row_bytes;
-  for_each_matrix(w_, [&](const kernels::weight_view& v) { total += view_bytes(v); });
-  return total;
+  double total = static_cast<double>(w_.token_embd.row_bytes);
+  for_each_matrix(w_, hp_.moe.n_used, [&](const kernels::weight_view& v, double share) { total += share * view_bytes(v); });
+  return static_cast<size_t>(total);
 }
 
 std::string model::quant_name() const {
   std::map<std::string, size_t> bytes;
-  for (auto& L : w_.layers) {
-    const layer_matrices mm = matrices_of(L);
-    for (const auto* group : {&mm.qkv, &mm.wo, &mm.gate_up, &mm.down}) {
-      for (const auto* v : *group) bytes[type_traits(v->type).name] += view_bytes(*v);
-    }
-  }
+  for_each_matrix(w_, hp_.moe.n_used, [&](const kernels::weight_view& v, double) {
+    if (&v != &w_.output) bytes[type_traits(v.type).name] += view_bytes(v);
+  });
   std::string best;
   size_t most = 0;
   for (auto& [k, b] : bytes) {

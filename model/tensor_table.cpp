@@ -21,6 +21,11 @@ const char* role_name(tensor_role r) {
     case tensor_role::norm: return "norm";
     case tensor_role::bias: return "bias";
     case tensor_role::rope_freqs: return "rope_freqs";
+    case tensor_role::ffn_gate_inp: return "ffn_gate_inp";
+    case tensor_role::ffn_gate_exps: return "ffn_gate_exps";
+    case tensor_role::ffn_up_exps: return "ffn_up_exps";
+    case tensor_role::ffn_down_exps: return "ffn_down_exps";
+    case tensor_role::attn_sinks: return "attn_sinks";
   }
   return "?";
 }
@@ -45,6 +50,19 @@ void tensor_table::fused(std::string name, int64_t cols, std::vector<std::pair<k
 
 void tensor_table::vec(std::string name, int64_t n, std::vector<float>* dst, tensor_role role, int layer, bool required) {
   tensor_decl d{std::move(name), {n}, role, layer, required, {}, dst, nullptr};
+  decls_.push_back(std::move(d));
+}
+
+void tensor_table::experts(std::string name, int64_t cols, int64_t rows, int64_t n_expert,
+                           std::vector<kernels::weight_view>* dst, tensor_role role, int layer) {
+  tensor_decl d{std::move(name), {cols, rows, n_expert}, role, layer, true, {}, nullptr, nullptr};
+  d.experts = dst;
+  decls_.push_back(std::move(d));
+}
+
+void tensor_table::vecs(std::string name, int64_t n, int64_t n_rows, std::vector<float>* dst, tensor_role role, int layer,
+                        bool required) {
+  tensor_decl d{std::move(name), {n, n_rows}, role, layer, required, {}, dst, nullptr};
   decls_.push_back(std::move(d));
 }
 
@@ -107,13 +125,26 @@ status tensor_table::bind(const gguf::file& f) const {
     // also serves as the tied output matrix (checked there).
     const bool matmul = d.is_matrix() && d.role != tensor_role::token_embd;
     if (auto st = check_type(d.name, static_cast<uint32_t>(t->type), matmul); !st) return st;
-    if (!d.is_matrix()) {
-      d.vec->assign(static_cast<size_t>(d.ne[0]), 0.0f);
-      dequantize_row(t->type, t->data, d.vec->data(), d.ne[0]);
-      continue;
-    }
     const int64_t cols = d.ne[0];
     const size_t rb = row_size(t->type, cols);
+    if (!d.is_matrix()) {
+      const int64_t n_rows = d.ne.size() > 1 ? d.ne[1] : 1;
+      d.vec->assign(static_cast<size_t>(d.n_elements()), 0.0f);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        dequantize_row(t->type, static_cast<const uint8_t*>(t->data) + static_cast<size_t>(r) * rb,
+                       d.vec->data() + r * cols, cols);
+      }
+      continue;
+    }
+    if (d.experts != nullptr) {
+      const int64_t rows = d.ne[1];
+      d.experts->clear();
+      for (int64_t e = 0; e < d.ne[2]; ++e) {
+        d.experts->push_back(kernels::weight_view{
+            t->type, rows, cols, static_cast<const uint8_t*>(t->data) + static_cast<size_t>(e * rows) * rb, rb});
+      }
+      continue;
+    }
     int64_t row0 = 0;
     for (const auto& [dst, rows] : d.slices) {
       *dst = kernels::weight_view{t->type, rows, cols, static_cast<const uint8_t*>(t->data) + static_cast<size_t>(row0) * rb, rb};

@@ -21,7 +21,7 @@ namespace cortex {
 // (llama-quantize's categories).
 enum class tensor_role : unsigned char {
   token_embd, output, attn_q, attn_k, attn_v, attn_qkv, attn_output, ffn_gate, ffn_up, ffn_gate_up, ffn_down,
-  norm, bias, rope_freqs,
+  norm, bias, rope_freqs, ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps, attn_sinks,
 };
 const char* role_name(tensor_role r);
 
@@ -37,7 +37,14 @@ struct tensor_decl {
   std::vector<float>* vec = nullptr;
   // An absent optional matrix becomes this one (tied output embeddings).
   const kernels::weight_view* fallback = nullptr;
+  // A 3-D expert tensor (ne = [cols, rows, n_expert]): one view per expert.
+  std::vector<kernels::weight_view>* experts = nullptr;
   bool is_matrix() const { return vec == nullptr; }
+  int64_t n_elements() const {
+    int64_t n = 1;
+    for (int64_t e : ne) n *= e;
+    return n;
+  }
 };
 
 class tensor_table {
@@ -49,8 +56,16 @@ class tensor_table {
   // attn_qkv = [q; k; v], ffn_up = [gate; up]).
   void fused(std::string name, int64_t cols, std::vector<std::pair<kernels::weight_view*, int64_t>> parts,
              tensor_role role, int layer);
+  // The experts of a mixture-of-experts layer, one (rows, cols) matrix
+  // each: GGUF ne = [cols, rows, n_expert].
+  void experts(std::string name, int64_t cols, int64_t rows, int64_t n_expert, std::vector<kernels::weight_view>* dst,
+               tensor_role role, int layer);
   // A vector of n floats (norms, biases, rope factors), stored f32.
   void vec(std::string name, int64_t n, std::vector<float>* dst, tensor_role role, int layer, bool required = true);
+  // n_rows vectors of n floats, one after the other (per-expert biases:
+  // GGUF ne = [n, n_rows]), stored f32.
+  void vecs(std::string name, int64_t n, int64_t n_rows, std::vector<float>* dst, tensor_role role, int layer,
+            bool required = true);
   // The output matrix, tied to `embd` when the file has no output.weight.
   void output(int64_t cols, int64_t rows, kernels::weight_view* dst, const kernels::weight_view* embd);
 

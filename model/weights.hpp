@@ -22,6 +22,14 @@ struct layer_weights {
   kernels::weight_view w_gate, w_up;     // (n_ff, n_embd)
   kernels::weight_view w_down;           // (n_embd, n_ff)
   std::vector<float> post_ffn_norm;      // (n_embd,) on the FFN output before the residual add (gemma)
+  // Mixture of experts (hp.moe): the router and one 2-D view per expert of
+  // the 3-D ffn_{gate,up,down}_exps tensors; biases where the file has them.
+  kernels::weight_view ffn_gate_inp;                 // (n_expert, n_embd)
+  std::vector<float> ffn_gate_inp_b;                 // (n_expert,)
+  std::vector<kernels::weight_view> gate_exps, up_exps;  // n_expert x (n_ff_exp, n_embd)
+  std::vector<kernels::weight_view> down_exps;       // n_expert x (n_embd, n_ff_exp)
+  std::vector<float> gate_exps_b, up_exps_b;         // (n_expert * n_ff_exp,)
+  std::vector<float> down_exps_b;                    // (n_expert * n_embd,)
 };
 
 struct model_weights {
@@ -47,15 +55,23 @@ layer_matrices matrices_of(const layer_weights& L);
 // Every matrix a decode step streams, once each (layers in order, then the
 // output), with the token embedding's single row counted apart: the one
 // visitor behind bytes-per-token, the predominant type and the roofline.
+// fn(view, share): share is the fraction of the matrix one token reads on
+// average: 1, or n_used / n_expert for an expert's matrices (a token runs
+// n_used of them; the router is read whole).
 template <class Fn>
-void for_each_matrix(const model_weights& w, Fn&& fn) {
+void for_each_matrix(const model_weights& w, int n_expert_used, Fn&& fn) {
   for (const auto& L : w.layers) {
     const layer_matrices m = matrices_of(L);
     for (const auto* group : {&m.qkv, &m.wo, &m.gate_up, &m.down}) {
-      for (const auto* v : *group) fn(*v);
+      for (const auto* v : *group) fn(*v, 1.0);
+    }
+    if (L.ffn_gate_inp.data != nullptr) fn(L.ffn_gate_inp, 1.0);
+    const double share = L.gate_exps.empty() ? 0.0 : static_cast<double>(n_expert_used) / L.gate_exps.size();
+    for (const auto* experts : {&L.gate_exps, &L.up_exps, &L.down_exps}) {
+      for (const auto& v : *experts) fn(v, share);
     }
   }
-  fn(w.output);
+  fn(w.output, 1.0);
 }
 
 }  // namespace cortex

@@ -129,11 +129,11 @@ std::vector<int32_t> generate(runner& r, std::vector<int32_t> seq, int n, const 
 // weights and the output head, as the pass reads them.
 void print_floors(const model& mdl, kernels::thread_pool& pool, int n_verify, double decode_ms) {
   double bytes = 0, macs = 0;
-  auto add = [&](const kernels::weight_view& w) {
-    bytes += static_cast<double>(w.rows) * static_cast<double>(w.row_bytes);
-    macs += static_cast<double>(w.rows) * static_cast<double>(w.cols);
+  auto add = [&](const kernels::weight_view& w, double share) {
+    bytes += share * static_cast<double>(w.rows) * static_cast<double>(w.row_bytes);
+    macs += share * static_cast<double>(w.rows) * static_cast<double>(w.cols);
   };
-  for_each_matrix(mdl.weights(), add);
+  for_each_matrix(mdl.weights(), mdl.hparams().moe.n_used, add);
   const bench::machine_peaks peaks = bench::measure_peaks(pool, 0.2, 3);
   const double read_ms = bytes / peaks.read_bytes_per_s * 1e3;
   std::printf("floors: weights %.2f GiB at the measured read bandwidth %.1f GB/s: %.2f ms (%.2fx the decode step)", bytes / (1 << 30),

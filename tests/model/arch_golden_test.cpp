@@ -200,5 +200,8 @@ INSTANTIATE_TEST_SUITE_P(dense, arch_golden,
                                            "gemma2-f32", "gemma3-f32"),
                          param_name);
 
+// Mixture-of-experts files (issue "Mixture-of-experts and hybrid models").
+INSTANTIATE_TEST_SUITE_P(moe, arch_golden, ::testing::Values("qwen3moe-f32"), param_name);
+
 }  // namespace
 }  // namespace cortex

@@ -42,5 +42,8 @@ INSTANTIATE_TEST_SUITE_P(dense, arch_perplexity,
                                            "gemma2-f32", "gemma3-f32"),
                          testing::model_param_name<::testing::TestParamInfo<std::string>>);
 
+INSTANTIATE_TEST_SUITE_P(moe, arch_perplexity, ::testing::Values("qwen3moe-f32"),
+                         testing::model_param_name<::testing::TestParamInfo<std::string>>);
+
 }  // namespace
 }  // namespace cortex
