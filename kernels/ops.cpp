@@ -26,8 +26,22 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
   for (i = 0; i < n; ++i) out[i] = (x[i] * scale) * w[i];
 }
 
+yarn_params yarn_corr_dims(int n_rot, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                           float ext_factor) {
+  // The pair index whose wavelength makes n_turns rotations over n_ctx_orig positions.
+  auto corr_dim = [&](float n_turns) {
+    return static_cast<float>(n_rot) * logf(static_cast<float>(n_ctx_orig) / (n_turns * 2.0f * static_cast<float>(M_PI))) /
+           (2.0f * logf(freq_base));
+  };
+  yarn_params y;
+  y.ext_factor = ext_factor;
+  y.corr_low = std::max(0.0f, floorf(corr_dim(beta_fast)));
+  y.corr_high = std::min(static_cast<float>(n_rot - 1), ceilf(corr_dim(beta_slow)));
+  return y;
+}
+
 void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox, float freq_scale,
-          const float* freq_factors, float attn_factor) {
+          const float* freq_factors, float attn_factor, const yarn_params& yarn) {
   constexpr int max_pairs = 256;
   const int n_pairs = n_rot / 2;
   float cos_t[max_pairs];
@@ -36,9 +50,17 @@ void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_ba
   float theta = static_cast<float>(pos);
   for (int i = 0; i < n_pairs; ++i) {
     // ggml's rope_yarn order: divide by the factor, then scale.
-    const float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
-    cos_t[i] = cosf(t) * attn_factor;
-    sin_t[i] = sinf(t) * attn_factor;
+    const float extrap = freq_factors ? theta / freq_factors[i] : theta;
+    float t = freq_scale * extrap;
+    float mscale = attn_factor;
+    if (yarn.ext_factor != 0.0f) {
+      const float y = (static_cast<float>(i) - yarn.corr_low) / std::max(0.001f, yarn.corr_high - yarn.corr_low);
+      const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * yarn.ext_factor;
+      t = t * (1.0f - ramp_mix) + extrap * ramp_mix;
+      mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale);
+    }
+    cos_t[i] = cosf(t) * mscale;
+    sin_t[i] = sinf(t) * mscale;
     theta *= theta_scale;
   }
   // Pair i is (first + i*step_pair, first + i*step_pair + offset).

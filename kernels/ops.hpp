@@ -30,8 +30,23 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps);
 // cos and sin (ggml's mscale; LongRoPE's rope.scaling.attn_factor), 1: none.
 // REQUIRES: n_rot even, 0 < n_rot <= head_dim, n_rot <= 512, pos >= 0,
 // freq_factors (when given) > 0.
+//
+// YaRN (ggml's rope_yarn, with ext_factor != 0): pair i's angle blends the
+// interpolated angle (freq_scale * theta) and the extrapolated one (theta)
+// by ramp(i) * ext_factor, ramp(i) = 1 - clamp((i - corr_low) /
+// max(0.001, corr_high - corr_low), 0, 1); cos and sin are further scaled by
+// 1 + 0.1 ln(1 / freq_scale). corr_low / corr_high: yarn_corr_dims.
+struct yarn_params {
+  float ext_factor = 0.0f;  // 0: plain (linear) scaling
+  float corr_low = 0.0f, corr_high = 0.0f;
+};
+// ggml_rope_yarn_corr_dims: the first and last pair index of the ramp for a
+// model trained on n_ctx_orig positions (beta_fast / beta_slow rotations).
+yarn_params yarn_corr_dims(int n_rot, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                           float ext_factor);
 void rope(float* x, int n_heads, int head_dim, int n_rot, int pos, float freq_base, bool neox,
-          float freq_scale = 1.0f, const float* freq_factors = nullptr, float attn_factor = 1.0f);
+          float freq_scale = 1.0f, const float* freq_factors = nullptr, float attn_factor = 1.0f,
+          const yarn_params& yarn = yarn_params{});
 
 // x (n,) in place: x[i] = exp(x[i] - max) / sum. Entries equal to -inf get
 // probability 0. REQUIRES: n > 0 and at least one finite entry.

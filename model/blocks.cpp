@@ -157,15 +157,19 @@ void blocks::rope_qk(int il) {
   if (a.rope == rope_kind::none) return;
   const float* factors = a.rope_factors ? rope_factors_ : nullptr;
   const bool neox = a.rope == rope_kind::neox;
+  const kernels::yarn_params yarn =
+      a.yarn_ext_factor != 0.0f
+          ? kernels::yarn_corr_dims(h.n_rot, h.n_ctx_orig, a.rope_freq_base, a.yarn_beta_fast, a.yarn_beta_slow, a.yarn_ext_factor)
+          : kernels::yarn_params{};
   const int dq = h.n_embd_q(), dkv = h.n_embd_kv();
   int t = 0;
   for (const auto& s : *batch_) {
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int pos = s.pos0 + i;
       kernels::rope(q_.data() + static_cast<size_t>(t) * dq, h.n_head, h.head_dim, h.n_rot, pos, a.rope_freq_base, neox,
-                    a.rope_freq_scale, factors, a.rope_attn_factor);
+                    a.rope_freq_scale, factors, a.rope_attn_factor, yarn);
       kernels::rope(k_.data() + static_cast<size_t>(t) * dkv, h.n_head_kv, h.head_dim, h.n_rot, pos, a.rope_freq_base,
-                    neox, a.rope_freq_scale, factors, a.rope_attn_factor);
+                    neox, a.rope_freq_scale, factors, a.rope_attn_factor, yarn);
     }
   }
 }
@@ -227,6 +231,9 @@ void blocks::attend(int il) {
     }
   }
   plan_attention(bs, spec.window);
+  const std::vector<float>& sink_logits = weights(il).attn_sinks;
+  const bool sinks = !sink_logits.empty();
+  if (sinks) lse_.resize(static_cast<size_t>(capacity_tokens_) * h.n_head);
   const int group = h.n_head / h.n_head_kv;
   const size_t part_floats = static_cast<size_t>(capacity_tokens_) * dq;
   pool_.parallel_for(static_cast<int>(attn_tasks_.size()), [&](int ti, int) {
@@ -249,6 +256,7 @@ void blocks::attend(int il) {
     a.window = spec.window;
     if (task.part < 0) {
       a.out = attn_.data() + first * dq;
+      if (sinks) a.lse = lse_.data() + first * h.n_head;
     } else {
       // A key-range part: its own output and log-sum-exp, merged below.
       a.out = part_out_.data() + static_cast<size_t>(task.part) * part_floats + first * dq;
@@ -259,6 +267,31 @@ void blocks::attend(int il) {
     kernels::attention_paged(a);
   });
   if (n_key_parts_ > 1) merge_key_parts();
+  if (sinks) apply_sinks(sink_logits);
+}
+
+void blocks::apply_sinks(const std::vector<float>& sink_logits) {
+  // A sink is one more logit per head in the softmax's denominator with no
+  // value: the output normalised over the keys (log-sum-exp L) becomes
+  // out * e^L / (e^L + e^sink) = out / (1 + e^(sink - L)).
+  const auto& h = hp();
+  const size_t part_rows = static_cast<size_t>(capacity_tokens_) * h.n_head;
+  for (int r = 0; r < n_tokens_ * h.n_head; ++r) {
+    float lse = -INFINITY;
+    if (n_key_parts_ == 1) {
+      lse = lse_[static_cast<size_t>(r)];
+    } else {
+      float top = -INFINITY;
+      for (int j = 0; j < n_key_parts_; ++j) top = std::max(top, part_lse_[j * part_rows + static_cast<size_t>(r)]);
+      double sum = 0.0;
+      for (int j = 0; j < n_key_parts_; ++j) sum += std::exp(static_cast<double>(part_lse_[j * part_rows + static_cast<size_t>(r)]) - top);
+      lse = top + static_cast<float>(std::log(sum));
+    }
+    const float sink = sink_logits[static_cast<size_t>(r % h.n_head)];
+    const float keep = static_cast<float>(1.0 / (1.0 + std::exp(static_cast<double>(sink) - lse)));
+    float* row = attn_.data() + static_cast<size_t>(r) * h.head_dim;
+    for (int i = 0; i < h.head_dim; ++i) row[i] *= keep;
+  }
 }
 
 void blocks::plan_attention(int block_size, int window) {

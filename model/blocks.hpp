@@ -117,6 +117,9 @@ class blocks {
   void plan_attention(int block_size, int window);
   // attn_ = the log-sum-exp merge of the key-range parts' outputs.
   void merge_key_parts();
+  // Attention sinks (gpt-oss): attn_ rows rescaled for one more logit per
+  // head in the softmax's denominator.
+  void apply_sinks(const std::vector<float>& sink_logits);
 
   const model& m_;
   kernels::thread_pool& pool_;
@@ -158,6 +161,7 @@ class blocks {
   int n_key_parts_ = 1;
   std::vector<float> part_out_;  // (n_key_parts, capacity T, n_head*hd) outputs of key-range parts
   std::vector<float> part_lse_;  // (n_key_parts, capacity T, n_head) their log-sum-exp
+  std::vector<float> lse_;       // (capacity T, n_head) the whole rows' log-sum-exp, for sinks
 };
 
 // The two layer shapes of today's dense families, for their arch files:

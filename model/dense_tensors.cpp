@@ -40,7 +40,8 @@ void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, c
     }
     t.matrix(layer_tensor(l, "attn_output"), dq, d, &L.wo, R::attn_output, l);
     if (o.post_norms) t.vec(layer_tensor(l, "post_attention_norm"), d, &L.post_attn_norm, R::norm, l);
-    t.vec(layer_tensor(l, "ffn_norm"), d, &L.ffn_norm, R::norm, l);
+    t.vec(layer_tensor(l, o.ffn_norm_is_post_attention ? "post_attention_norm" : "ffn_norm"), d, &L.ffn_norm, R::norm, l);
+    if (o.attn_sinks) t.vec(layer_tensor(l, "attn_sinks"), hp.n_head, &L.attn_sinks, R::attn_sinks, l);
     if (o.moe) {
       const int64_t ne = hp.moe.n_expert, fe = hp.moe.n_ff_exp;
       t.matrix(layer_tensor(l, "ffn_gate_inp"), d, ne, &L.ffn_gate_inp, R::ffn_gate_inp, l);

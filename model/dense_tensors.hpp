@@ -26,6 +26,10 @@ struct dense_layout {
   // ffn_{gate,up,down}_exps instead of ffn_gate / ffn_up / ffn_down.
   bool moe = false;
   bool moe_biases = false;      // and their biases (gpt-oss)
+  bool attn_sinks = false;      // attn_sinks (n_head,) (gpt-oss)
+  // The FFN's pre-norm is stored as post_attention_norm (gpt-oss's
+  // converter's name for it), not ffn_norm.
+  bool ffn_norm_is_post_attention = false;
 
   // This layout with `flag` set: dense_layout{}.with(&dense_layout::qk_norm).
   constexpr dense_layout with(bool dense_layout::*flag) const {

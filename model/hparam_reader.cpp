@@ -67,14 +67,15 @@ status hparam_reader::read_common(model_hparams& hp, rope_kind rope, const char*
   // Linear scaling divides positions; other types change the rotation
   // itself and are refused rather than run with wrong logits.
   const std::string scaling = str("rope.scaling.type").value_or("");
-  const bool allowed = allow_scaling != nullptr && scaling == allow_scaling;
+  const bool allowed = (allow_scaling != nullptr && scaling == allow_scaling) || scaling == "yarn";
   if (!scaling.empty() && scaling != "none" && scaling != "linear" && !allowed) {
     return fail(errc::unsupported, "rope scaling type '" + scaling + "' (" + key("rope.scaling.type") +
-                                       ") is not supported (supported: none, linear)");
+                                       ") is not supported (supported: none, linear, yarn)");
   }
   float factor = 0.0f;
   if (auto st = f32("rope.scale_linear", factor); !st) return st;
-  if (scaling != "none" && !allowed) {
+  // (LongRoPE's factor is its own: the arch file reads it.)
+  if (scaling != "none" && (!allowed || scaling == "yarn")) {
     if (auto st = f32("rope.scaling.factor", factor); !st) return st;
   }
   if (factor != 0.0f) {
@@ -86,7 +87,39 @@ status hparam_reader::read_common(model_hparams& hp, rope_kind rope, const char*
   a.rope = rope;
   a.rope_freq_base = hp.rope_freq_base;
   a.rope_freq_scale = hp.rope_freq_scale;
+  if (scaling == "yarn") {
+    if (auto st = read_yarn(hp, a); !st) return st;
+  }
   hp.attn.assign(static_cast<size_t>(hp.n_layer), a);
+  return status::ok();
+}
+
+// llama.cpp's YaRN settings (llama_context's cparams): ext_factor 1 unless
+// the file says otherwise, betas 32 / 1, and an attention factor that
+// cancels the kernel's own magnitude scaling except for what
+// yarn_log_multiplier and attn_factor ask for.
+status hparam_reader::read_yarn(model_hparams& hp, layer_attention& a) const {
+  if (auto st = u32("rope.scaling.original_context_length", hp.n_ctx_orig, false); !st) return st;
+  if (hp.n_ctx_orig == 0) hp.n_ctx_orig = hp.n_ctx_train;
+  a.yarn_ext_factor = 1.0f;
+  float log_mul = 0.0f, attn_factor = 1.0f;
+  for (auto [k, dst] : std::initializer_list<std::pair<const char*, float*>>{
+           {"rope.scaling.yarn_ext_factor", &a.yarn_ext_factor}, {"rope.scaling.yarn_beta_fast", &a.yarn_beta_fast},
+           {"rope.scaling.yarn_beta_slow", &a.yarn_beta_slow}, {"rope.scaling.yarn_log_multiplier", &log_mul},
+           {"rope.scaling.attn_factor", &attn_factor}}) {
+    if (auto st = f32(k, *dst); !st) return st;
+  }
+  if (a.yarn_ext_factor < 0.0f || !(a.yarn_beta_fast > 0.0f) || !(a.yarn_beta_slow > 0.0f) || !(attn_factor > 0.0f)) {
+    return fail(errc::malformed, "invalid YaRN settings (" + key("rope.scaling.*") + ")");
+  }
+  a.rope_attn_factor = 1.0f;
+  if (a.yarn_ext_factor != 0.0f) {
+    const float factor = 1.0f / hp.rope_freq_scale;
+    auto mscale = [&](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
+    a.rope_attn_factor = log_mul != 0.0f ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
+    a.rope_attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
+  }
+  a.rope_attn_factor *= attn_factor;
   return status::ok();
 }
 

@@ -29,8 +29,8 @@ class hparam_reader {
   // attention.key_length, else n_embd / n_head), rope dimension count and
   // base, linear rope scaling, RMS epsilon; then one layer_attention per
   // layer with scale 1/sqrt(head_dim), the given rope kind and the global
-  // rope settings. Refuses rope scaling types other than none and linear
-  // unless allow_scaling names the type.
+  // rope settings. YaRN as llama.cpp sets it up. Refuses rope scaling types
+  // other than none, linear and yarn unless allow_scaling names the type.
   status read_common(model_hparams& hp, rope_kind rope, const char* allow_scaling = nullptr) const;
   // A mixture of experts' sizes: expert_count, expert_used_count (at most
   // the count), expert_feed_forward_length, and expert_weights_scale where
@@ -38,6 +38,7 @@ class hparam_reader {
   status read_moe(model_hparams& hp, moe_gating gating, bool norm_weights) const;
 
  private:
+  status read_yarn(model_hparams& hp, layer_attention& a) const;
   const gguf::file& f_;
   std::string arch_;
 };

@@ -26,6 +26,13 @@ struct layer_attention {
   float rope_freq_scale = 1.0f; // linear scaling: positions * rope_freq_scale
   bool rope_factors = true;     // apply the model's rope factors (rope_freqs or LongRoPE's), when it has them
   float rope_attn_factor = 1.0f;  // cos and sin * this (LongRoPE's rope.scaling.attn_factor)
+  // YaRN (rope.scaling.type yarn; kernels/ops.hpp): the blend of
+  // interpolated and extrapolated angles between the pairs that make
+  // yarn_beta_fast and yarn_beta_slow turns over model_hparams::n_ctx_orig
+  // positions; yarn_ext_factor 0: none. rope_attn_factor then holds
+  // llama.cpp's yarn_attn_factor.
+  float yarn_ext_factor = 0.0f;
+  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
 };
 
 // How a mixture-of-experts layer picks and weighs its experts (llama.cpp's
@@ -63,9 +70,10 @@ struct model_hparams {
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;
   bool rope_neox = false;
-  // LongRoPE (phi3): the factors are the long ones when the context per
-  // sequence exceeds this (rope.scaling.original_context_length), as
-  // llama.cpp picks them; 0 when the file has none.
+  // rope.scaling.original_context_length. LongRoPE (phi3): the factors are
+  // the long ones when the context per sequence exceeds this, as llama.cpp
+  // picks them; 0 when the file has none. YaRN: the trained context
+  // (n_ctx_train when the key is absent).
   int n_ctx_orig = 0;
   // Scales that some families put around the layers (1 / 0: none).
   float embd_scale = 1.0f;       // token embeddings * embd_scale

@@ -17,6 +17,7 @@ struct layer_weights {
   std::vector<float> attn_k_norm;        // (head_dim,)
   kernels::weight_view wq, wk, wv, wo;   // wq (n_head*hd, n_embd), wk/wv (n_head_kv*hd, n_embd), wo (n_embd, n_head*hd)
   std::vector<float> bq, bk, bv, bo;     // (n_head*hd,), (n_head_kv*hd,) x2, (n_embd,)
+  std::vector<float> attn_sinks;         // (n_head,) gpt-oss: one extra softmax logit per head, no value
   std::vector<float> post_attn_norm;     // (n_embd,) on the attention output before the residual add (gemma)
   std::vector<float> ffn_norm;           // (n_embd,)
   kernels::weight_view w_gate, w_up;     // (n_ff, n_embd)

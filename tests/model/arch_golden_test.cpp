@@ -201,7 +201,7 @@ INSTANTIATE_TEST_SUITE_P(dense, arch_golden,
                          param_name);
 
 // Mixture-of-experts files (issue "Mixture-of-experts and hybrid models").
-INSTANTIATE_TEST_SUITE_P(moe, arch_golden, ::testing::Values("qwen3moe-f32"), param_name);
+INSTANTIATE_TEST_SUITE_P(moe, arch_golden, ::testing::Values("qwen3moe-f32", "gpt-oss-f32", "gpt-oss-mxfp4"), param_name);
 
 }  // namespace
 }  // namespace cortex
