@@ -25,6 +25,8 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
       {"llama-3.2-1b", "llama", 128256, 8192, 2048, 16, 32, 8, 8192, 500000.0f, 1e-5f, true},
       {"qwen2.5-0.5b", "qwen2", 151936, 32768, 896, 24, 14, 2, 4864, 1000000.0f, 1e-6f, true},
       {"tiny", "llama", 1024, 2048, 256, 4, 8, 2, 768, 10000.0f, 1e-5f, false},
+      with(synthetic_shape{"tiny-moe", "qwen3moe", 1024, 2048, 256, 4, 8, 2, 768, 1000000.0f, 1e-6f, false},
+           [](synthetic_shape& x) { x.n_expert = 8; x.n_expert_used = 2; x.n_ff_exp = 256; }),
       // The published shapes (the models' config.json on Hugging Face), with
       // Llama 3.1's rope_freqs.weight. Mistral's 4096-token sliding window is
       // left out, as llama.cpp's 'llama' architecture also runs it.
@@ -46,6 +48,18 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
       with(synthetic_shape{"phi4-mini", "phi3", 200064, 131072, 3072, 32, 24, 8, 8192, 10000.0f, 1e-5f, true},
            [](synthetic_shape& x) { x.n_rot = 96; }),
       {"smollm3-3b", "smollm3", 128256, 65536, 2048, 36, 16, 4, 11008, 5000000.0f, 1e-6f, true, "llama3"},
+      // Qwen3-30B-A3B: 128 experts of width 768, 8 per token, 48 layers.
+      with(synthetic_shape{"qwen3-30b-a3b", "qwen3moe", 151936, 40960, 2048, 48, 32, 4, 6144, 1000000.0f, 1e-6f, false, "qwen3"},
+           [](synthetic_shape& x) { x.head_dim = 128; x.n_expert = 128; x.n_expert_used = 8; x.n_ff_exp = 768; }),
+      // gpt-oss-20b: 32 experts of width 2880, 4 per token, 24 layers, a
+      // 128-token window on alternate layers, YaRN x32 over 4096; its o200k
+      // vocabulary is not among the golden vocabularies, so the built-in one
+      // pads to its 201088 tokens.
+      with(synthetic_shape{"gpt-oss-20b", "gpt-oss", 201088, 131072, 2880, 24, 64, 8, 2880, 150000.0f, 1e-5f, false},
+           [](synthetic_shape& x) {
+             x.head_dim = 64; x.n_expert = 32; x.n_expert_used = 4; x.n_ff_exp = 2880; x.sliding_window = 128;
+             x.yarn_factor = 32.0f; x.yarn_orig_ctx = 4096;
+           }),
   };
   return shapes;
 }
@@ -81,7 +95,7 @@ const synthetic_shape* find_synthetic_shape(const std::string& name) {
 const char* const default_vocab_dir = "../shared/golden/tokenizer/vocab";
 
 const std::vector<std::string>& synthetic_file_types() {
-  static const std::vector<std::string> types = {"f32", "f16", "q8_0", "q4_0", "q4_k_m"};
+  static const std::vector<std::string> types = {"f32", "f16", "q8_0", "q4_0", "q4_k_m", "mxfp4_moe"};
   return types;
 }
 
@@ -206,6 +220,7 @@ uint32_t llama_ftype(const std::string& ftype) {
   if (ftype == "q4_0") return 2;
   if (ftype == "q8_0") return 7;
   if (ftype == "q4_k_m") return 15;
+  if (ftype == "mxfp4_moe") return 38;
   return 0;  // f32
 }
 
@@ -216,7 +231,10 @@ bool use_more_bits(int layer, int n_layer) {
 }
 
 ggml_type matrix_type(const std::string& ftype, const std::string& role, int layer, int n_layer) {
-  if (ftype == "f32") return ggml_type::f32;
+  if (ftype == "f32" || role == "ffn_gate_inp") return ggml_type::f32;  // llama-quantize keeps routers f32
+  const bool expert = role.size() > 5 && role.compare(role.size() - 5, 5, "_exps") == 0;
+  if (ftype == "mxfp4_moe") return expert ? static_cast<ggml_type>(39) : ggml_type::q8_0;
+  if (role == "ffn_down_exps") return matrix_type(ftype, "ffn_down", layer, n_layer);
   if (ftype == "f16") return ggml_type::f16;
   if (ftype == "q8_0") return ggml_type::q8_0;
   if (ftype == "q4_0") return role == "output" ? ggml_type::q6_k : ggml_type::q4_0;
@@ -231,7 +249,7 @@ ggml_type matrix_type(const std::string& ftype, const std::string& role, int lay
 status write_synthetic_model(const synthetic_shape& s, const std::string& ftype, uint64_t seed, const std::string& path,
                              int n_threads, const std::string& vocab_dir, const std::function<void(int, int)>& progress) {
   if (std::find(synthetic_file_types().begin(), synthetic_file_types().end(), ftype) == synthetic_file_types().end()) {
-    return fail(errc::invalid_param, "unknown file type '" + ftype + "' (choose f32, f16, q8_0, q4_0 or q4_k_m)");
+    return fail(errc::invalid_param, "unknown file type '" + ftype + "' (choose f32, f16, q8_0, q4_0, q4_k_m or mxfp4_moe)");
   }
   const std::string& arch = s.arch;
   gguf::writer w;
@@ -259,6 +277,16 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     w.set_f32(arch + ".rope.scaling.factor", s.rope_scale_linear);
   }
   w.set_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+  if (s.n_expert > 0) {
+    w.set_u32(arch + ".expert_count", static_cast<uint32_t>(s.n_expert));
+    w.set_u32(arch + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    w.set_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+  }
+  if (s.yarn_factor > 0) {
+    w.set_string(arch + ".rope.scaling.type", "yarn");
+    w.set_f32(arch + ".rope.scaling.factor", s.yarn_factor);
+    w.set_u32(arch + ".rope.scaling.original_context_length", static_cast<uint32_t>(s.yarn_orig_ctx));
+  }
   if (s.vocab.empty()) {
     add_vocabulary(w, s.n_vocab);
   } else {
@@ -281,11 +309,15 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   hp.head_dim = s.head_dim_or_default();
   hp.n_rot = s.n_rot > 0 ? s.n_rot : hp.head_dim;
   hp.n_ff = s.n_ff;
+  hp.moe.n_expert = s.n_expert;
+  hp.moe.n_used = s.n_expert_used;
+  hp.moe.n_ff_exp = s.n_ff_exp;
   model_weights unbound;
   unbound.layers.resize(static_cast<size_t>(s.n_layer));
   tensor_table table;
   a->tensors(hp, unbound, table);
-  struct spec { std::string name; std::string role; int layer; int64_t cols, rows; bool is_norm; ggml_type type; };
+  // rows: every row of the tensor (an expert tensor's experts one after the other).
+  struct spec { std::string name; std::string role; int layer; std::vector<int64_t> ne; int64_t cols, rows; bool is_norm; ggml_type type; };
   std::vector<spec> specs;
   const int64_t hd = hp.head_dim;
   for (const tensor_decl& d : table.decls()) {
@@ -294,7 +326,7 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
       continue;
     }
     if (!d.required && d.fallback == nullptr && d.role != tensor_role::rope_freqs) continue;  // optional extras
-    specs.push_back({d.name, role_name(d.role), d.layer, d.ne[0], d.ne.size() > 1 ? d.ne[1] : 1, !d.is_matrix(), ggml_type::f32});
+    specs.push_back({d.name, role_name(d.role), d.layer, d.ne, d.ne[0], d.n_elements() / d.ne[0], !d.is_matrix(), ggml_type::f32});
   }
 
   for (auto& sp : specs) {
@@ -302,7 +334,7 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     if (t == ggml_type::q4_k && sp.cols % 256 != 0) t = ggml_type::q8_0;  // k-quants need rows of 256
     if (t == ggml_type::q6_k && sp.cols % 256 != 0) t = ggml_type::q8_0;
     sp.type = t;
-    w.declare_tensor(sp.name, t, sp.rows == 1 && sp.is_norm ? std::vector<int64_t>{sp.cols} : std::vector<int64_t>{sp.cols, sp.rows});
+    w.declare_tensor(sp.name, t, sp.ne);
   }
 
   const int n_total = static_cast<int>(specs.size());

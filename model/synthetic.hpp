@@ -39,6 +39,12 @@ struct synthetic_shape {
   int sliding_window = 0;      // attention.sliding_window
   float rope_freq_base_swa = 0.0f;  // rope.freq_base_swa (windowed layers)
   float rope_scale_linear = 0.0f;   // rope.scaling.type linear with this factor
+  // Mixture of experts (qwen3moe, gpt-oss): experts per layer, used per
+  // token, and an expert's hidden width (0: a dense FFN).
+  int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // YaRN: rope.scaling.type yarn with this factor over this trained context.
+  float yarn_factor = 0.0f;
+  int yarn_orig_ctx = 0;
   int head_dim_or_default() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
@@ -49,12 +55,15 @@ std::vector<float> llama3_rope_factors(int head_dim, float freq_base);
 
 // Named shapes: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, tiny, and the
 // published shapes of llama-3.1-8b, qwen2.5-7b, mistral-7b (v0.1), qwen3-8b,
-// qwen3-4b, gemma3-4b, gemma3-12b, phi4-mini and smollm3-3b.
+// qwen3-4b, gemma3-4b, gemma3-12b, phi4-mini, smollm3-3b, and the
+// mixtures of experts qwen3-30b-a3b and gpt-oss-20b.
 
 const std::vector<synthetic_shape>& synthetic_shapes();
 const synthetic_shape* find_synthetic_shape(const std::string& name);
 
-// File types as llama-quantize names them: f32, f16, q8_0, q4_0, q4_k_m.
+// File types as llama-quantize names them: f32, f16, q8_0, q4_0, q4_k_m,
+// mxfp4_moe (expert tensors MXFP4, every other matrix Q8_0: how gpt-oss
+// ships).
 const std::vector<std::string>& synthetic_file_types();
 
 // Where ggml-vocab-X.gguf files are looked for when no folder is given:

@@ -5,6 +5,7 @@
 // step run. 4-12B files are never generated here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <unistd.h>
@@ -30,6 +31,10 @@ synthetic_shape scaled_down(const synthetic_shape& full) {
   s.n_ff = 256;
   s.n_layer = 2;
   s.n_ctx = 512;
+  if (s.n_expert > 0) {
+    s.n_expert = std::min(s.n_expert, 16);
+    s.n_ff_exp = 128;
+  }
   return s;
 }
 
@@ -51,7 +56,19 @@ TEST_P(family_shape, writes_loads_and_runs) {
   EXPECT_EQ(hp.head_dim, s.head_dim_or_default());
   EXPECT_EQ(hp.n_rot, s.n_rot > 0 ? s.n_rot : s.head_dim_or_default());
   ASSERT_EQ(hp.attn.size(), 2u);
-  if (s.sliding_window > 0) {
+  EXPECT_EQ(hp.moe.n_expert, s.n_expert);
+  EXPECT_EQ(hp.moe.n_used, s.n_expert_used);
+  EXPECT_EQ(hp.moe.n_ff_exp, s.n_ff_exp);
+  if (s.yarn_factor > 0) {
+    EXPECT_EQ(hp.attn[1].yarn_ext_factor, 1.0f);
+    EXPECT_EQ(hp.n_ctx_orig, s.yarn_orig_ctx);
+    EXPECT_EQ(hp.rope_freq_scale, 1.0f / s.yarn_factor);
+  }
+  if (s.sliding_window > 0 && s.rope_freq_base_swa == 0.0f) {
+    // gpt-oss: even layers windowed, odd ones full.
+    EXPECT_EQ(hp.attn[0].window, s.sliding_window);
+    EXPECT_EQ(hp.attn[1].window, 0);
+  } else if (s.sliding_window > 0) {
     // gemma3: layer 0 of 2 is local (window, its own rope base, no scaling), layer 1 too (global is il % 6 == 5).
     EXPECT_EQ(hp.attn[0].window, s.sliding_window);
     EXPECT_EQ(hp.attn[0].rope_freq_base, s.rope_freq_base_swa);
@@ -67,7 +84,8 @@ TEST_P(family_shape, writes_loads_and_runs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(shapes, family_shape,
-                         ::testing::Values("qwen3-8b", "qwen3-4b", "gemma3-4b", "gemma3-12b", "phi4-mini", "smollm3-3b"),
+                         ::testing::Values("qwen3-8b", "qwen3-4b", "gemma3-4b", "gemma3-12b", "phi4-mini", "smollm3-3b", "qwen3-30b-a3b",
+                                           "gpt-oss-20b"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            std::string n = i.param;
                            for (char& c : n) c = (c == '-' || c == '.') ? '_' : c;
