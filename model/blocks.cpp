@@ -52,6 +52,11 @@ blocks::blocks(const model& m, kernels::thread_pool& pool, int n_ctx_seq) : m_(m
   } else if (!w.rope_short.empty()) {
     rope_factors_ = w.rope_short.data();
   }
+  size_t state_offset = 0;
+  for (const auto& a : m.hparams().attn) {
+    state_offset_.push_back(state_offset);
+    if (a.recurrent) state_offset += m.hparams().delta_net.layer_state_floats();
+  }
   for (const auto& L : m.weights().layers) {
     const layer_matrices mm = matrices_of(L);
     layer_linears ll;
@@ -92,6 +97,21 @@ void blocks::ensure_capacity(int n_tokens) {
   const size_t ff = static_cast<size_t>(std::max(h.n_ff, h.moe.n_ff_exp));
   gate_.resize(T * ff);
   up_.resize(T * ff);
+  bool q_gate = false;
+  for (const auto& a : h.attn) q_gate = q_gate || a.q_gate;
+  if (q_gate) {
+    qg_.resize(T * 2 * h.n_embd_q());
+    q_gate_.resize(T * h.n_embd_q());
+  }
+  if (h.delta_net.conv_kernel > 0) {
+    const auto& dn = h.delta_net;
+    dn_mixed_.resize(T * dn.conv_channels());
+    dn_conv_.resize(T * dn.conv_channels());
+    dn_z_.resize(T * dn.value_dim());
+    dn_beta_.resize(T * dn.n_v_heads);
+    dn_alpha_.resize(T * dn.n_v_heads);
+    dn_out_.resize(T * dn.value_dim());
+  }
   if (h.moe.enabled()) {
     const size_t K = static_cast<size_t>(h.moe.n_used);
     moe_logits_.resize(T * h.moe.n_expert);
@@ -111,9 +131,11 @@ void blocks::begin_step(const std::vector<batch_seq>& batch, kv_arena& kv, int n
   ensure_capacity(n_tokens);
   seq_first_.clear();
   int t = 0;
+  const size_t state_floats = hp().state_floats();
   for (const auto& s : batch) {
     seq_first_.push_back(t);
     t += s.n_tokens;
+    if (state_floats > 0 && s.pos0 == 0) std::fill(s.state, s.state + state_floats, 0.0f);
   }
 }
 
@@ -177,8 +199,10 @@ void blocks::rope_qk(int il) {
 void blocks::attention(int il) {
   const layer_weights& L = weights(il);
   const auto& LL = linears_[static_cast<size_t>(il)];
-  float* const qkv[3] = {q_.data(), k_.data(), v_.data()};
+  const bool q_gate = hp().attn[static_cast<size_t>(il)].q_gate;
+  float* const qkv[3] = {q_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
   run_group(LL.qkv, xn_.data(), n_tokens_, qkv);
+  if (q_gate) split_query_gate();
   add_bias(q_.data(), L.bq, n_tokens_);
   add_bias(k_.data(), L.bk, n_tokens_);
   add_bias(v_.data(), L.bv, n_tokens_);
@@ -186,6 +210,10 @@ void blocks::attention(int il) {
   head_norm(k_.data(), hp().n_head_kv, L.attn_k_norm);
   rope_qk(il);
   attend(il);
+  if (q_gate) {
+    const size_t n = static_cast<size_t>(n_tokens_) * hp().n_embd_q();
+    for (size_t i = 0; i < n; ++i) attn_[i] *= 1.0f / (1.0f + std::exp(-q_gate_[i]));
+  }
   float* const out[1] = {tmp_.data()};
   run_group(LL.wo, attn_.data(), n_tokens_, out);
   add_bias(tmp_.data(), L.bo, n_tokens_);
@@ -196,6 +224,19 @@ void blocks::activate(float* gate, const float* up, int n, ffn_activation act) {
     case ffn_activation::gelu_tanh: kernels::gelu_mul(gate, up, gate, n); break;
     case ffn_activation::silu: kernels::silu_mul(gate, up, gate, n); break;
     case ffn_activation::swiglu_oai: kernels::swiglu_oai(gate, up, gate, n, 1.702f, 7.0f); break;
+  }
+}
+
+void blocks::split_query_gate() {
+  // qg_ rows are, per head, hd query values then hd gate values.
+  const int hd = hp().head_dim, n_head = hp().n_head;
+  for (int t = 0; t < n_tokens_; ++t) {
+    for (int h = 0; h < n_head; ++h) {
+      const float* src = qg_.data() + (static_cast<size_t>(t) * n_head + h) * 2 * hd;
+      const size_t dst = (static_cast<size_t>(t) * n_head + h) * hd;
+      std::copy(src, src + hd, q_.data() + dst);
+      std::copy(src + hd, src + 2 * hd, q_gate_.data() + dst);
+    }
   }
 }
 

@@ -40,6 +40,10 @@ struct batch_seq {
   // before its window may be kv_block_released); null: block_table serves
   // every layer.
   const int32_t* const* group_tables = nullptr;
+  // (hp.state_floats(),) the sequence's recurrent state (model/delta_net.cpp),
+  // borrowed; run() zeroes it when pos0 == 0 and carries it from step to
+  // step. REQUIRED when the model has recurrent layers; else unused.
+  float* state = nullptr;
   const int32_t* table(int group) const { return group_tables ? group_tables[group] : block_table; }
 };
 
@@ -92,6 +96,12 @@ class blocks {
   // for a mixture-of-experts model (hp().moe), the same for each token's
   // chosen experts, weighed (model/moe_ffn.cpp).
   void ffn(int il, ffn_activation act);
+  // The gated delta net of recurrent layer il on xn(), into out(): conv1d
+  // + SiLU over the fused q/k/v projection, L2-normed q and k, per value
+  // head the decayed delta-rule update of the sequence's state and its
+  // read-out, the gated RMS norm, the output projection
+  // (model/delta_net.cpp).
+  void delta_net(int il);
   // x += residual_scale * out().
   void residual();
 
@@ -104,11 +114,16 @@ class blocks {
     std::vector<linear_group> exp_gate_up, exp_down;   // MoE: per expert
   };
   void moe_ffn(int il, ffn_activation act);
+  // One sequence's tokens of a delta-net layer: conv and recurrence over its state.
+  void delta_net_conv(int il, const batch_seq& s, int first);
+  void delta_net_head(int il, const batch_seq& s, int first, int v_head);
   // The router: each token's chosen experts (moe_sel_) and weights (moe_w_).
   void moe_route(int il);
   void activate(float* gate, const float* up, int n, ffn_activation act);
   void ensure_capacity(int n_tokens);
   void rope_qk(int il);
+  // qg_ -> q_ and q_gate_ (layer_attention::q_gate).
+  void split_query_gate();
   void head_norm(float* x, int n_heads, const std::vector<float>& w);
   void attend(int il);
   // Splits the step's attention into pool tasks (attn_tasks_): per
@@ -144,6 +159,15 @@ class blocks {
   // chosen experts and weights (T, K), the tokens of each expert as (t*K + k)
   // slots, the gathered inputs (T, n_embd), and each slot's expert output
   // (T*K, n_embd) summed per token in slot order as llama.cpp does.
+  // Attention with a query gate (layer_attention::q_gate): the [q; gate]
+  // projection (T, 2 * n_head * hd) and the gates (T, n_head * hd).
+  std::vector<float> qg_, q_gate_;
+  // Delta net (hp().delta_net), V = value_dim, H = n_v_heads: the projected
+  // [q; k; v] before and after the conv (T, conv_channels), z (T, V), beta
+  // and alpha (T, H), the heads' outputs (T, V); each layer's offset in a
+  // sequence's state.
+  std::vector<float> dn_mixed_, dn_conv_, dn_z_, dn_beta_, dn_alpha_, dn_out_;
+  std::vector<size_t> state_offset_;
   std::vector<float> moe_logits_;
   std::vector<int32_t> moe_sel_;
   std::vector<float> moe_w_;

@@ -33,6 +33,32 @@ struct layer_attention {
   // llama.cpp's yarn_attn_factor.
   float yarn_ext_factor = 0.0f;
   float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+  // The query projection gives [q; gate] per head and the attention output
+  // is multiplied by sigmoid(gate) before the output projection (Qwen3.5's
+  // full-attention layers).
+  bool q_gate = false;
+  // The layer mixes tokens with a gated delta net (model_hparams::delta_net)
+  // and a recurrent state, not attention (Qwen3.5's linear-attention layers).
+  bool recurrent = false;
+};
+
+// A gated delta net's sizes (Qwen3.5, llama.cpp's ssm.* keys): a causal
+// depthwise conv1d of conv_kernel taps over the fused [q; k; v] projection,
+// n_k_heads query/key heads of head_k_dim, n_v_heads value heads of
+// head_v_dim (value head h reads key head h % n_k_heads), and per sequence
+// and recurrent layer a state of conv_kernel - 1 past inputs and one
+// (head_k_dim x head_v_dim) matrix per value head.
+struct delta_net_spec {
+  int conv_kernel = 0;   // ssm.conv_kernel; 0: no recurrent layers
+  int head_k_dim = 0;    // ssm.state_size
+  int n_k_heads = 0;     // ssm.group_count
+  int n_v_heads = 0;     // ssm.time_step_rank
+  int head_v_dim = 0;    // ssm.inner_size / n_v_heads
+  int conv_channels() const { return 2 * n_k_heads * head_k_dim + n_v_heads * head_v_dim; }
+  int value_dim() const { return n_v_heads * head_v_dim; }
+  size_t conv_state_floats() const { return static_cast<size_t>(conv_kernel - 1) * conv_channels(); }
+  size_t matrix_state_floats() const { return static_cast<size_t>(n_v_heads) * head_k_dim * head_v_dim; }
+  size_t layer_state_floats() const { return conv_state_floats() + matrix_state_floats(); }
 };
 
 // How a mixture-of-experts layer picks and weighs its experts (llama.cpp's
@@ -82,6 +108,17 @@ struct model_hparams {
   float final_softcap = 0.0f;    // logits = c * tanh(logits / c)
   std::vector<layer_attention> attn;  // (n_layer,)
   moe_spec moe;                       // every layer's FFN is a mixture of experts when enabled
+  delta_net_spec delta_net;           // the recurrent layers' sizes (attn[l].recurrent)
+  // What the loader's caller should log about this file (parts not run...).
+  std::vector<std::string> notes;
+
+  // Floats of one sequence's recurrent state: every recurrent layer's conv
+  // window and delta-rule matrices (0 without recurrent layers).
+  size_t state_floats() const {
+    size_t n = 0;
+    for (const auto& a : attn) n += a.recurrent ? delta_net.layer_state_floats() : 0;
+    return n;
+  }
 
   int n_embd_q() const { return n_head * head_dim; }
   int n_embd_kv() const { return n_head_kv * head_dim; }

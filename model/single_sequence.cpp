@@ -7,6 +7,7 @@ namespace cortex {
 
 single_sequence::single_sequence(const model& m, kernels::thread_pool& pool, int n_ctx, kernels::kv_type kv, int block_size)
     : m_(m), fwd_(m, pool, n_ctx), kv_(m.hparams(), (n_ctx + block_size - 1) / block_size, block_size, kv), n_ctx_(n_ctx) {
+  state_.assign(m.hparams().state_floats(), 0.0f);
   table_.resize(static_cast<size_t>(kv_.n_blocks()));
   for (int b = 0; b < kv_.n_blocks(); ++b) table_[static_cast<size_t>(b)] = b;
 }
@@ -25,6 +26,7 @@ int single_sequence::feed(const std::vector<int32_t>& tokens, logits_mode mode, 
     s.block_table = table_.data();
     s.n_blocks = static_cast<int32_t>(table_.size());
     s.hidden_sum = hidden_sum;
+    s.state = state_.data();
     s.logits = mode == logits_mode::all ? logits_mode::all : (last_chunk && mode == logits_mode::last ? logits_mode::last : logits_mode::none);
     batch_.assign(1, s);
     const int rows = fwd_.run(batch_, kv_);

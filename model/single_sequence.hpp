@@ -38,6 +38,7 @@ class single_sequence {
   forward_pass fwd_;
   kv_arena kv_;
   std::vector<int32_t> table_;
+  std::vector<float> state_;  // the recurrent state (hp.state_floats()), if the model has one
   int n_ctx_;
   int n_past_ = 0;
   std::vector<float> rows_;  // (rows, n_vocab) of the last feed

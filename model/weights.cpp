@@ -10,7 +10,12 @@ layer_matrices matrices_of(const layer_weights& L) {
   add(m.qkv, L.wq);
   add(m.qkv, L.wk);
   add(m.qkv, L.wv);
+  add(m.qkv, L.ssm_qkv);
+  add(m.qkv, L.ssm_gate);
+  add(m.qkv, L.ssm_beta);
+  add(m.qkv, L.ssm_alpha);
   add(m.wo, L.wo);
+  add(m.wo, L.ssm_out);
   add(m.gate_up, L.w_gate);
   add(m.gate_up, L.w_up);
   add(m.down, L.w_down);

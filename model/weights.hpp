@@ -31,6 +31,17 @@ struct layer_weights {
   std::vector<kernels::weight_view> down_exps;       // n_expert x (n_embd, n_ff_exp)
   std::vector<float> gate_exps_b, up_exps_b;         // (n_expert * n_ff_exp,)
   std::vector<float> down_exps_b;                    // (n_expert * n_embd,)
+  // Gated delta net (hp.attn[l].recurrent, hp.delta_net): the fused [q; k; v]
+  // input projection, the output gate z, beta and alpha (decay) per value
+  // head, the depthwise conv, the decay's bias and -exp(A_log), the gated
+  // norm and the output projection.
+  kernels::weight_view ssm_qkv;            // (conv_channels, n_embd)
+  kernels::weight_view ssm_gate;           // (value_dim, n_embd)
+  kernels::weight_view ssm_beta, ssm_alpha;  // (n_v_heads, n_embd)
+  kernels::weight_view ssm_out;            // (n_embd, value_dim)
+  std::vector<float> ssm_conv1d;           // (conv_channels * conv_kernel,) channel-major
+  std::vector<float> ssm_dt_b, ssm_a;      // (n_v_heads,)
+  std::vector<float> ssm_norm;             // (head_v_dim,)
 };
 
 struct model_weights {
@@ -49,6 +60,7 @@ struct model_weights {
 // The linear layers of a layer, grouped by the input they share; what the
 // forward pass repacks and runs together. Matrices a layer lacks are left out.
 struct layer_matrices {
+  // qkv: a delta-net layer's ssm_qkv, ssm_gate, ssm_beta, ssm_alpha; wo: its ssm_out.
   std::vector<const kernels::weight_view*> qkv, wo, gate_up, down;
 };
 layer_matrices matrices_of(const layer_weights& L);

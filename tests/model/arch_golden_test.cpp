@@ -157,6 +157,8 @@ TEST_P(arch_golden, chunked_ragged_batches) {
     s = (s + 1) % static_cast<int>(toks.size());
   }
   forward_pass fwd(*model_, pool_);
+  // Hybrid models: each sequence's recurrent state.
+  std::vector<std::vector<float>> states(toks.size(), std::vector<float>(model_->hparams().state_floats()));
   std::vector<size_t> done(toks.size(), 0);
   for (bool more = true; more;) {
     std::vector<batch_seq> batch;
@@ -170,6 +172,7 @@ TEST_P(arch_golden, chunked_ragged_batches) {
       s.block_table = tables[i].data();
       s.n_blocks = static_cast<int32_t>(tables[i].size());
       s.logits = logits_mode::all;
+      s.state = states[i].data();
       batch.push_back(s);
       which.push_back(i);
     }
@@ -201,6 +204,9 @@ INSTANTIATE_TEST_SUITE_P(dense, arch_golden,
                          param_name);
 
 // Mixture-of-experts files (issue "Mixture-of-experts and hybrid models").
+// Hybrid recurrent files.
+INSTANTIATE_TEST_SUITE_P(hybrid, arch_golden, ::testing::Values("qwen35-f32"), param_name);
+
 INSTANTIATE_TEST_SUITE_P(moe, arch_golden, ::testing::Values("qwen3moe-f32", "gpt-oss-f32", "gpt-oss-mxfp4"), param_name);
 
 }  // namespace

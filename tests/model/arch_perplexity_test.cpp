@@ -42,6 +42,9 @@ INSTANTIATE_TEST_SUITE_P(dense, arch_perplexity,
                                            "gemma2-f32", "gemma3-f32"),
                          testing::model_param_name<::testing::TestParamInfo<std::string>>);
 
+INSTANTIATE_TEST_SUITE_P(hybrid, arch_perplexity, ::testing::Values("qwen35-f32"),
+                         testing::model_param_name<::testing::TestParamInfo<std::string>>);
+
 INSTANTIATE_TEST_SUITE_P(moe, arch_perplexity, ::testing::Values("qwen3moe-f32", "gpt-oss-f32", "gpt-oss-mxfp4"),
                          testing::model_param_name<::testing::TestParamInfo<std::string>>);
 
