@@ -33,6 +33,7 @@ struct http_head {
   std::string method;
   std::string target;
   std::string authorization;
+  std::string api_key;  // `x-api-key` (Anthropic's clients send the key there)
   std::string peer;
 };
 

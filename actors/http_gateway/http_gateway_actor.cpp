@@ -1,6 +1,8 @@
 #include "actors/http_gateway/http_gateway_actor.hpp"
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
@@ -10,14 +12,17 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/auth/credentials.hpp"
+#include "actors/http_gateway/anthropic_messages.hpp"
 #include "actors/http_gateway/http_routes.hpp"
 #include "actors/gateway_core/metrics_registry.hpp"
 #include "actors/http_gateway/openai_embedding.hpp"
 #include "actors/http_gateway/openai_error.hpp"
+#include "actors/http_gateway/openai_json.hpp"
 #include "actors/http_gateway/openai_models.hpp"
 #include "actors/http_gateway/openai_request.hpp"
 #include "actors/http_gateway/openai_response.hpp"
 #include "actors/http_gateway/openai_stream.hpp"
+#include "actors/http_gateway/responses_api.hpp"
 
 namespace cortex {
 
@@ -43,6 +48,8 @@ struct response_state {
   std::vector<std::string> client_ids;  // the core ids of its choices / inputs
   std::optional<openai_stream_encoder> stream;
   std::optional<openai_response_builder> whole;
+  // The Responses and Messages APIs (one request each), streamed or not.
+  std::unique_ptr<api_encoder> api;
   // Embeddings: one vector per input, and the prompt tokens counted.
   std::vector<std::vector<float>> embeddings;
   uint64_t prompt_tokens = 0;
@@ -114,6 +121,13 @@ void respond_error(self_ptr self, uint64_t conn, const error_report& e, std::str
   respond_json(self, conn, er.status, std::move(er.body), er.headers());
 }
 
+// An error in the shape of the response's API (OpenAI's unless it has an encoder that says otherwise).
+void respond_error(self_ptr self, const response_state& rs, const error_report& e) {
+  if (!rs.api) return respond_error(self, rs.conn, e);
+  auto er = rs.api->error_response(e);
+  respond_json(self, rs.conn, er.status, std::move(er.body), er.headers());
+}
+
 // Forgets a response whose bytes are all sent. `cancel_rest`: it ended
 // early (an error), so its choices still running are cancelled; their
 // events are dropped when they come.
@@ -166,14 +180,22 @@ void http_port::cancel(uint64_t rid, finish_reason why) {
 
 void http_port::send_accepted(route& r, const request_accepted& a) {
   auto* rs = response_of(self, r);
-  if (rs && rs->stream) stream_bytes(self, *rs, rs->stream->on_accepted(r.extra.index, a));
+  if (!rs) return;
+  if (rs->endpoint == openai_endpoint::count_tokens) {  // counted: the request itself is not wanted
+    respond_json(self, rs->conn, 200, dump_json(nlohmann::ordered_json{{"input_tokens", a.prompt_tokens}}));
+    return end_response(self, r.extra.response, true);
+  }
+  if (rs->stream) stream_bytes(self, *rs, rs->stream->on_accepted(r.extra.index, a));
+  if (rs->api) stream_bytes(self, *rs, rs->api->on_accepted(a));
 }
 
 void http_port::send_chunk(route& r, const request_chunk& c) {
   auto* rs = response_of(self, r);
   if (!rs) return;
   if (!rs->deferred.empty()) release_deferred(self, *rs);
-  if (rs->stream) {
+  if (rs->api) {
+    stream_bytes(self, *rs, rs->api->on_chunk(c));
+  } else if (rs->stream) {
     stream_bytes(self, *rs, rs->stream->on_chunk(r.extra.index, c));
   } else if (rs->whole) {
     rs->whole->on_chunk(r.extra.index, c);
@@ -199,6 +221,19 @@ void http_port::send_finished(route& r, const request_finished& f) {
       end_response(self, id);
     }
     return;
+  }
+  if (rs->api) {
+    auto& api = *rs->api;
+    stream_bytes(self, *rs, api.on_finished(f));
+    if (!api.done()) return;
+    if (api.streaming()) {
+      st.server->stream_end(rs->conn);
+    } else if (api.error()) {
+      respond_error(self, *rs, *api.error());
+    } else {
+      respond_json(self, rs->conn, 200, api.body());
+    }
+    return end_response(self, id, f.reason == finish_reason::error);
   }
   if (rs->stream) {
     stream_bytes(self, *rs, rs->stream->on_finished(r.extra.index, f));
@@ -246,8 +281,11 @@ void http_port::send_rejected(route& r, const error_report& e) {
   if (rs->stream && rs->stream->started()) {
     stream_bytes(self, *rs, rs->stream->on_error(e));
     st.server->stream_end(rs->conn);
+  } else if (rs->api && rs->api->started()) {
+    stream_bytes(self, *rs, rs->api->on_error(e));
+    st.server->stream_end(rs->conn);
   } else {
-    respond_error(self, rs->conn, e);
+    respond_error(self, *rs, e);
   }
   end_response(self, r.extra.response, true);
 }
@@ -276,21 +314,66 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
   for (auto& [cid, req] : ready) submit(self, std::move(req));
 }
 
+// The error of a request refused before it exists, in the shape of its endpoint's API.
+openai_error_response api_error(openai_endpoint ep, const error_report& e, std::string_view param) {
+  const bool anthropic = ep == openai_endpoint::messages || ep == openai_endpoint::count_tokens;
+  return anthropic ? make_anthropic_error(e) : make_openai_error(e, param);
+}
+
+// Refuses a request before it is submitted (counted as a rejection).
+void refuse_request(self_ptr self, uint64_t conn, openai_endpoint ep, const error_report& e, std::string_view param = {}) {
+  auto& st = self->state;
+  if (st.cfg.metrics) {
+    st.cfg.metrics->count_rejection(errc_name(e.code));
+    if (e.code == errc::malformed) st.cfg.metrics->count_malformed_message("http");
+  }
+  auto er = api_error(ep, e, param);
+  respond_json(self, conn, er.status, std::move(er.body), er.headers());
+}
+
+// Why the gateway takes no request now (loading, draining), if so.
+std::optional<error_report> not_serving(const http_state& st) {
+  if (st.health == health_status::ready && st.intake) return std::nullopt;
+  const bool draining = st.health == health_status::draining;
+  return error_report{draining ? errc::draining : errc::not_ready,
+                      draining ? "the server is shutting down; send to another instance" : "the model is still loading; retry shortly",
+                      draining ? 1000u : 500u};
+}
+
+// /v1/responses, /v1/messages, /v1/messages/count_tokens: the body mapped
+// onto a chat request, answered by the API's encoder (one engine request).
+void handle_api(self_ptr self, const http_inbound& in, openai_endpoint ep) {
+  auto& st = self->state;
+  if (auto e = not_serving(st)) return refuse_request(self, in.conn, ep, *e);
+  const std::string stamp = std::to_string(st.next_response) + "-" + std::to_string(unix_now());
+  response_state rs;
+  generation_request req;
+  if (ep == openai_endpoint::responses) {
+    auto parsed = parse_responses_request(in.body, st.limits);
+    if (!parsed.ok()) return refuse_request(self, in.conn, ep, parsed.error.report, parsed.error.param);
+    rs.api = std::make_unique<responses_encoder>(parsed.request, "resp_" + stamp, unix_now());
+    rs.model = parsed.request.chat.model;
+    req = std::move(parsed.request.chat.request);
+  } else {
+    auto parsed = parse_anthropic_request(in.body, st.limits, ep == openai_endpoint::count_tokens);
+    if (!parsed.ok()) return refuse_request(self, in.conn, ep, parsed.error.report, parsed.error.param);
+    rs.api = std::make_unique<anthropic_encoder>(parsed.request.stream, "msg_" + stamp, parsed.request.model);
+    rs.model = parsed.request.model;
+    req = std::move(parsed.request.request);
+  }
+  rs.conn = in.conn;
+  rs.endpoint = ep;
+  rs.peer = in.peer;
+  req.key_id = in.key_id;
+  std::vector<generation_request> reqs;
+  reqs.push_back(std::move(req));
+  submit_all(self, in.conn, std::move(rs), std::move(reqs));
+}
+
 void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   auto& st = self->state;
-  auto refuse = [&](const error_report& e, std::string_view param = {}) {
-    if (st.cfg.metrics) {
-      st.cfg.metrics->count_rejection(errc_name(e.code));
-      if (e.code == errc::malformed) st.cfg.metrics->count_malformed_message("http");
-    }
-    respond_error(self, in.conn, e, param);
-  };
-  if (st.health != health_status::ready || !st.intake) {
-    const bool draining = st.health == health_status::draining;
-    return refuse({draining ? errc::draining : errc::not_ready,
-                   draining ? "the server is shutting down; send to another instance" : "the model is still loading; retry shortly",
-                   draining ? 1000u : 500u});
-  }
+  auto refuse = [&](const error_report& e, std::string_view param = {}) { refuse_request(self, in.conn, ep, e, param); };
+  if (auto e = not_serving(st)) return refuse(*e);
   auto parsed = parse_openai_request(ep, in.body, st.limits);
   if (!parsed.ok()) return refuse(parsed.error.report, parsed.error.param);
   if (!parsed.request.user.empty()) spdlog::debug("http: request from user '{}'", parsed.request.user);  // http.md: logged only
@@ -384,12 +467,15 @@ void handle_inbound(self_ptr self, http_inbound& in) {
     case http_route_kind::chat_completions: return handle_openai(self, in, openai_endpoint::chat_completions);
     case http_route_kind::completions: return handle_openai(self, in, openai_endpoint::completions);
     case http_route_kind::embeddings: return handle_openai(self, in, openai_endpoint::embeddings);
+    case http_route_kind::responses: return handle_api(self, in, openai_endpoint::responses);
+    case http_route_kind::messages: return handle_api(self, in, openai_endpoint::messages);
+    case http_route_kind::messages_count_tokens: return handle_api(self, in, openai_endpoint::count_tokens);
     case http_route_kind::wrong_method:
       return respond_error(self, in.conn, {errc::invalid_param, "method " + in.method + " is not allowed on " + in.target, 0});
     case http_route_kind::unknown:
       return respond_json(self, in.conn, 404,
                           openai_error_body({errc::unknown_type, "no such endpoint: " + in.method + " " + in.target +
-                                                                     " (see /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /health/*, /metrics)", 0}));
+                                                                     " (see /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /health/*, /metrics)", 0}));
   }
 }
 
@@ -450,7 +536,8 @@ std::function<std::optional<error_report>(const http_head&, std::string&)> head_
                       kind == http_route_kind::health_startup || (kind == http_route_kind::metrics && !auth_metrics) ||
                       kind == http_route_kind::unknown;
     if (open) return std::nullopt;
-    auto c = auth::check_bearer(*access, h.authorization);
+    // Anthropic's clients send the key as `x-api-key`: the same key, read as a bearer token.
+    auto c = auth::check_bearer(*access, h.authorization.empty() && !h.api_key.empty() ? "Bearer " + h.api_key : h.authorization);
     if (c.ok()) {
       key_id = std::move(c.key_id);
       return std::nullopt;

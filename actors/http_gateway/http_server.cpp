@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "actors/http_gateway/anthropic_messages.hpp"
 #include "actors/http_gateway/openai_error.hpp"
 
 namespace cortex {
@@ -151,9 +152,9 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
       const auto& h = parser_->get();
       key_id_.clear();
       auto refused = srv_.cb.on_head({std::string(h.method_string()), std::string(h.target()),
-                                      std::string(h[bhttp::field::authorization]), peer()},
+                                      std::string(h[bhttp::field::authorization]), std::string(h["x-api-key"]), peer()},
                                      key_id_);
-      if (refused) return fail(http::openai_http_status(refused->code), *refused);
+      if (refused) return fail(http::openai_http_status(refused->code), *refused, std::string(h.target()));
     }
     if (auto n = parser_->content_length(); n && *n > srv_.opts.max_body_bytes) return too_large();
     if (parser_->is_done()) return on_body({});
@@ -171,7 +172,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
     // http.md: 503 beyond the connection cap. Protocol v1 has no 503 name for
     // it; `overloaded` (retryable, "the server is full") is the closest.
     if (reject_)
-      return fail(503, {errc::overloaded, "the server has too many open connections; retry shortly", 1000});
+      return fail(503, {errc::overloaded, "the server has too many open connections; retry shortly", 1000}, head_target());
     auto& req = parser_->get();
     http_inbound in;
     in.conn = id_;
@@ -212,20 +213,24 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   }
 
   // An error answered without involving the gateway (OpenAI's error shape
-  // and headers, openai_error.hpp) with `status`; the connection closes after it.
-  void fail(uint16_t status, const error_report& e) {
+  // and headers, openai_error.hpp; Anthropic's for a target under
+  // /v1/messages) with `status`; the connection closes after it.
+  void fail(uint16_t status, const error_report& e, std::string_view target = {}) {
     keep_alive_ = false;
     busy_ = true;
     stream_.expires_never();
-    auto er = http::make_openai_error(e);
+    auto er = http::is_anthropic_target(target) ? http::make_anthropic_error(e) : http::make_openai_error(e);
     http_response_out r;
     r.status = status;
     r.headers = er.headers();
     r.body = std::move(er.body);
     respond(std::move(r));
   }
+  // The target of the head being read ("" when none).
+  std::string head_target() const { return parser_ ? std::string(parser_->get().target()) : std::string(); }
   void too_large() {
-    fail(413, {errc::too_large, "the request body is larger than " + std::to_string(srv_.opts.max_body_bytes) + " bytes", 0});
+    fail(413, {errc::too_large, "the request body is larger than " + std::to_string(srv_.opts.max_body_bytes) + " bytes", 0},
+         head_target());
   }
 
   void enqueue(write_op op) {

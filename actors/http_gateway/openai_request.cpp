@@ -17,6 +17,9 @@ const char* openai_endpoint_path(openai_endpoint e) {
     case openai_endpoint::chat_completions: return "/v1/chat/completions";
     case openai_endpoint::completions: return "/v1/completions";
     case openai_endpoint::embeddings: return "/v1/embeddings";
+    case openai_endpoint::responses: return "/v1/responses";
+    case openai_endpoint::messages: return "/v1/messages";
+    case openai_endpoint::count_tokens: return "/v1/messages/count_tokens";
   }
   return "";
 }
@@ -26,6 +29,9 @@ const char* openai_endpoint_label(openai_endpoint e) {
     case openai_endpoint::chat_completions: return "chat_completions";
     case openai_endpoint::completions: return "completions";
     case openai_endpoint::embeddings: return "embeddings";
+    case openai_endpoint::responses: return "responses";
+    case openai_endpoint::messages: return "messages";
+    case openai_endpoint::count_tokens: return "count_tokens";
   }
   return "";
 }

@@ -30,11 +30,14 @@
 
 namespace cortex::http {
 
-enum class openai_endpoint : uint8_t { chat_completions, completions, embeddings };
+// The last three are mapped onto a chat request (responses_api.hpp,
+// anthropic_messages.hpp); parse_openai_request takes only the first three.
+enum class openai_endpoint : uint8_t { chat_completions, completions, embeddings, responses, messages, count_tokens };
 
-// "/v1/chat/completions", "/v1/completions", "/v1/embeddings".
+// "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", ...
 const char* openai_endpoint_path(openai_endpoint e);
-// "chat_completions", "completions", "embeddings": the `endpoint` label of
+// "chat_completions", "completions", "embeddings", "responses", "messages",
+// "count_tokens": the `endpoint` label of
 // cortex_requests_total (metrics_registry.hpp).
 const char* openai_endpoint_label(openai_endpoint e);
 

@@ -12,6 +12,10 @@ TEST(http_routes, every_endpoint_of_http_md_with_its_method) {
   EXPECT_EQ(classify_http_route("POST", "/v1/completions").kind, http_route_kind::completions);
   EXPECT_EQ(classify_http_route("POST", "/v1/embeddings").kind, http_route_kind::embeddings);
   EXPECT_EQ(classify_http_route("GET", "/v1/models").kind, http_route_kind::models);
+  EXPECT_EQ(classify_http_route("POST", "/v1/responses").kind, http_route_kind::responses);
+  EXPECT_EQ(classify_http_route("POST", "/v1/messages").kind, http_route_kind::messages);
+  EXPECT_EQ(classify_http_route("POST", "/v1/messages/count_tokens?beta=true").kind, http_route_kind::messages_count_tokens);
+  EXPECT_EQ(classify_http_route("GET", "/v1/messages").kind, http_route_kind::wrong_method);
   EXPECT_EQ(classify_http_route("GET", "/health/live").kind, http_route_kind::health_live);
   EXPECT_EQ(classify_http_route("GET", "/health/ready").kind, http_route_kind::health_ready);
   EXPECT_EQ(classify_http_route("GET", "/health/startup").kind, http_route_kind::health_startup);
