@@ -142,7 +142,7 @@ class anthropic_mapper {
   }
 
   bool map_assistant_blocks(const json& blocks, size_t i, const std::string& param) {
-    ordered_json m = {{"role", "assistant"}, {"content", nullptr}};
+    ordered_json m = {{"role", "assistant"}, {"content", ""}};  // "" with only calls: templates test `in content`
     std::string text, thinking;
     ordered_json calls = ordered_json::array();
     for (size_t k = 0; k < blocks.size(); ++k) {
@@ -169,7 +169,7 @@ class anthropic_mapper {
         return unsupported_block(p, type, "\"text\", \"thinking\" or \"tool_use\" in an assistant turn");
       }
     }
-    if (!text.empty() || calls.empty()) m["content"] = text;
+    m["content"] = text;
     if (!thinking.empty()) m["reasoning_content"] = thinking;
     if (!calls.empty()) m["tool_calls"] = std::move(calls);
     messages_.push_back(std::move(m));

@@ -100,7 +100,7 @@ class responses_mapper {
   // assistant turn (text then calls, or calls in a row), else a new one.
   ordered_json& assistant_turn() {
     if (messages_.empty() || messages_.back()["role"] != "assistant" || !pending_reasoning_.empty())
-      messages_.push_back({{"role", "assistant"}, {"content", nullptr}});
+      messages_.push_back({{"role", "assistant"}, {"content", ""}});  // "": templates test `in content`
     take_reasoning(messages_.back());
     return messages_.back();
   }

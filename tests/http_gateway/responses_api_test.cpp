@@ -59,7 +59,7 @@ TEST(ResponsesRequest, ItemsRoundTripAFunctionCall) {
   const json msgs = json::parse(r.chat.request.messages_json);
   ASSERT_EQ(msgs.size(), 4u);
   EXPECT_EQ(msgs[0], json::parse(R"({"role":"user","content":"Weather in Paris?"})"));
-  EXPECT_EQ(msgs[1], json::parse(R"({"role":"assistant","content":null,"reasoning_content":"Call it.",
+  EXPECT_EQ(msgs[1], json::parse(R"({"role":"assistant","content":"","reasoning_content":"Call it.",
       "tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]})"));
   EXPECT_EQ(msgs[2], json::parse(R"({"role":"tool","tool_call_id":"call_1","content":"sunny"})"));
   EXPECT_EQ(msgs[3], json::parse(R"({"role":"system","content":"Answer in one word."})"));
