@@ -27,6 +27,9 @@ using session_actor = caf::typed_actor<
 
 // Runs steps on the model. Detached: its own thread, never a CAF worker.
 using executor_actor = caf::typed_actor<caf::reacts_to<sequence_open>, caf::replies_to<engine_step>::with<engine_step_result>,
+                                        // Drops a finished sequence's sampler and state now (the scheduler
+                                        // sends it when idle; otherwise closes ride on the next step).
+                                        caf::reacts_to<cancel_atom, uint64_t>,
                                         // Test hook: the next n steps fail as if the model had thrown.
                                         caf::reacts_to<fail_atom, uint32_t>>;
 

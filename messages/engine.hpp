@@ -137,6 +137,13 @@ struct engine_stats {
   double prefix_cache_hit_rate = 0;
   uint64_t prefix_tokens_queried = 0;  // prompt tokens looked up in the prefix cache (the rate's denominator)
   uint64_t prefix_tokens_hit = 0;      // of which served from it
+  // Off for a model with recurrent layers (a cached prefix's K/V does not
+  // restore their state), or by --no-prefix-cache.
+  bool prefix_cache_enabled = true;
+  // Recurrent models: sequences holding a state slot (from their first step
+  // to their end), and the bytes of one slot; 0 for attention-only models.
+  uint32_t state_slots_used = 0;
+  uint64_t state_bytes_per_slot = 0;
   uint64_t tokens_generated = 0;
   uint64_t tokens_prefilled = 0;
   uint64_t steps = 0;

@@ -42,6 +42,9 @@ engine_stats sum_engine_stats(const std::vector<engine_stats>& workers) {
     s.kv_blocks_cached += w.kv_blocks_cached;
     s.prefix_tokens_queried += w.prefix_tokens_queried;
     s.prefix_tokens_hit += w.prefix_tokens_hit;
+    s.prefix_cache_enabled = s.prefix_cache_enabled && w.prefix_cache_enabled;  // on only where every worker has it
+    s.state_slots_used += w.state_slots_used;
+    s.state_bytes_per_slot = std::max(s.state_bytes_per_slot, w.state_bytes_per_slot);
     s.tokens_generated += w.tokens_generated;
     s.tokens_prefilled += w.tokens_prefilled;
     s.steps += w.steps;

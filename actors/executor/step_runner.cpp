@@ -107,6 +107,15 @@ status step_runner::check(const engine_step& step) const {
                    " but its pooled sum covers " + std::to_string(it == sums_.end() ? 0 : it->second.n_tokens) + " tokens");
       }
     }
+    if (model_->hparams().state_floats() > 0) {  // recurrent: the state must be exactly at pos0
+      const auto it = states_.find(e.rid);
+      const int32_t have = it == states_.end() ? 0 : it->second.n_tokens;
+      if (e.n_draft > 0) return bad("request " + std::to_string(e.rid) + " has drafts, which a recurrent model cannot verify");
+      if (e.pos0 != 0 && have != e.pos0) {
+        return bad("request " + std::to_string(e.rid) + " continues at position " + std::to_string(e.pos0) +
+                   " but its recurrent state covers " + std::to_string(have) + " tokens");
+      }
+    }
     const int64_t end = static_cast<int64_t>(e.pos0) + static_cast<int64_t>(e.tokens.size());
     const int n_groups = kv_.groups().n_groups();
     if (e.more_block_tables.size() + 1 != static_cast<size_t>(n_groups)) {
@@ -230,6 +239,11 @@ engine_step_result step_runner::run(const engine_step& step) {
     // A speculative entry needs a row per position from its last known
     // token on (its known tokens are one decode token: all rows are those).
     s.logits = !e.sample || e.embed ? logits_mode::none : e.n_draft > 0 ? logits_mode::all : logits_mode::last;
+    if (const size_t n_state = model_->hparams().state_floats(); n_state > 0) {
+      recurrent_state& rs = states_[e.rid];
+      rs.data.resize(n_state);  // zeroed by the pass at pos0 0
+      s.state = rs.data.data();
+    }
     if (e.embed) {
       pooled_sum& ps = sums_[e.rid];
       if (e.pos0 == 0) {  // the first chunk, or a recompute after preemption
@@ -242,6 +256,9 @@ engine_step_result step_runner::run(const engine_step& step) {
   }
   try {
     fwd_.run(batch_, kv_);
+    if (!states_.empty()) {
+      for (const auto& e : step.entries) states_[e.rid].n_tokens = e.pos0 + e.n_tokens();
+    }
     // Sequences that sample this step, in batch order, with their first
     // logits row (rows: one per `last` entry, one per token of an `all` one).
     std::vector<std::pair<const step_entry*, open_seq*>> todo;
@@ -296,6 +313,7 @@ engine_step_result step_runner::run(const engine_step& step) {
       for (auto& t : o) res.outputs.push_back(std::move(t));
     }
   } catch (const std::exception& ex) {
+    for (const auto& e : step.entries) states_.erase(e.rid);  // partly advanced: unusable
     res.outputs.clear();
     res.embeddings.clear();
     res.error = fail(errc::internal, std::string("model step failed: ") + ex.what());

@@ -53,8 +53,12 @@ class step_runner {
   void close(request_id rid) {
     seqs_.erase(rid);
     sums_.erase(rid);
+    states_.erase(rid);
   }
   size_t n_open() const { return seqs_.size(); }
+  // Recurrent models (hp.state_floats() > 0): the sequences whose state this
+  // runner holds (one slot each, from their first step to their close).
+  size_t n_state_slots() const { return states_.size(); }
 
   // Runs one step. On failure (bad plan, exception in the model, injected
   // fault) returns failed() with the error (code internal); no sequence's
@@ -126,6 +130,15 @@ class step_runner {
     int32_t n_tokens = 0;
   };
   std::unordered_map<request_id, pooled_sum> sums_;  // embed requests mid-prompt
+  // A recurrent model's state per sequence (batch_seq::state): it covers the
+  // sequence's positions [0, n_tokens), so a step must continue exactly
+  // there or start over at 0 (a recompute after preemption: the slot is
+  // zeroed and refilled). A failed step drops the states it touched.
+  struct recurrent_state {
+    std::vector<float> data;
+    int32_t n_tokens = 0;
+  };
+  std::unordered_map<request_id, recurrent_state> states_;
   std::vector<batch_seq> batch_;  // reused per step
   std::vector<std::vector<const int32_t*>> group_tables_;  // (entries,) each one's tables per K/V group, reused per step
   uint32_t fail_next_ = 0;

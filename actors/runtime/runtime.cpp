@@ -42,6 +42,14 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   std::unique_ptr<runtime> rt(new runtime());
   rt->model_ = std::move(m);
   const auto& hp = rt->model_->hparams();
+  for (const auto& note : hp.notes) spdlog::info("model: {}", note);
+  if (const size_t state = hp.state_floats() * sizeof(float); state > 0) {
+    int n_recurrent = 0;
+    for (const auto& a : hp.attn) n_recurrent += a.recurrent ? 1 : 0;
+    spdlog::info("model: {} of {} layers are recurrent (a {:.2f} MiB state per running sequence); prefix caching and "
+                 "speculative decoding are off for this model (a cached prefix would not restore the state)",
+                 n_recurrent, hp.n_layer, static_cast<double>(state) / 1048576.0);
+  }
   rt->n_ctx_ = c.n_ctx > 0 ? std::min(c.n_ctx, hp.n_ctx_train) : hp.n_ctx_train;
   if (auto s = kv_type_fits(hp, c.kv_type); !s) return s;
   const size_t kv_bytes_per_token = kv_arena::bytes_per_token(hp, c.kv_type);

@@ -50,6 +50,16 @@ class request_slots {
   }
 
   bool contains(request_id rid) const { return slots_.count(rid) != 0; }
+  // The ended requests whose samplers (and states) the executor still
+  // holds, taken to be sent now (when no step is coming to carry them).
+  std::vector<request_id> take_closes() { return std::exchange(to_close_, {}); }
+  // Requests the executor holds a sampler, pooled sum or recurrent state for:
+  // opened and not yet closed.
+  size_t n_held_by_executor() const {
+    size_t n = to_close_.size();
+    for (const auto& [rid, s] : slots_) n += s.opened ? 1 : 0;
+    return n;
+  }
   size_t size() const { return slots_.size(); }
   std::vector<request_id> ids() const {
     std::vector<request_id> out;

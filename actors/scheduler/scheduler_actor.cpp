@@ -29,6 +29,7 @@ struct scheduler_state {
   // Statistics.
   uint64_t steps = 0, failed_steps = 0, batch_tokens = 0, batch_seqs = 0, tokens_prefilled = 0;
   uint32_t step_seqs_max = 0;
+  uint64_t state_bytes_per_slot = 0;  // a recurrent model's state per sequence; 0: none
   std::vector<uint64_t> finished_by_reason = std::vector<uint64_t>(7, 0);
   static inline const char* name = "cortex.scheduler";
 };
@@ -105,7 +106,13 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
 
 void kick(self_ptr self) {
   auto& st = self->state;
-  if (st.core->step_in_flight() || !st.core->has_work()) return;
+  if (st.core->step_in_flight()) return;
+  if (!st.core->has_work()) {
+    // Idle: no step will carry the closes, so the executor gets them now
+    // (a recurrent model's state slots are freed when the streams end).
+    for (request_id rid : st.slots.take_closes()) self->send(st.exec, cancel_atom_v, rid);
+    return;
+  }
   auto plan = std::make_shared<sched_plan>(st.core->schedule());
   report_finished(self);  // sequences the plan could not fit at all end with an error
   if (plan->empty()) return;
@@ -161,6 +168,11 @@ engine_stats make_stats(const scheduler_state& st) {
     s.kv_group_blocks_released.push_back(static_cast<uint32_t>(g.n_blocks_released));
   }
   s.prefix_cache_hit_rate = kv.hit_rate();
+  s.prefix_cache_enabled = st.kv->prefix_caching();
+  if (st.state_bytes_per_slot > 0) {
+    s.state_slots_used = static_cast<uint32_t>(st.slots.n_held_by_executor());
+    s.state_bytes_per_slot = st.state_bytes_per_slot;
+  }
   s.prefix_tokens_queried = kv.n_tokens_queried;
   s.prefix_tokens_hit = kv.n_tokens_hit;
   s.tokens_generated = st.core->totals().n_tokens_generated;
@@ -183,6 +195,14 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
   st.on_step = std::move(on_step);
   st.mdl = std::move(m);
   st.exec = std::move(exec);
+  st.state_bytes_per_slot = st.mdl->hparams().state_floats() * sizeof(float);
+  if (st.state_bytes_per_slot > 0) {
+    // Recurrent layers: a cached prefix's K/V would not restore their state
+    // (a wrong hit is a wrong answer), and drafts would advance it past
+    // tokens that may be rejected. Both off; stats says prefix_cache_enabled false.
+    kv_cfg.enable_prefix_caching = false;
+    cfg.speculative = {};
+  }
   st.kv = std::make_unique<kv_cache_manager>(kv_cfg);
   st.core = std::make_unique<scheduler_core>(cfg, *st.kv);
   return {
@@ -196,7 +216,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
         req.embed = a.kind == request_kind::embed;
         req.spec = a.params.spec_given ? spec_config{a.params.spec_ngram, a.params.spec_max_draft}
                                        : st.core->config().speculative;
-        if (req.embed || a.params.max_tokens <= 1) req.spec = {};
+        if (req.embed || a.params.max_tokens <= 1 || st.state_bytes_per_slot > 0) req.spec = {};
         status s = st.core->add(std::move(req));            // duplicate_id, invalid_param
         if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
         if (!s) {

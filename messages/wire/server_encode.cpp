@@ -235,7 +235,7 @@ wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<ui
 
 wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats& s) {
   const engine_stats& e = s.engine;
-  message_writer w("stats", id, seq, s.access_control ? 23 : 22);
+  message_writer w("stats", id, seq, s.access_control ? 26 : 25);
   w.key("running").pack(e.running);
   w.key("waiting").pack(e.waiting);
   w.key("kv_blocks_used").pack(e.kv_blocks_used);
@@ -257,6 +257,9 @@ wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats&
     w.key("blocks_released").pack(at(e.kv_group_blocks_released, g));
   }
   w.key_f64("prefix_cache_hit_rate", e.prefix_cache_hit_rate);
+  w.key("prefix_cache_enabled").pack(e.prefix_cache_enabled);
+  w.key("state_slots_used").pack(e.state_slots_used);
+  w.key("state_bytes_per_slot").pack(e.state_bytes_per_slot);
   w.key("tokens_generated").pack(e.tokens_generated);
   w.key("tokens_prefilled").pack(e.tokens_prefilled);
   constexpr finish_reason reasons[] = {finish_reason::stop,     finish_reason::length,   finish_reason::cancelled,

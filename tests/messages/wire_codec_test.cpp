@@ -289,6 +289,9 @@ TEST(wire_codec, stats_every_field) {
   s.engine.kv_group_blocks_used = {30, 20};
   s.engine.kv_group_blocks_released = {0, 10};
   s.engine.prefix_cache_hit_rate = 0.25;
+  s.engine.prefix_cache_enabled = false;
+  s.engine.state_slots_used = 3;
+  s.engine.state_bytes_per_slot = 1 << 20;
   s.engine.tokens_generated = 1000;
   s.engine.tokens_prefilled = 5000;
   s.engine.finished_by_reason = {10, 2, 1};  // stop, length, cancelled; the rest missing -> 0
@@ -301,7 +304,8 @@ TEST(wire_codec, stats_every_field) {
   const server_message m = read(encode_stats("", 0, s));
   EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "running", "waiting", "kv_blocks_used", "kv_blocks_total",
                                                   "kv_type", "kv_bytes_per_token", "kv_bytes_used", "kv_bytes_full", "kv_bytes_total",
-                                                  "kv_groups", "prefix_cache_hit_rate", "tokens_generated", "tokens_prefilled",
+                                                  "kv_groups", "prefix_cache_hit_rate", "prefix_cache_enabled", "state_slots_used",
+                                                  "state_bytes_per_slot", "tokens_generated", "tokens_prefilled",
                                                   "requests_finished", "preemptions", "spec_drafted_tokens",
                                                   "spec_accepted_tokens", "malformed_messages",
                                                   "step_batch_tokens_mean", "ttft_ms", "itl_ms", "uptime_s"}));
@@ -320,6 +324,9 @@ TEST(wire_codec, stats_every_field) {
   EXPECT_EQ(groups[0], (std::map<std::string, uint64_t>{{"window", 0}, {"layers", 1}, {"blocks_used", 30}, {"blocks_released", 0}}));
   EXPECT_EQ(groups[1], (std::map<std::string, uint64_t>{{"window", 1024}, {"layers", 5}, {"blocks_used", 20}, {"blocks_released", 10}}));
   EXPECT_EQ(m.get_double("prefix_cache_hit_rate"), 0.25);
+  EXPECT_EQ(m.get("prefix_cache_enabled")->as<bool>(), false);
+  EXPECT_EQ(m.get_uint("state_slots_used"), 3u);
+  EXPECT_EQ(m.get_uint("state_bytes_per_slot"), 1u << 20);
   EXPECT_EQ(m.get_uint("tokens_generated"), 1000u);
   EXPECT_EQ(m.get_uint("tokens_prefilled"), 5000u);
   EXPECT_EQ((m.get("requests_finished")->as<std::map<std::string, uint64_t>>()),
