@@ -91,7 +91,9 @@ class ToolCallsTemplateTest(unittest.TestCase):
             self.assertEqual(code, 0)
 
     def check_wire(self, server):
-        c = server.client()
+        # The timeout only detects a hang: a call may be hundreds of constrained
+        # tokens, which a loaded 2-core machine takes well over 30 s to sample.
+        c = server.client(timeout_s=600)
         # Not streamed: finished holds the calls.
         for seed in (1, 2, 3):
             text, fin = c.complete(messages=MESSAGES, stream=False, max_tokens=1000, temperature=1.0, seed=seed,
