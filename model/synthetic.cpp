@@ -48,6 +48,15 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
       with(synthetic_shape{"phi4-mini", "phi3", 200064, 131072, 3072, 32, 24, 8, 8192, 10000.0f, 1e-5f, true},
            [](synthetic_shape& x) { x.n_rot = 96; }),
       {"smollm3-3b", "smollm3", 128256, 65536, 2048, 36, 16, 4, 11008, 5000000.0f, 1e-6f, true, "llama3"},
+      // Qwen3.5-9B: 32 layers, every fourth full attention (16 heads of 256,
+      // 4 KV heads, 64 rotated dims, [q; gate] queries), the others gated
+      // delta nets (16 key heads, 32 value heads of 128, conv 4); its own
+      // 248k vocabulary.
+      with(synthetic_shape{"qwen3.5-9b", "qwen35", 248320, 262144, 4096, 32, 16, 4, 12288, 10000000.0f, 1e-6f, false, "qwen35"},
+           [](synthetic_shape& x) {
+             x.head_dim = 256; x.n_rot = 64; x.ssm_conv = 4; x.ssm_state = 128; x.ssm_groups = 16; x.ssm_v_heads = 32;
+             x.full_attention_interval = 4;
+           }),
       // Qwen3-30B-A3B: 128 experts of width 768, 8 per token, 48 layers.
       with(synthetic_shape{"qwen3-30b-a3b", "qwen3moe", 151936, 40960, 2048, 48, 32, 4, 6144, 1000000.0f, 1e-6f, false, "qwen3"},
            [](synthetic_shape& x) { x.head_dim = 128; x.n_expert = 128; x.n_expert_used = 8; x.n_ff_exp = 768; }),
@@ -282,6 +291,14 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     w.set_u32(arch + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
     w.set_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
   }
+  if (s.ssm_conv > 0) {
+    w.set_u32(arch + ".ssm.conv_kernel", static_cast<uint32_t>(s.ssm_conv));
+    w.set_u32(arch + ".ssm.state_size", static_cast<uint32_t>(s.ssm_state));
+    w.set_u32(arch + ".ssm.group_count", static_cast<uint32_t>(s.ssm_groups));
+    w.set_u32(arch + ".ssm.time_step_rank", static_cast<uint32_t>(s.ssm_v_heads));
+    w.set_u32(arch + ".ssm.inner_size", static_cast<uint32_t>(s.ssm_v_heads * s.ssm_state));
+    w.set_u32(arch + ".full_attention_interval", static_cast<uint32_t>(s.full_attention_interval));
+  }
   if (s.yarn_factor > 0) {
     w.set_string(arch + ".rope.scaling.type", "yarn");
     w.set_f32(arch + ".rope.scaling.factor", s.yarn_factor);
@@ -312,6 +329,11 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   hp.moe.n_expert = s.n_expert;
   hp.moe.n_used = s.n_expert_used;
   hp.moe.n_ff_exp = s.n_ff_exp;
+  hp.attn.assign(static_cast<size_t>(s.n_layer), layer_attention{});
+  if (s.ssm_conv > 0) {
+    hp.delta_net = {s.ssm_conv, s.ssm_state, s.ssm_groups, s.ssm_v_heads, s.ssm_state};
+    for (int l = 0; l < s.n_layer; ++l) hp.attn[static_cast<size_t>(l)].recurrent = (l + 1) % s.full_attention_interval != 0;
+  }
   model_weights unbound;
   unbound.layers.resize(static_cast<size_t>(s.n_layer));
   tensor_table table;
@@ -352,7 +374,9 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
         std::vector<float> row(static_cast<size_t>(sp.cols));
         for (int64_t r = ti; r < sp.rows; r += nt) {
           const uint64_t row_seed = mix64(tensor_seed + static_cast<uint64_t>(r) * 0x2545f4914f6cdd1dull);
-          if (sp.role == "rope_freqs") {
+          if (sp.name.size() > 6 && sp.name.compare(sp.name.size() - 6, 6, ".ssm_a") == 0) {
+            fill_normal(row.data(), sp.cols, row_seed, -1.0f, 0.1f);  // -exp(A_log): a decay below 1
+          } else if (sp.role == "rope_freqs") {
             row = llama3_rope_factors(static_cast<int>(hd), s.rope_freq_base);
           } else if (sp.role == "norm") {
             fill_normal(row.data(), sp.cols, row_seed, 1.0f, 0.1f);

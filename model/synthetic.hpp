@@ -42,6 +42,11 @@ struct synthetic_shape {
   // Mixture of experts (qwen3moe, gpt-oss): experts per layer, used per
   // token, and an expert's hidden width (0: a dense FFN).
   int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // Gated delta-net layers (qwen35): ssm.conv_kernel, ssm.state_size (key
+  // head dim), ssm.group_count (key heads), ssm.time_step_rank (value
+  // heads, of state_size each), one full-attention layer every
+  // full_attention_interval (0: none of this).
+  int ssm_conv = 0, ssm_state = 0, ssm_groups = 0, ssm_v_heads = 0, full_attention_interval = 0;
   // YaRN: rope.scaling.type yarn with this factor over this trained context.
   float yarn_factor = 0.0f;
   int yarn_orig_ctx = 0;
@@ -56,7 +61,8 @@ std::vector<float> llama3_rope_factors(int head_dim, float freq_base);
 // Named shapes: tinyllama-1.1b, qwen2.5-0.5b, llama-3.2-1b, tiny, and the
 // published shapes of llama-3.1-8b, qwen2.5-7b, mistral-7b (v0.1), qwen3-8b,
 // qwen3-4b, gemma3-4b, gemma3-12b, phi4-mini, smollm3-3b, and the
-// mixtures of experts qwen3-30b-a3b and gpt-oss-20b.
+// mixtures of experts qwen3-30b-a3b and gpt-oss-20b, and the hybrid
+// qwen3.5-9b.
 
 const std::vector<synthetic_shape>& synthetic_shapes();
 const synthetic_shape* find_synthetic_shape(const std::string& name);

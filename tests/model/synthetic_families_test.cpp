@@ -35,6 +35,12 @@ synthetic_shape scaled_down(const synthetic_shape& full) {
     s.n_expert = std::min(s.n_expert, 16);
     s.n_ff_exp = 128;
   }
+  if (s.ssm_conv > 0) {  // one delta-net layer, one attention layer
+    s.ssm_state = 32;
+    s.ssm_groups = 2;
+    s.ssm_v_heads = 4;
+    s.full_attention_interval = 2;
+  }
   return s;
 }
 
@@ -56,6 +62,11 @@ TEST_P(family_shape, writes_loads_and_runs) {
   EXPECT_EQ(hp.head_dim, s.head_dim_or_default());
   EXPECT_EQ(hp.n_rot, s.n_rot > 0 ? s.n_rot : s.head_dim_or_default());
   ASSERT_EQ(hp.attn.size(), 2u);
+  EXPECT_EQ(hp.attn[0].recurrent, s.ssm_conv > 0);
+  EXPECT_FALSE(hp.attn[1].recurrent);
+  EXPECT_EQ(hp.attn[1].q_gate, s.ssm_conv > 0);
+  EXPECT_EQ(hp.delta_net.n_v_heads, s.ssm_v_heads);
+  EXPECT_EQ(hp.delta_net.head_v_dim, s.ssm_state);
   EXPECT_EQ(hp.moe.n_expert, s.n_expert);
   EXPECT_EQ(hp.moe.n_used, s.n_expert_used);
   EXPECT_EQ(hp.moe.n_ff_exp, s.n_ff_exp);
@@ -85,7 +96,7 @@ TEST_P(family_shape, writes_loads_and_runs) {
 
 INSTANTIATE_TEST_SUITE_P(shapes, family_shape,
                          ::testing::Values("qwen3-8b", "qwen3-4b", "gemma3-4b", "gemma3-12b", "phi4-mini", "smollm3-3b", "qwen3-30b-a3b",
-                                           "gpt-oss-20b"),
+                                           "gpt-oss-20b", "qwen3.5-9b"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            std::string n = i.param;
                            for (char& c : n) c = (c == '-' || c == '.') ? '_' : c;
