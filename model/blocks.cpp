@@ -243,6 +243,7 @@ void blocks::split_query_gate() {
 void blocks::ffn(int il, ffn_activation act) {
   if (hp().moe.enabled()) {
     moe_ffn(il, act);
+    if (!weights(il).ffn_gate_inp_shexp.empty()) shared_expert(il, act);
     return;
   }
   const auto& LL = linears_[static_cast<size_t>(il)];

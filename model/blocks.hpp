@@ -114,6 +114,8 @@ class blocks {
     std::vector<linear_group> exp_gate_up, exp_down;   // MoE: per expert
   };
   void moe_ffn(int il, ffn_activation act);
+  // out() += sigmoid(x . ffn_gate_inp_shexp) * down(act(gate x) * up x), the dense FFN weights being the shared expert.
+  void shared_expert(int il, ffn_activation act);
   // One sequence's tokens of a delta-net layer: conv and recurrence over its state.
   void delta_net_conv(int il, const batch_seq& s, int first);
   void delta_net_head(int il, const batch_seq& s, int first, int v_head);

@@ -92,4 +92,24 @@ void blocks::moe_ffn(int il, ffn_activation act) {
   }
 }
 
+void blocks::shared_expert(int il, ffn_activation act) {
+  const layer_weights& L = weights(il);
+  const auto& LL = linears_[static_cast<size_t>(il)];
+  const int d = hp().n_embd;
+  float* const gate_up[2] = {gate_.data(), up_.data()};
+  run_group(LL.gate_up, xn_.data(), n_tokens_, gate_up);
+  activate(gate_.data(), up_.data(), n_tokens_ * hp().n_ff, act);
+  float* const down[1] = {moe_x_.data()};
+  run_group(LL.down, gate_.data(), n_tokens_, down);
+  for (int t = 0; t < n_tokens_; ++t) {
+    const float* x = xn_.data() + static_cast<size_t>(t) * d;
+    float dot = 0.0f;
+    for (int j = 0; j < d; ++j) dot += x[j] * L.ffn_gate_inp_shexp[static_cast<size_t>(j)];
+    const float g = 1.0f / (1.0f + std::exp(-dot));
+    float* out = tmp_.data() + static_cast<size_t>(t) * d;
+    const float* y = moe_x_.data() + static_cast<size_t>(t) * d;
+    for (int j = 0; j < d; ++j) out[j] += g * y[j];
+  }
+}
+
 }  // namespace cortex

@@ -27,6 +27,14 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
       {"tiny", "llama", 1024, 2048, 256, 4, 8, 2, 768, 10000.0f, 1e-5f, false},
       with(synthetic_shape{"tiny-moe", "qwen3moe", 1024, 2048, 256, 4, 8, 2, 768, 1000000.0f, 1e-6f, false},
            [](synthetic_shape& x) { x.n_expert = 8; x.n_expert_used = 2; x.n_ff_exp = 256; }),
+      // Qwen3.5's MoE variant in miniature: two delta-net layers and two
+      // attention layers, 8 experts (2 used) and a shared expert.
+      with(synthetic_shape{"tiny-qwen35moe", "qwen35moe", 1024, 2048, 256, 4, 4, 2, 256, 10000000.0f, 1e-6f, false},
+           [](synthetic_shape& x) {
+             x.head_dim = 64; x.n_rot = 16; x.ssm_conv = 4; x.ssm_state = 32; x.ssm_groups = 2; x.ssm_v_heads = 4;
+             x.full_attention_interval = 2; x.n_expert = 8; x.n_expert_used = 2; x.n_ff_exp = 128;
+             x.rope_sections[0] = 3; x.rope_sections[1] = 3; x.rope_sections[2] = 2;
+           }),
       // The published shapes (the models' config.json on Hugging Face), with
       // Llama 3.1's rope_freqs.weight. Mistral's 4096-token sliding window is
       // left out, as llama.cpp's 'llama' architecture also runs it.
@@ -56,6 +64,7 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
            [](synthetic_shape& x) {
              x.head_dim = 256; x.n_rot = 64; x.ssm_conv = 4; x.ssm_state = 128; x.ssm_groups = 16; x.ssm_v_heads = 32;
              x.full_attention_interval = 4;
+             x.rope_sections[0] = 11; x.rope_sections[1] = 11; x.rope_sections[2] = 10;
            }),
       // Qwen3-30B-A3B: 128 experts of width 768, 8 per token, 48 layers.
       with(synthetic_shape{"qwen3-30b-a3b", "qwen3moe", 151936, 40960, 2048, 48, 32, 4, 6144, 1000000.0f, 1e-6f, false, "qwen3"},
@@ -287,6 +296,7 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   }
   w.set_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
   if (s.n_expert > 0) {
+    if (s.ssm_conv > 0) w.set_u32(arch + ".expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff));
     w.set_u32(arch + ".expert_count", static_cast<uint32_t>(s.n_expert));
     w.set_u32(arch + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
     w.set_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
@@ -298,6 +308,9 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     w.set_u32(arch + ".ssm.time_step_rank", static_cast<uint32_t>(s.ssm_v_heads));
     w.set_u32(arch + ".ssm.inner_size", static_cast<uint32_t>(s.ssm_v_heads * s.ssm_state));
     w.set_u32(arch + ".full_attention_interval", static_cast<uint32_t>(s.full_attention_interval));
+  }
+  if (s.rope_sections[0] + s.rope_sections[1] + s.rope_sections[2] + s.rope_sections[3] > 0) {
+    w.set_i32_array(arch + ".rope.dimension_sections", {s.rope_sections[0], s.rope_sections[1], s.rope_sections[2], s.rope_sections[3]});
   }
   if (s.yarn_factor > 0) {
     w.set_string(arch + ".rope.scaling.type", "yarn");

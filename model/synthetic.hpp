@@ -47,6 +47,9 @@ struct synthetic_shape {
   // heads, of state_size each), one full-attention layer every
   // full_attention_interval (0: none of this).
   int ssm_conv = 0, ssm_state = 0, ssm_groups = 0, ssm_v_heads = 0, full_attention_interval = 0;
+  // rope.dimension_sections (Qwen3.5's multimodal rope; pairs per section,
+  // summing to n_rot / 2; text positions make it plain neox). All 0: not written.
+  int rope_sections[4] = {0, 0, 0, 0};
   // YaRN: rope.scaling.type yarn with this factor over this trained context.
   float yarn_factor = 0.0f;
   int yarn_orig_ctx = 0;

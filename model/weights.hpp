@@ -31,6 +31,9 @@ struct layer_weights {
   std::vector<kernels::weight_view> down_exps;       // n_expert x (n_embd, n_ff_exp)
   std::vector<float> gate_exps_b, up_exps_b;         // (n_expert * n_ff_exp,)
   std::vector<float> down_exps_b;                    // (n_expert * n_embd,)
+  // A shared expert beside the routed ones (qwen35moe): w_gate / w_up /
+  // w_down hold it, and its output is scaled by sigmoid(x . this) per token.
+  std::vector<float> ffn_gate_inp_shexp;             // (n_embd,)
   // Gated delta net (hp.attn[l].recurrent, hp.delta_net): the fused [q; k; v]
   // input projection, the output gate z, beta and alpha (decay) per value
   // head, the depthwise conv, the decay's bias and -exp(A_log), the gated
