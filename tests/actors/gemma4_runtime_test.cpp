@@ -21,16 +21,12 @@ namespace {
 using testing::runtime_fixture;
 
 runtime_config gemma4_config() {
-  runtime_config c;
-  c.model_path = testing::shared_dir() + "/golden/arch/gemma4-f32.gguf";
-  c.threads = 2;
+  runtime_config c = testing::test_runtime_config(testing::shared_dir() + "/golden/arch/gemma4-f32.gguf");
   c.kv_blocks = 0;
   c.kv_memory_mb = 1;
-  c.kv_type = kernels::kv_type::f32;  // the golden was made with an F32 cache
   c.max_batch_tokens = 32;
   c.max_prefill_chunk = 7;
   c.prefix_cache = true;
-  c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }
 
