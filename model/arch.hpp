@@ -29,6 +29,10 @@ struct arch_def {
   void (*tensors)(const model_hparams& hp, model_weights& w, tensor_table& t);
   // Runs layer il of a step: b.x() holds the residual stream in and out.
   void (*layer)(blocks& b, int il);
+  // Optional: runs once a step after the token embedding (b.x() holds the
+  // scaled embeddings), before the layers: inputs the layers take besides
+  // the residual stream (Gemma 4's per-layer embeddings).
+  void (*step_inputs)(blocks& b) = nullptr;
 };
 
 // The definition for general.architecture `name`, or nullptr.

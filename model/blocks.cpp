@@ -6,6 +6,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/quant.hpp"
 
 namespace cortex {
 
@@ -64,6 +65,8 @@ blocks::blocks(const model& m, kernels::thread_pool& pool, int n_ctx_seq) : m_(m
     ll.wo = make_linear_group(mm.wo, pool, f);
     ll.gate_up = make_linear_group(mm.gate_up, pool, f);
     ll.down = make_linear_group(mm.down, pool, f);
+    ll.per_layer_gate = make_linear_group(mm.per_layer_gate, pool, f);
+    ll.per_layer_proj = make_linear_group(mm.per_layer_proj, pool, f);
     if (L.ffn_gate_inp.data != nullptr) ll.router = make_linear_group({&L.ffn_gate_inp}, pool, f);
     for (size_t e = 0; e < L.gate_exps.size(); ++e) {
       ll.exp_gate_up.push_back(make_linear_group({&L.gate_exps[e], &L.up_exps[e]}, pool, f));
@@ -71,6 +74,7 @@ blocks::blocks(const model& m, kernels::thread_pool& pool, int n_ctx_seq) : m_(m
     }
     linears_.push_back(std::move(ll));
   }
+  if (w.per_layer_model_proj.data != nullptr) per_layer_model_proj_ = make_linear_group({&w.per_layer_model_proj}, pool, f);
 }
 
 void blocks::run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys) {
@@ -90,18 +94,24 @@ void blocks::ensure_capacity(int n_tokens) {
   x_.resize(T * h.n_embd);
   xn_.resize(T * h.n_embd);
   tmp_.resize(T * h.n_embd);
-  q_.resize(T * h.n_embd_q());
-  attn_.resize(T * h.n_embd_q());
-  k_.resize(T * h.n_embd_kv());
-  v_.resize(T * h.n_embd_kv());
-  const size_t ff = static_cast<size_t>(std::max(h.n_ff, h.moe.n_ff_exp));
+  const size_t dq = static_cast<size_t>(std::max(h.n_embd_q(), h.max_n_embd_q()));
+  const size_t dkv = static_cast<size_t>(std::max(h.n_embd_kv(), h.max_n_embd_kv()));
+  q_.resize(T * dq);
+  attn_.resize(T * dq);
+  k_.resize(T * dkv);
+  v_.resize(T * dkv);
+  const size_t ff = static_cast<size_t>(std::max({h.n_ff, h.max_n_ff(), h.moe.n_ff_exp}));
+  if (h.n_embd_per_layer > 0) {
+    ple_.resize(T * h.n_layer * h.n_embd_per_layer);
+    ple_gate_.resize(T * h.n_embd_per_layer);
+  }
   gate_.resize(T * ff);
   up_.resize(T * ff);
   bool q_gate = false;
   for (const auto& a : h.attn) q_gate = q_gate || a.q_gate;
   if (q_gate) {
-    qg_.resize(T * 2 * h.n_embd_q());
-    q_gate_.resize(T * h.n_embd_q());
+    qg_.resize(T * 2 * dq);
+    q_gate_.resize(T * dq);
   }
   if (h.delta_net.conv_kernel > 0) {
     const auto& dn = h.delta_net;
@@ -154,6 +164,59 @@ void blocks::residual() {
   kernels::add_inplace(x_.data(), tmp_.data(), static_cast<int>(n));
 }
 
+void blocks::per_layer_inputs() {
+  const auto& h = hp();
+  const auto& w = m_.weights();
+  const int P = h.n_embd_per_layer, n_all = h.n_layer * P;
+  float* const out[1] = {ple_.data()};
+  run_group(per_layer_model_proj_, x_.data(), n_tokens_, out);
+  const float proj_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd));
+  const float embd_scale = std::sqrt(static_cast<float>(P));
+  const float input_scale = 1.0f / std::sqrt(2.0f);
+  std::vector<float>& row = ple_gate_;  // scratch for one token's looked-up row (n_layer * P <= T * P)
+  row.resize(std::max(row.size(), static_cast<size_t>(n_all)));
+  int t = 0;
+  for (const auto& s : *batch_) {
+    for (int i = 0; i < s.n_tokens; ++i, ++t) {
+      float* p = ple_.data() + static_cast<size_t>(t) * n_all;
+      const auto* src = static_cast<const uint8_t*>(w.per_layer_token_embd.data) +
+                        static_cast<size_t>(s.tokens[i]) * w.per_layer_token_embd.row_bytes;
+      dequantize_row(w.per_layer_token_embd.type, src, row.data(), n_all);
+      for (int j = 0; j < n_all; ++j) p[j] *= proj_scale;
+      for (int l = 0; l < h.n_layer; ++l) {
+        float* pl = p + static_cast<size_t>(l) * P;
+        kernels::rmsnorm(pl, w.per_layer_proj_norm.data(), pl, P, h.rms_eps);
+      }
+      for (int j = 0; j < n_all; ++j) p[j] = (p[j] + row[static_cast<size_t>(j)] * embd_scale) * input_scale;
+    }
+  }
+}
+
+void blocks::per_layer_input(int il) {
+  const auto& h = hp();
+  const layer_weights& L = weights(il);
+  const auto& LL = linears_[static_cast<size_t>(il)];
+  const int P = h.n_embd_per_layer;
+  float* const gate[1] = {ple_gate_.data()};
+  run_group(LL.per_layer_gate, x_.data(), n_tokens_, gate);
+  for (int t = 0; t < n_tokens_; ++t) {
+    float* g = ple_gate_.data() + static_cast<size_t>(t) * P;
+    const float* e = ple_.data() + (static_cast<size_t>(t) * h.n_layer + il) * P;
+    kernels::gelu_mul(g, e, g, P);
+  }
+  float* const out[1] = {tmp_.data()};
+  run_group(LL.per_layer_proj, ple_gate_.data(), n_tokens_, out);
+  norm(tmp_.data(), L.per_layer_post_norm, tmp_.data());
+  kernels::add_inplace(x_.data(), tmp_.data(), n_tokens_ * h.n_embd);
+}
+
+void blocks::scale_output(int il) {
+  const std::vector<float>& s = weights(il).out_scale;
+  if (s.empty()) return;
+  const size_t n = static_cast<size_t>(n_tokens_) * hp().n_embd;
+  for (size_t i = 0; i < n; ++i) x_[i] *= s[0];
+}
+
 namespace {
 
 void add_bias(float* y, const std::vector<float>& b, int n_tokens) {
@@ -164,12 +227,20 @@ void add_bias(float* y, const std::vector<float>& b, int n_tokens) {
 
 }  // namespace
 
-void blocks::head_norm(float* x, int n_heads, const std::vector<float>& w) {
+void blocks::head_norm(float* x, int n_heads, int hd, const std::vector<float>& w) {
   if (w.empty()) return;
-  const int hd = hp().head_dim;
   for (int r = 0; r < n_tokens_ * n_heads; ++r) {
     float* row = x + static_cast<size_t>(r) * hd;
     kernels::rmsnorm(row, w.data(), row, hd, hp().rms_eps);
+  }
+}
+
+void blocks::head_norm_unweighted(float* x, int n_heads, int hd) {
+  // ggml_rms_norm without a weight: x / sqrt(mean(x^2) + eps).
+  if (ones_.size() < static_cast<size_t>(hd)) ones_.assign(static_cast<size_t>(hd), 1.0f);
+  for (int r = 0; r < n_tokens_ * n_heads; ++r) {
+    float* row = x + static_cast<size_t>(r) * hd;
+    kernels::rmsnorm(row, ones_.data(), row, hd, hp().rms_eps);
   }
 }
 
@@ -179,19 +250,22 @@ void blocks::rope_qk(int il) {
   if (a.rope == rope_kind::none) return;
   const float* factors = a.rope_factors ? rope_factors_ : nullptr;
   const bool neox = a.rope == rope_kind::neox;
+  const int hd = h.head_dim_of(il), n_rot = h.n_rot_of(il), n_kv = h.n_head_kv_of(il);
   const kernels::yarn_params yarn =
       a.yarn_ext_factor != 0.0f
-          ? kernels::yarn_corr_dims(h.n_rot, h.n_ctx_orig, a.rope_freq_base, a.yarn_beta_fast, a.yarn_beta_slow, a.yarn_ext_factor)
+          ? kernels::yarn_corr_dims(n_rot, h.n_ctx_orig, a.rope_freq_base, a.yarn_beta_fast, a.yarn_beta_slow, a.yarn_ext_factor)
           : kernels::yarn_params{};
-  const int dq = h.n_embd_q(), dkv = h.n_embd_kv();
+  const int dq = h.n_embd_q(il), dkv = h.n_embd_kv(il);
+  const bool own_kv = h.has_own_kv(il);
   int t = 0;
   for (const auto& s : *batch_) {
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int pos = s.pos0 + i;
-      kernels::rope(q_.data() + static_cast<size_t>(t) * dq, h.n_head, h.head_dim, h.n_rot, pos, a.rope_freq_base, neox,
+      kernels::rope(q_.data() + static_cast<size_t>(t) * dq, h.n_head, hd, n_rot, pos, a.rope_freq_base, neox,
                     a.rope_freq_scale, factors, a.rope_attn_factor, yarn);
-      kernels::rope(k_.data() + static_cast<size_t>(t) * dkv, h.n_head_kv, h.head_dim, h.n_rot, pos, a.rope_freq_base,
-                    neox, a.rope_freq_scale, factors, a.rope_attn_factor, yarn);
+      if (!own_kv) continue;
+      kernels::rope(k_.data() + static_cast<size_t>(t) * dkv, n_kv, hd, n_rot, pos, a.rope_freq_base, neox,
+                    a.rope_freq_scale, factors, a.rope_attn_factor, yarn);
     }
   }
 }
@@ -199,19 +273,30 @@ void blocks::rope_qk(int il) {
 void blocks::attention(int il) {
   const layer_weights& L = weights(il);
   const auto& LL = linears_[static_cast<size_t>(il)];
+  // A layer that shares an earlier layer's K/V has only its q projection
+  // here; one with a query gate projects [q; gate] per head (split below).
   const bool q_gate = hp().attn[static_cast<size_t>(il)].q_gate;
   float* const qkv[3] = {q_gate ? qg_.data() : q_.data(), k_.data(), v_.data()};
   run_group(LL.qkv, xn_.data(), n_tokens_, qkv);
-  if (q_gate) split_query_gate();
+  const auto& h = hp();
+  const int hd = h.head_dim_of(il), n_kv = h.n_head_kv_of(il);
+  if (q_gate) split_query_gate(hd);
+  const bool own_kv = h.has_own_kv(il);
+  // A layer without a V projection uses its K projection as V (Gemma 4's
+  // full layers), taken before the K norm.
+  if (own_kv && L.wv.data == nullptr) std::copy_n(k_.data(), static_cast<size_t>(n_tokens_) * h.n_embd_kv(il), v_.data());
   add_bias(q_.data(), L.bq, n_tokens_);
   add_bias(k_.data(), L.bk, n_tokens_);
   add_bias(v_.data(), L.bv, n_tokens_);
-  head_norm(q_.data(), hp().n_head, L.attn_q_norm);
-  head_norm(k_.data(), hp().n_head_kv, L.attn_k_norm);
+  head_norm(q_.data(), h.n_head, hd, L.attn_q_norm);
+  if (own_kv) {
+    head_norm(k_.data(), n_kv, hd, L.attn_k_norm);
+    if (h.attn[static_cast<size_t>(il)].v_norm) head_norm_unweighted(v_.data(), n_kv, hd);
+  }
   rope_qk(il);
   attend(il);
   if (q_gate) {
-    const size_t n = static_cast<size_t>(n_tokens_) * hp().n_embd_q();
+    const size_t n = static_cast<size_t>(n_tokens_) * hp().n_embd_q(il);
     for (size_t i = 0; i < n; ++i) attn_[i] *= 1.0f / (1.0f + std::exp(-q_gate_[i]));
   }
   float* const out[1] = {tmp_.data()};
@@ -227,9 +312,9 @@ void blocks::activate(float* gate, const float* up, int n, ffn_activation act) {
   }
 }
 
-void blocks::split_query_gate() {
+void blocks::split_query_gate(int hd) {
   // qg_ rows are, per head, hd query values then hd gate values.
-  const int hd = hp().head_dim, n_head = hp().n_head;
+  const int n_head = hp().n_head;
   for (int t = 0; t < n_tokens_; ++t) {
     for (int h = 0; h < n_head; ++h) {
       const float* src = qg_.data() + (static_cast<size_t>(t) * n_head + h) * 2 * hd;
@@ -249,7 +334,7 @@ void blocks::ffn(int il, ffn_activation act) {
   const auto& LL = linears_[static_cast<size_t>(il)];
   float* const gate_up[2] = {gate_.data(), up_.data()};
   run_group(LL.gate_up, xn_.data(), n_tokens_, gate_up);
-  activate(gate_.data(), up_.data(), n_tokens_ * hp().n_ff, act);
+  activate(gate_.data(), up_.data(), n_tokens_ * hp().n_ff_of(il), act);
   float* const out[1] = {tmp_.data()};
   run_group(LL.down, gate_.data(), n_tokens_, out);
 }
@@ -259,24 +344,26 @@ void blocks::attend(int il) {
   const layer_attention& spec = h.attn[static_cast<size_t>(il)];
   const auto& batch = *batch_;
   kv_arena& kv = *kv_;
-  const int dq = h.n_embd_q();
-  const int dkv = h.n_embd_kv();
+  const int dq = h.n_embd_q(il);
+  const int dkv = h.n_embd_kv(il);
   const int bs = kv.block_size();
+  const int kv_layer = h.kv_layer_of(il);   // whose cache this layer reads (itself unless it shares)
   const int kv_group = kv.group_of(il);  // whose block table holds this layer's K/V
   // Write this step's K/V rows into each sequence's blocks, converted to the arena's type.
   int t = 0;
   for (const auto& s : batch) {
+    if (kv_layer != il) break;  // a sharing layer writes nothing
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int pos = s.pos0 + i;
       const size_t slot = static_cast<size_t>(s.table(kv_group)[pos / bs]) * bs + pos % bs;
       kv.store_token(il, slot, k_.data() + static_cast<size_t>(t) * dkv, v_.data() + static_cast<size_t>(t) * dkv);
     }
   }
-  plan_attention(bs, spec.window);
+  plan_attention(il, bs, spec.window);
   const std::vector<float>& sink_logits = weights(il).attn_sinks;
   const bool sinks = !sink_logits.empty();
   if (sinks) lse_.resize(static_cast<size_t>(capacity_tokens_) * h.n_head);
-  const int group = h.n_head / h.n_head_kv;
+  const int group = h.n_head / h.n_head_kv_of(kv_layer);
   const size_t part_floats = static_cast<size_t>(capacity_tokens_) * dq;
   pool_.parallel_for(static_cast<int>(attn_tasks_.size()), [&](int ti, int) {
     const attn_task& task = attn_tasks_[static_cast<size_t>(ti)];
@@ -289,10 +376,10 @@ void blocks::attend(int il) {
     a.n_heads = h.n_head;
     a.head_begin = task.kv_head * group;
     a.head_end = (task.kv_head + 1) * group;
-    a.k_arena = kv.k(il);
-    a.v_arena = kv.v(il);
+    a.k_arena = kv.k(kv_layer);
+    a.v_arena = kv.v(kv_layer);
     a.block_table = s.table(kv_group);
-    a.layout = kv.layout();
+    a.layout = kv.layout(kv_layer);
     a.scale = spec.scale;
     a.softcap = spec.softcap;
     a.window = spec.window;
@@ -308,11 +395,11 @@ void blocks::attend(int il) {
     }
     kernels::attention_paged(a);
   });
-  if (n_key_parts_ > 1) merge_key_parts();
-  if (sinks) apply_sinks(sink_logits);
+  if (n_key_parts_ > 1) merge_key_parts(il);
+  if (sinks) apply_sinks(il, sink_logits);
 }
 
-void blocks::apply_sinks(const std::vector<float>& sink_logits) {
+void blocks::apply_sinks(int il, const std::vector<float>& sink_logits) {
   // A sink is one more logit per head in the softmax's denominator with no
   // value: the output normalised over the keys (log-sum-exp L) becomes
   // out * e^L / (e^L + e^sink) = out / (1 + e^(sink - L)).
@@ -331,13 +418,15 @@ void blocks::apply_sinks(const std::vector<float>& sink_logits) {
     }
     const float sink = sink_logits[static_cast<size_t>(r % h.n_head)];
     const float keep = static_cast<float>(1.0 / (1.0 + std::exp(static_cast<double>(sink) - lse)));
-    float* row = attn_.data() + static_cast<size_t>(r) * h.head_dim;
-    for (int i = 0; i < h.head_dim; ++i) row[i] *= keep;
+    const int hd = h.head_dim_of(il);
+    float* row = attn_.data() + static_cast<size_t>(r) * hd;
+    for (int i = 0; i < hd; ++i) row[i] *= keep;
   }
 }
 
-void blocks::plan_attention(int block_size, int window) {
+void blocks::plan_attention(int il, int block_size, int window) {
   const auto& h = hp();
+  const int n_kv = h.n_head_kv_of(il);
   const auto& batch = *batch_;
   const int n_seqs = static_cast<int>(batch.size());
   const int n_threads = pool_.size();
@@ -347,16 +436,16 @@ void blocks::plan_attention(int block_size, int window) {
   // parts are merged by log-sum-exp, so every thread streams K/V. A window
   // bounds the keys a query can see, so it bounds the split too.
   n_key_parts_ = 1;
-  if (n_seqs * h.n_head_kv < n_threads) {
+  if (n_seqs * n_kv < n_threads) {
     int min_ctx = INT32_MAX;
     for (const auto& s : batch) min_ctx = std::min(min_ctx, s.pos0 + s.n_tokens);
     if (window > 0) min_ctx = std::min(min_ctx, window);
-    const int want = (n_threads + n_seqs * h.n_head_kv - 1) / (n_seqs * h.n_head_kv);
+    const int want = (n_threads + n_seqs * n_kv - 1) / (n_seqs * n_kv);
     n_key_parts_ = std::max(1, std::min({want, min_ctx / 256, 64}));  // 64: attention_merge's limit
   }
   if (n_key_parts_ > 1) {
     const size_t n = static_cast<size_t>(n_key_parts_) * capacity_tokens_;
-    part_out_.resize(n * h.n_head * h.head_dim);
+    part_out_.resize(n * static_cast<size_t>(std::max(h.n_embd_q(), h.max_n_embd_q())));
     part_lse_.resize(n * h.n_head);
   }
   for (int si = 0; si < n_seqs; ++si) {
@@ -367,7 +456,7 @@ void blocks::plan_attention(int block_size, int window) {
     const int n_tiles = (s.n_tokens + q_tile - 1) / q_tile;
     for (int tile = n_tiles - 1; tile >= 0; --tile) {
       const int q_begin = tile * q_tile, q_end = std::min(s.n_tokens, q_begin + q_tile);
-      for (int g = 0; g < h.n_head_kv; ++g) {
+      for (int g = 0; g < n_kv; ++g) {
         if (n_key_parts_ == 1) {
           attn_tasks_.push_back({si, g, q_begin, q_end, 0, 0, -1});
           continue;
@@ -390,10 +479,9 @@ void blocks::plan_attention(int block_size, int window) {
   }
 }
 
-void blocks::merge_key_parts() {
+void blocks::merge_key_parts(int il) {
   const auto& h = hp();
-  const int dq = h.n_embd_q();
-  const size_t part_floats = static_cast<size_t>(capacity_tokens_) * dq;
+  const size_t part_floats = static_cast<size_t>(capacity_tokens_) * h.n_embd_q(il);
   const float* outs[64];
   const float* lses[64];
   for (int j = 0; j < n_key_parts_; ++j) {
@@ -401,7 +489,7 @@ void blocks::merge_key_parts() {
     lses[j] = part_lse_.data() + static_cast<size_t>(j) * capacity_tokens_ * h.n_head;
   }
   // Rows (token, head) of the whole step are contiguous in every part.
-  kernels::attention_merge(outs, lses, n_key_parts_, n_tokens_ * h.n_head, h.head_dim, attn_.data());
+  kernels::attention_merge(outs, lses, n_key_parts_, n_tokens_ * h.n_head, h.head_dim_of(il), attn_.data());
 }
 
 void pre_norm_layer(blocks& b, int il, ffn_activation act) {

@@ -104,12 +104,23 @@ class blocks {
   void delta_net(int il);
   // x += residual_scale * out().
   void residual();
+  // Per-layer token embeddings (model_weights::per_layer_*; Gemma 4), once a
+  // step on the scaled token embeddings in x(): for each token,
+  // ple = (rmsnorm_P(per_layer_model_proj · x / sqrt(n_embd), per_layer_proj_norm)
+  //        + per_layer_token_embd[token] · sqrt(P)) / sqrt(2), viewed as (n_layer, P).
+  void per_layer_inputs();
+  // Layer il's share of them: x += rmsnorm(per_layer_proj · (gelu(per_layer_inp_gate · x) * ple[il]),
+  // per_layer_post_norm).
+  void per_layer_input(int il);
+  // x *= the layer's out_scale, where it has one.
+  void scale_output(int il);
 
   void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);
 
  private:
   struct layer_linears {
     linear_group qkv, wo, gate_up, down;
+    linear_group per_layer_gate, per_layer_proj;       // per-layer embeddings
     linear_group router;                               // MoE: ffn_gate_inp
     std::vector<linear_group> exp_gate_up, exp_down;   // MoE: per expert
   };
@@ -124,30 +135,34 @@ class blocks {
   void activate(float* gate, const float* up, int n, ffn_activation act);
   void ensure_capacity(int n_tokens);
   void rope_qk(int il);
-  // qg_ -> q_ and q_gate_ (layer_attention::q_gate).
-  void split_query_gate();
-  void head_norm(float* x, int n_heads, const std::vector<float>& w);
+  // qg_ -> q_ and q_gate_ (layer_attention::q_gate), heads of hd.
+  void split_query_gate(int hd);
+  void head_norm(float* x, int n_heads, int hd, const std::vector<float>& w);
+  void head_norm_unweighted(float* x, int n_heads, int hd);
   void attend(int il);
   // Splits the step's attention into pool tasks (attn_tasks_): per
   // sequence, KV head and 32-query tile, and over key ranges (n_key_parts_)
   // when sequences x KV heads are fewer than the threads.
-  void plan_attention(int block_size, int window);
+  void plan_attention(int il, int block_size, int window);
   // attn_ = the log-sum-exp merge of the key-range parts' outputs.
-  void merge_key_parts();
+  void merge_key_parts(int il);
   // Attention sinks (gpt-oss): attn_ rows rescaled for one more logit per
   // head in the softmax's denominator.
-  void apply_sinks(const std::vector<float>& sink_logits);
+  void apply_sinks(int il, const std::vector<float>& sink_logits);
 
   const model& m_;
   kernels::thread_pool& pool_;
   const float* rope_factors_ = nullptr;  // (n_rot/2,) or null
   kernels::matmul_scratch mm_scratch_;
   std::vector<layer_linears> linears_;  // (n_layer,)
+  linear_group per_layer_model_proj_;   // per-layer embeddings' projection of the token embedding
   const std::vector<batch_seq>* batch_ = nullptr;
   kv_arena* kv_ = nullptr;
   int n_tokens_ = 0;
   int capacity_tokens_ = 0;
-  // Per-step activations; T = tokens in the step.
+  // Per-step activations; T = tokens in the step. Widths are the widest
+  // layer's (layers may differ: model_hparams::n_embd_q(il)); a layer's rows
+  // are packed at its own width.
   std::vector<float> x_;      // (T, n_embd) residual stream
   std::vector<float> xn_;     // (T, n_embd) normed input
   std::vector<float> q_;      // (T, n_head*hd)
@@ -157,6 +172,9 @@ class blocks {
   std::vector<float> gate_;   // (T, n_ff)
   std::vector<float> up_;     // (T, n_ff)
   std::vector<float> tmp_;    // (T, n_embd)
+  std::vector<float> ple_;       // (T, n_layer, P) per-layer inputs of the step's tokens
+  std::vector<float> ple_gate_;  // (T, P)
+  std::vector<float> ones_;      // (head_dim,) the weight of an unweighted RMS norm
   // MoE (hp().moe), K = n_used: router logits (T, n_expert), each token's
   // chosen experts and weights (T, K), the tokens of each expert as (t*K + k)
   // slots, the gathered inputs (T, n_embd), and each slot's expert output

@@ -4,7 +4,7 @@ namespace cortex {
 
 void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, const dense_layout& o) {
   using R = tensor_role;
-  const int64_t d = hp.n_embd, dq = hp.n_embd_q(), dkv = hp.n_embd_kv(), ff = hp.n_ff, hd = hp.head_dim;
+  const int64_t d = hp.n_embd;
   t.matrix("token_embd.weight", d, hp.n_vocab, &w.token_embd, R::token_embd, -1);
   t.vec("output_norm.weight", d, &w.output_norm, R::norm, -1);
   if (o.always_tied) {
@@ -18,25 +18,34 @@ void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, c
     t.vec("rope_factors_short.weight", hp.n_rot / 2, &w.rope_short, R::rope_freqs, -1, false);
   }
   for (int l = 0; l < hp.n_layer; ++l) {
+    // Each layer at its own sizes (model_hparams::n_embd_q(il) and friends).
+    const int64_t dq = hp.n_embd_q(l), dkv = hp.n_embd_kv(l), ff = hp.n_ff_of(l), hd = hp.head_dim_of(l);
+    // A layer that reads an earlier layer's K/V has no K/V tensors of its
+    // own (any the file has are not read).
+    const bool kv = hp.has_own_kv(l);
     layer_weights& L = w.layers[static_cast<size_t>(l)];
     t.vec(layer_tensor(l, "attn_norm"), d, &L.attn_norm, R::norm, l);
     if (o.fused_qkv) {
       t.fused(layer_tensor(l, "attn_qkv"), d, {{&L.wq, dq}, {&L.wk, dkv}, {&L.wv, dkv}}, R::attn_qkv, l);
     } else {
       t.matrix(layer_tensor(l, "attn_q"), d, dq, &L.wq, R::attn_q, l);
-      t.matrix(layer_tensor(l, "attn_k"), d, dkv, &L.wk, R::attn_k, l);
-      t.matrix(layer_tensor(l, "attn_v"), d, dkv, &L.wv, R::attn_v, l);
+      if (kv) {
+        t.matrix(layer_tensor(l, "attn_k"), d, dkv, &L.wk, R::attn_k, l);
+        t.matrix(layer_tensor(l, "attn_v"), d, dkv, &L.wv, R::attn_v, l, !o.optional_v);
+      }
     }
     if (o.qkv_bias || o.optional_qkv_bias) {
       const bool req = o.qkv_bias;
       t.vec(layer_tensor(l, "attn_q", "bias"), dq, &L.bq, R::bias, l, req);
-      t.vec(layer_tensor(l, "attn_k", "bias"), dkv, &L.bk, R::bias, l, req);
-      t.vec(layer_tensor(l, "attn_v", "bias"), dkv, &L.bv, R::bias, l, req);
+      if (kv) {
+        t.vec(layer_tensor(l, "attn_k", "bias"), dkv, &L.bk, R::bias, l, req);
+        t.vec(layer_tensor(l, "attn_v", "bias"), dkv, &L.bv, R::bias, l, req);
+      }
     }
     if (o.optional_qkv_bias) t.vec(layer_tensor(l, "attn_output", "bias"), d, &L.bo, R::bias, l, false);
     if (o.qk_norm) {
       t.vec(layer_tensor(l, "attn_q_norm"), hd, &L.attn_q_norm, R::norm, l);
-      t.vec(layer_tensor(l, "attn_k_norm"), hd, &L.attn_k_norm, R::norm, l);
+      if (kv) t.vec(layer_tensor(l, "attn_k_norm"), hd, &L.attn_k_norm, R::norm, l);
     }
     t.matrix(layer_tensor(l, "attn_output"), dq, d, &L.wo, R::attn_output, l);
     if (o.post_norms) t.vec(layer_tensor(l, "post_attention_norm"), d, &L.post_attn_norm, R::norm, l);

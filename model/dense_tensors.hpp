@@ -18,6 +18,7 @@ struct dense_layout {
   bool qk_norm = false;         // attn_q_norm / attn_k_norm (head_dim,)
   bool post_norms = false;      // post_attention_norm and post_ffw_norm (n_embd,)
   bool fused_qkv = false;       // attn_qkv = [q; k; v] rows
+  bool optional_v = false;      // attn_v where the file has it; a layer without uses its K projection as V
   bool fused_gate_up = false;   // ffn_up = [gate; up] rows, no ffn_gate
   bool always_tied = false;     // output is token_embd even if output.weight exists
   bool rope_freqs = true;       // an optional rope_freqs.weight (n_rot/2,)

@@ -60,6 +60,7 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
   }
 
   const arch_def& arch = m_.arch();
+  if (arch.step_inputs != nullptr) arch.step_inputs(blocks_);
   for (int l = 0; l < hp.n_layer; ++l) arch.layer(blocks_, l);
 
   int row = 0, t = 0;

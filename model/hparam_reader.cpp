@@ -1,5 +1,6 @@
 #include "model/hparam_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cortex {
@@ -26,6 +27,26 @@ status hparam_reader::f32(const std::string& k, float& out, bool required) const
   return status::ok();
 }
 
+status hparam_reader::u32_or_array(const std::string& k, int n_layer, int& out, std::vector<int>& per_layer,
+                                   bool required) const {
+  const std::string full = key(k);
+  const gguf::value* v = f_.find(full);
+  per_layer.clear();
+  if (v == nullptr || v->type != gguf::value_type::array) return u32(k, out, required);
+  auto arr = f_.get_i32_array(full);
+  if (!arr || arr->size() != static_cast<size_t>(n_layer)) {
+    return fail(errc::malformed, "metadata key '" + full + "' is an array but not of " + std::to_string(n_layer) +
+                                     " integers (one per layer)");
+  }
+  out = 0;
+  for (int32_t x : *arr) {
+    if (x <= 0 || x > (1 << 30)) return fail(errc::malformed, "invalid metadata key '" + full + "'");
+    per_layer.push_back(x);
+    out = std::max(out, static_cast<int>(x));
+  }
+  return status::ok();
+}
+
 std::optional<std::string> hparam_reader::str(const std::string& k) const {
   auto v = f_.get_string(key(k));
   if (!v) return std::nullopt;
@@ -36,12 +57,17 @@ status hparam_reader::read_common(model_hparams& hp, rope_kind rope, const char*
   auto bad = [&](const std::string& what) { return fail(errc::malformed, what); };
   for (auto [k, dst] : std::initializer_list<std::pair<const char*, int*>>{
            {"context_length", &hp.n_ctx_train}, {"embedding_length", &hp.n_embd}, {"block_count", &hp.n_layer},
-           {"feed_forward_length", &hp.n_ff}, {"attention.head_count", &hp.n_head}}) {
+           {"attention.head_count", &hp.n_head}}) {
     if (auto st = u32(k, *dst); !st) return st;
   }
+  // Widths and KV heads may be per-layer arrays (Gemma 4).
+  if (auto st = u32_or_array("feed_forward_length", hp.n_layer, hp.n_ff, hp.n_ff_layer); !st) return st;
   hp.n_head_kv = hp.n_head;
-  if (auto st = u32("attention.head_count_kv", hp.n_head_kv, false); !st) return st;
-  if (hp.n_head % hp.n_head_kv != 0) return bad("head_count is not a multiple of head_count_kv");
+  std::vector<int> n_head_kv_layer;
+  if (auto st = u32_or_array("attention.head_count_kv", hp.n_layer, hp.n_head_kv, n_head_kv_layer, false); !st) return st;
+  for (int n : n_head_kv_layer.empty() ? std::vector<int>{hp.n_head_kv} : n_head_kv_layer) {
+    if (hp.n_head % n != 0) return bad("head_count is not a multiple of head_count_kv");
+  }
   hp.head_dim = 0;
   if (auto st = u32("attention.key_length", hp.head_dim, false); !st) return st;
   if (hp.head_dim == 0) {
@@ -91,6 +117,7 @@ status hparam_reader::read_common(model_hparams& hp, rope_kind rope, const char*
     if (auto st = read_yarn(hp, a); !st) return st;
   }
   hp.attn.assign(static_cast<size_t>(hp.n_layer), a);
+  for (size_t il = 0; il < n_head_kv_layer.size(); ++il) hp.attn[il].n_head_kv = n_head_kv_layer[il];
   return status::ok();
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/expected.hpp"
 #include "model/gguf.hpp"
@@ -23,6 +24,10 @@ class hparam_reader {
   // A finite float; absent keys leave out unchanged.
   status f32(const std::string& k, float& out, bool required = false) const;
   std::optional<std::string> str(const std::string& k) const;
+  // A positive integer, or an array of one per layer (llama.cpp's
+  // get_key_or_arr): per_layer gets the array (left empty for a scalar) and
+  // out the largest value. REQUIRES: n_layer > 0.
+  status u32_or_array(const std::string& k, int n_layer, int& out, std::vector<int>& per_layer, bool required = true) const;
   bool has(const std::string& k) const { return f_.find(key(k)) != nullptr; }
 
   // The keys every architecture shares: context, sizes, heads (head_dim from

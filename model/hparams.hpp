@@ -40,6 +40,17 @@ struct layer_attention {
   // The layer mixes tokens with a gated delta net (model_hparams::delta_net)
   // and a recurrent state, not attention (Qwen3.5's linear-attention layers).
   bool recurrent = false;
+  // The layer's own sizes where they differ between layers (Gemma 4's
+  // sliding and full layers); 0: the model's (model_hparams::head_dim_of
+  // and friends resolve them, so every reader sees one value per layer).
+  int head_dim = 0;   // key and value length of one head
+  int n_head_kv = 0;
+  int n_rot = 0;      // rotated dims of a head
+  // KV sharing: -1, the layer computes and stores its own K and V; else the
+  // earlier layer whose cache it reads, computing no K/V and holding no K/V
+  // memory of its own (the two layers' windows are equal).
+  int kv_source = -1;
+  bool v_norm = false;  // V rows RMS-normalised per head, without a weight, before they are stored
 };
 
 // A gated delta net's sizes (Qwen3.5, llama.cpp's ssm.* keys): a causal
@@ -120,8 +131,53 @@ struct model_hparams {
     return n;
   }
 
+  // Per-layer FFN widths where the file gives an array (feed_forward_length
+  // as an array, llama.cpp's get_key_or_arr); empty: every layer n_ff.
+  std::vector<int> n_ff_layer;
+  // Per-layer token embeddings (Gemma 4): each layer's input width P; 0: none.
+  int n_embd_per_layer = 0;
+
   int n_embd_q() const { return n_head * head_dim; }
   int n_embd_kv() const { return n_head_kv * head_dim; }
+
+  // Layer il's sizes: its layer_attention's where set, else the model's.
+  int head_dim_of(int il) const { return pick(il, &layer_attention::head_dim, head_dim); }
+  int n_head_kv_of(int il) const { return pick(il, &layer_attention::n_head_kv, n_head_kv); }
+  int n_rot_of(int il) const { return pick(il, &layer_attention::n_rot, n_rot); }
+  int n_embd_q(int il) const { return n_head * head_dim_of(il); }
+  int n_embd_kv(int il) const { return n_head_kv_of(il) * head_dim_of(il); }
+  int n_ff_of(int il) const {
+    return static_cast<size_t>(il) < n_ff_layer.size() && n_ff_layer[static_cast<size_t>(il)] > 0
+               ? n_ff_layer[static_cast<size_t>(il)] : n_ff;
+  }
+  // The layer whose K/V cache layer il reads: itself unless it shares.
+  int kv_layer_of(int il) const {
+    return static_cast<size_t>(il) < attn.size() && attn[static_cast<size_t>(il)].kv_source >= 0
+               ? attn[static_cast<size_t>(il)].kv_source : il;
+  }
+  bool has_own_kv(int il) const { return kv_layer_of(il) == il; }
+  // Whether layer il needs K/V memory: it attends (not a recurrent layer)
+  // and does not read another layer's cache.
+  bool holds_kv(int il) const {
+    return has_own_kv(il) && !(static_cast<size_t>(il) < attn.size() && attn[static_cast<size_t>(il)].recurrent);
+  }
+  // The largest of the layers' widths (per-step buffers).
+  int max_n_embd_q() const { return max_over([&](int il) { return n_embd_q(il); }); }
+  int max_n_embd_kv() const { return max_over([&](int il) { return n_embd_kv(il); }); }
+  int max_n_ff() const { return max_over([&](int il) { return n_ff_of(il); }); }
+
+ private:
+  int pick(int il, int layer_attention::*f, int model_value) const {
+    if (static_cast<size_t>(il) >= attn.size()) return model_value;
+    const int v = attn[static_cast<size_t>(il)].*f;
+    return v > 0 ? v : model_value;
+  }
+  template <class F>
+  int max_over(F f) const {
+    int m = 0;
+    for (int il = 0; il < n_layer; ++il) m = f(il) > m ? f(il) : m;
+    return m;
+  }
 };
 
 }  // namespace cortex

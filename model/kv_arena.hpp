@@ -9,6 +9,11 @@
 // table. Built without a layout, the arena has one group of every layer
 // (layer l in slot l), and one table serves all layers.
 //
+// Layers may differ in KV heads and head_dim (Gemma 4): each layer has its
+// own kv_layout, and a slot is as large as the largest layer that lives in
+// it (in any group); a layer that shares an earlier layer's K/V
+// (layer_attention::kv_source) has no slot and reads its source's.
+//
 // Elements are stored as the arena's kv_type (kernels/kv_type.hpp): f32,
 // f16 (llama.cpp's default cache type), bf16 or q8_0 blocks along head_dim.
 // Writes convert from f32 (store_token); attention reads the stored type
@@ -18,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kernels/attention.hpp"
 #include "kernels/kv_type.hpp"
@@ -37,45 +43,55 @@ class kv_arena {
 
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
-  kernels::kv_type type() const { return layout_.type; }
-  // The layout attention reads (block size, KV heads, head_dim, type).
-  const kernels::kv_layout& layout() const { return layout_; }
+  kernels::kv_type type() const { return type_; }
+  // The layout attention reads for layer l (block size, its KV heads and
+  // head_dim, type).
+  const kernels::kv_layout& layout(int layer) const { return layouts_[static_cast<size_t>(layer)]; }
   const kv_group_layout& groups() const { return groups_; }
   // The group whose block table layer l reads (0 without groups).
   int group_of(int layer) const { return groups_.group_of[static_cast<size_t>(layer)]; }
-  // Layer l's keys: (n_blocks, block_size, n_head_kv, row_bytes(head_dim)) bytes,
-  // of which layer l uses the blocks of its group.
-  uint8_t* k(int layer) { return data_.get() + slot_offset(layer); }
-  uint8_t* v(int layer) { return k(layer) + layer_bytes_; }
-  const uint8_t* k(int layer) const { return data_.get() + slot_offset(layer); }
-  const uint8_t* v(int layer) const { return k(layer) + layer_bytes_; }
-  // Converts one token's K and V rows (n_head_kv * head_dim floats each) to
-  // the arena's type and writes them at slot (block * block_size + offset)
-  // of layer l. REQUIRES: slot < n_blocks * block_size.
+  // Layer l's keys: (n_blocks, block_size, its n_head_kv, row_bytes(its head_dim))
+  // bytes, of which layer l uses the blocks of its group.
+  uint8_t* k(int layer) { return data_.get() + k_offset(layer); }
+  uint8_t* v(int layer) { return data_.get() + v_offset(layer); }
+  const uint8_t* k(int layer) const { return data_.get() + k_offset(layer); }
+  const uint8_t* v(int layer) const { return data_.get() + v_offset(layer); }
+  // Converts one token's K and V rows (n_head_kv * head_dim floats each, the
+  // layer's) to the arena's type and writes them at slot (block * block_size
+  // + offset) of layer l. REQUIRES: slot < n_blocks * block_size, l has K/V
+  // of its own.
   void store_token(int layer, size_t slot, const float* k_row, const float* v_row);
-  size_t bytes() const { return static_cast<size_t>(groups_.layers_per_group) * 2 * layer_bytes_; }
-  // Bytes one token occupies across all layers (K and V) with element type t.
+  size_t bytes() const { return total_bytes_; }
+  // Bytes one token occupies across all layers that hold K/V (K and V) with
+  // element type t.
   static size_t bytes_per_token(const model_hparams& hp, kernels::kv_type t);
-  // Bytes one block holds: a group's slots (K and V) for block_size tokens.
+  // Bytes one block holds: a group's slots (K and V, each as large as the
+  // largest layer in that slot) for block_size tokens.
   static size_t bytes_per_block(const model_hparams& hp, const kv_group_layout& groups, kernels::kv_type t,
                                 int block_size);
+  // One token of layer l, K or V, with element type t.
+  static size_t layer_token_bytes(const model_hparams& hp, int layer, kernels::kv_type t);
 
  private:
   struct free_deleter { void operator()(uint8_t* p) const; };
-  size_t slot_offset(int layer) const {
-    return static_cast<size_t>(groups_.slot_of[static_cast<size_t>(layer)]) * 2 * layer_bytes_;
+  size_t k_offset(int layer) const { return slot_offset_[static_cast<size_t>(groups_.slot_of[static_cast<size_t>(layer)])]; }
+  size_t v_offset(int layer) const {
+    const size_t s = static_cast<size_t>(groups_.slot_of[static_cast<size_t>(layer)]);
+    return slot_offset_[s] + (slot_offset_[s + 1] - slot_offset_[s]) / 2;
   }
   kv_group_layout groups_;
   int n_blocks_;
   int block_size_;
-  kernels::kv_layout layout_;
-  size_t slot_bytes_;   // one token, one layer, K or V
-  size_t layer_bytes_;  // n_blocks * block_size * slot_bytes_: one slot's K (or V)
+  kernels::kv_type type_;
+  std::vector<kernels::kv_layout> layouts_;  // (n_layer,) each layer's
+  std::vector<size_t> slot_offset_;          // (layers_per_group + 1,) where each slot's K starts; its V at the middle
+  size_t total_bytes_ = 0;
   std::unique_ptr<uint8_t, free_deleter> data_;
 };
 
-// Whether heads of this model can be stored as t (q8_0 needs head_dim a
-// multiple of 32); the error names the option and what to choose instead.
+// Whether heads of this model (every layer's head_dim) can be stored as t
+// (q8_0 needs head_dim a multiple of 32); the error names the option and
+// what to choose instead.
 status kv_type_fits(const model_hparams& hp, kernels::kv_type t);
 
 }  // namespace cortex

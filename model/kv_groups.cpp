@@ -8,15 +8,27 @@ namespace cortex {
 
 kv_group_layout kv_group_layout::single(const model_hparams& hp) {
   kv_group_layout g;
-  g.n_layer = hp.n_layer;
-  g.layers_per_group = hp.n_layer;
   g.groups.resize(1);
+  g.group_of.assign(static_cast<size_t>(hp.n_layer), 0);
+  g.slot_of.assign(static_cast<size_t>(hp.n_layer), 0);
   for (int l = 0; l < hp.n_layer; ++l) {
+    if (!hp.holds_kv(l)) continue;
+    g.slot_of[static_cast<size_t>(l)] = static_cast<int>(g.groups[0].layers.size());
     g.groups[0].layers.push_back(l);
-    g.group_of.push_back(0);
-    g.slot_of.push_back(l);
   }
+  g.n_layer = static_cast<int>(g.groups[0].layers.size());
+  g.layers_per_group = g.n_layer;
+  g.share_sources(hp);
   return g;
+}
+
+void kv_group_layout::share_sources(const model_hparams& hp) {
+  // A layer that reads an earlier layer's cache reads it where that layer lives.
+  for (int l = 0; l < hp.n_layer; ++l) {
+    const size_t src = static_cast<size_t>(hp.kv_layer_of(l));
+    group_of[static_cast<size_t>(l)] = group_of[src];
+    slot_of[static_cast<size_t>(l)] = slot_of[src];
+  }
 }
 
 kv_group_layout kv_group_layout::by_window(const model_hparams& hp) {
@@ -25,6 +37,7 @@ kv_group_layout kv_group_layout::by_window(const model_hparams& hp) {
   const auto window_of = [&](int l) { return static_cast<size_t>(l) < hp.attn.size() ? hp.attn[static_cast<size_t>(l)].window : 0; };
   for (int pass = 0; pass < 2; ++pass) {
     for (int l = 0; l < hp.n_layer; ++l) {
+      if (!hp.holds_kv(l)) continue;  // no K/V memory of its own
       const int w = window_of(l);
       if ((w == 0) != (pass == 0)) continue;
       auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == w; });
@@ -58,6 +71,7 @@ kv_group_layout kv_group_layout::by_window(const model_hparams& hp) {
       g.groups.push_back(std::move(grp));
     }
   }
+  g.share_sources(hp);
   return g;
 }
 

@@ -33,12 +33,14 @@ struct kv_group {
   std::vector<int> layers;  // (<= layers_per_group,) in model order; fewer: the last slots are padding
 };
 
+// Layers that read an earlier layer's K/V (layer_attention::kv_source) hold
+// no slot: their group_of / slot_of are their source's.
 struct kv_group_layout {
-  int n_layer = 0;
+  int n_layer = 0;              // layers with K/V of their own
   int layers_per_group = 0;     // slots per block
   std::vector<kv_group> groups; // full-attention groups first, then windowed ones by first layer
-  std::vector<int> group_of;    // (n_layer,) the group of each layer
-  std::vector<int> slot_of;     // (n_layer,) its slot in that group's blocks
+  std::vector<int> group_of;    // (hp.n_layer,) the group of each layer
+  std::vector<int> slot_of;     // (hp.n_layer,) its slot in that group's blocks
 
   // Every layer in one group, whatever its window: nothing is ever released
   // (the layout the arena had before groups; tools and golden tests).
@@ -53,6 +55,8 @@ struct kv_group_layout {
   // Slots that hold no layer, over all groups (memory a block of such a group does not use).
   int n_padding_slots() const { return n_groups() * layers_per_group - n_layer; }
   std::vector<int32_t> windows() const;
+  // Points every KV-sharing layer at its source's group and slot.
+  void share_sources(const model_hparams& hp);
   std::vector<int32_t> layer_counts() const;
 
   // Pool blocks with the memory of n_blocks blocks of the whole model

@@ -98,7 +98,8 @@ size_t view_bytes(const kernels::weight_view& v) { return static_cast<size_t>(v.
 }  // namespace
 
 size_t model::bytes_per_token() const {
-  double total = static_cast<double>(w_.token_embd.row_bytes);
+  // The embedding lookups read one row a token (the per-layer one too, where the model has it).
+  double total = static_cast<double>(w_.token_embd.row_bytes + w_.per_layer_token_embd.row_bytes);
   for_each_matrix(w_, hp_.moe.n_used, [&](const kernels::weight_view& v, double share) { total += share * view_bytes(v); });
   return static_cast<size_t>(total);
 }

@@ -98,7 +98,7 @@ void blocks::shared_expert(int il, ffn_activation act) {
   const int d = hp().n_embd;
   float* const gate_up[2] = {gate_.data(), up_.data()};
   run_group(LL.gate_up, xn_.data(), n_tokens_, gate_up);
-  activate(gate_.data(), up_.data(), n_tokens_ * hp().n_ff, act);
+  activate(gate_.data(), up_.data(), n_tokens_ * hp().n_ff_of(il), act);
   float* const down[1] = {moe_x_.data()};
   run_group(LL.down, gate_.data(), n_tokens_, down);
   for (int t = 0; t < n_tokens_; ++t) {

@@ -19,6 +19,8 @@ layer_matrices matrices_of(const layer_weights& L) {
   add(m.gate_up, L.w_gate);
   add(m.gate_up, L.w_up);
   add(m.down, L.w_down);
+  add(m.per_layer_gate, L.per_layer_inp_gate);
+  add(m.per_layer_proj, L.per_layer_proj);
   return m;
 }
 

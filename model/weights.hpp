@@ -45,6 +45,12 @@ struct layer_weights {
   std::vector<float> ssm_conv1d;           // (conv_channels * conv_kernel,) channel-major
   std::vector<float> ssm_dt_b, ssm_a;      // (n_v_heads,)
   std::vector<float> ssm_norm;             // (head_v_dim,)
+  // Per-layer token embeddings (Gemma 4): x += rmsnorm(per_layer_proj ·
+  // (gelu(per_layer_inp_gate · x) * ple_l), per_layer_post_norm).
+  kernels::weight_view per_layer_inp_gate;  // (n_embd_per_layer, n_embd)
+  kernels::weight_view per_layer_proj;      // (n_embd, n_embd_per_layer)
+  std::vector<float> per_layer_post_norm;   // (n_embd,)
+  std::vector<float> out_scale;             // (1,) the layer's output * this (layer_output_scale)
 };
 
 struct model_weights {
@@ -57,6 +63,12 @@ struct model_weights {
   // (n_rot/2,) LongRoPE's divisors for contexts beyond rope.scaling.
   // original_context_length (long) and within it (short); empty without.
   std::vector<float> rope_long, rope_short;
+  // Per-layer token embeddings (Gemma 4; P = n_embd_per_layer): a lookup
+  // table of n_layer * P per token, and the projection of the scaled token
+  // embedding to the same, normed per layer with per_layer_proj_norm (P,).
+  kernels::weight_view per_layer_token_embd;   // (n_vocab, n_layer * P), rows dequantized on lookup
+  kernels::weight_view per_layer_model_proj;   // (n_layer * P, n_embd)
+  std::vector<float> per_layer_proj_norm;      // (P,)
   std::vector<layer_weights> layers;
 };
 
@@ -65,6 +77,7 @@ struct model_weights {
 struct layer_matrices {
   // qkv: a delta-net layer's ssm_qkv, ssm_gate, ssm_beta, ssm_alpha; wo: its ssm_out.
   std::vector<const kernels::weight_view*> qkv, wo, gate_up, down;
+  std::vector<const kernels::weight_view*> per_layer_gate, per_layer_proj;  // per-layer embeddings' (Gemma 4)
 };
 layer_matrices matrices_of(const layer_weights& L);
 
@@ -78,7 +91,7 @@ template <class Fn>
 void for_each_matrix(const model_weights& w, int n_expert_used, Fn&& fn) {
   for (const auto& L : w.layers) {
     const layer_matrices m = matrices_of(L);
-    for (const auto* group : {&m.qkv, &m.wo, &m.gate_up, &m.down}) {
+    for (const auto* group : {&m.qkv, &m.wo, &m.gate_up, &m.down, &m.per_layer_gate, &m.per_layer_proj}) {
       for (const auto* v : *group) fn(*v, 1.0);
     }
     if (L.ffn_gate_inp.data != nullptr) fn(L.ffn_gate_inp, 1.0);
@@ -87,6 +100,7 @@ void for_each_matrix(const model_weights& w, int n_expert_used, Fn&& fn) {
       for (const auto& v : *experts) fn(v, share);
     }
   }
+  if (w.per_layer_model_proj.data != nullptr) fn(w.per_layer_model_proj, 1.0);
   fn(w.output, 1.0);
 }
 

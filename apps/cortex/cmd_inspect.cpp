@@ -137,6 +137,17 @@ int cmd_info(int argc, char** argv) {
   std::printf("n_vocab %d, n_ctx_train %d, n_embd %d, n_layer %d, n_head %d, n_head_kv %d, head_dim %d, n_ff %d, n_rot %d\n",
               hp.n_vocab, hp.n_ctx_train, hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_rot);
   std::printf("rms_eps %g, rope_freq_base %g, rope %s\n", hp.rms_eps, hp.rope_freq_base, hp.rope_neox ? "neox" : "normal");
+  // Layers that differ from the line above (per-layer sizes, windows, K/V read from an earlier layer).
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const layer_attention& at = hp.attn[static_cast<size_t>(il)];
+    if (hp.head_dim_of(il) == hp.head_dim && hp.n_head_kv_of(il) == hp.n_head_kv && hp.n_ff_of(il) == hp.n_ff &&
+        hp.n_rot_of(il) == hp.n_rot && hp.has_own_kv(il)) {
+      continue;
+    }
+    std::printf("  layer %d: head_dim %d, n_head_kv %d, n_ff %d, n_rot %d, window %d%s\n", il, hp.head_dim_of(il),
+                hp.n_head_kv_of(il), hp.n_ff_of(il), hp.n_rot_of(il), at.window,
+                hp.has_own_kv(il) ? "" : (", K/V of layer " + std::to_string(hp.kv_layer_of(il))).c_str());
+  }
   std::printf("weights streamed per decoded token: %.2f MiB\n", m->bytes_per_token() / 1048576.0);
   std::printf("K/V cache bytes per token:");
   for (auto t : {kernels::kv_type::f32, kernels::kv_type::f16, kernels::kv_type::bf16, kernels::kv_type::q8_0}) {

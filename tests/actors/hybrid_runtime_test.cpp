@@ -20,11 +20,11 @@ namespace {
 
 using testing::runtime_fixture;
 
-runtime_config hybrid_config(int kv_memory_mb) {
+runtime_config hybrid_config(int kv_blocks) {
   runtime_config c;
   c.model_path = testing::shared_dir() + "/golden/arch/qwen35-f32.gguf";
   c.threads = 2;
-  c.kv_memory_mb = kv_memory_mb;
+  c.kv_blocks = kv_blocks;
   c.kv_type = kernels::kv_type::f32;
   c.max_batch_tokens = 256;
   c.spec_max_draft = 4;  // asked for: the runtime must turn drafts off for this model
@@ -45,7 +45,7 @@ generation_request stream(int i) {
 TEST(hybrid_runtime, sixteen_streams_match_each_alone_and_free_their_state_slots) {
   std::vector<std::vector<int32_t>> alone;
   {
-    runtime_fixture fx(hybrid_config(64));
+    runtime_fixture fx(hybrid_config(1024));
     ASSERT_TRUE(fx.ok()) << fx.error();
     for (int i = 0; i < 16; ++i) {
       fx.submit(stream(i));
@@ -54,14 +54,17 @@ TEST(hybrid_runtime, sixteen_streams_match_each_alone_and_free_their_state_slots
       ASSERT_EQ(alone.back().size(), 40u) << i;
     }
   }
-  // A small K/V memory: the 16 streams do not all fit and some are preempted.
-  runtime_fixture fx(hybrid_config(1));
+  // A small K/V memory (32 blocks of 16 tokens): the 16 streams (about 1,300
+  // tokens) do not all fit and some are preempted.
+  runtime_fixture fx(hybrid_config(32));
   ASSERT_TRUE(fx.ok()) << fx.error();
   const engine_stats before = fx.stats();
   EXPECT_FALSE(before.prefix_cache_enabled);
   EXPECT_EQ(before.state_bytes_per_slot, fx.rt().loaded_model().hparams().state_floats() * sizeof(float));
   EXPECT_GT(before.state_bytes_per_slot, 0u);
   EXPECT_EQ(before.state_slots_used, 0u);
+  // Only the one full-attention layer of five holds K/V (f32: 2 x 2 heads x 32 x 4 bytes).
+  EXPECT_EQ(before.kv_bytes_per_token, 512u);
   std::vector<std::string> ids;
   for (int i = 0; i < 16; ++i) {
     fx.submit(stream(i));

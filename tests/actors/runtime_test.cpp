@@ -19,13 +19,9 @@ using testing::greedy_request;
 using testing::runtime_fixture;
 
 runtime_config stories_config() {
-  runtime_config c;
-  c.model_path = testing::shared_dir() + "/models/stories260K.gguf";
-  c.threads = 2;
+  runtime_config c = testing::test_runtime_config(testing::shared_dir() + "/models/stories260K.gguf");
   c.kv_blocks = 1024;
-  c.kv_type = kernels::kv_type::f32;  // the golden texts were made with an F32 cache
   c.max_batch_tokens = 256;
-  c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }
 

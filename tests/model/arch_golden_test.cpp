@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(quant, arch_golden, ::testing::Values("qllama-q5_0", "q
 
 INSTANTIATE_TEST_SUITE_P(dense, arch_golden,
                          ::testing::Values("llama-f32", "qwen2-f32", "qwen3-f32", "granite-f32", "smollm3-f32", "phi3-f32",
-                                           "gemma2-f32", "gemma3-f32"),
+                                           "gemma2-f32", "gemma3-f32", "gemma4-f32"),
                          param_name);
 
 // Mixture-of-experts files (issue "Mixture-of-experts and hybrid models").

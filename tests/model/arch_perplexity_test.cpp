@@ -39,7 +39,7 @@ TEST_P(arch_perplexity, within_a_tenth_of_a_percent_of_llama_cpp) {
 
 INSTANTIATE_TEST_SUITE_P(dense, arch_perplexity,
                          ::testing::Values("llama-f32", "qwen2-f32", "qwen3-f32", "granite-f32", "smollm3-f32", "phi3-f32",
-                                           "gemma2-f32", "gemma3-f32"),
+                                           "gemma2-f32", "gemma3-f32", "gemma4-f32"),
                          testing::model_param_name<::testing::TestParamInfo<std::string>>);
 
 INSTANTIATE_TEST_SUITE_P(hybrid, arch_perplexity, ::testing::Values("qwen35-f32"),

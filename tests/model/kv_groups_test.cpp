@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "model/kv_arena.hpp"
 #include "model/kv_groups.hpp"
 
 namespace cortex {
@@ -107,6 +108,71 @@ TEST(kv_groups, a_model_windowed_everywhere_is_one_group_that_never_grows) {
   EXPECT_EQ(g.layers_per_group, 8);
   EXPECT_GT(g.max_context(18, 16), 1 << 28);  // 17 blocks of a window of 256 fit: any length
   EXPECT_EQ(g.max_context(16, 16), 16 * 16);   // one short: only what the pool holds outright
+}
+
+}  // namespace
+}  // namespace cortex
+
+namespace cortex {
+namespace {
+
+// Gemma 4's shape (golden/arch/gemma4-f32): sliding layers 0, 2, 4, 5 with 2
+// KV heads of 32, full layers 1, 3, 6 with 1 of 64; layers 4-6 read the K/V
+// of layers 2 (sliding) and 3 (full). Only the four layers with K/V of
+// their own take slots; the others read their source's.
+model_hparams gemma4_like(int hd_full) {
+  model_hparams hp = layers(7, 12, [](int il) { return il == 0 || il == 2 || il == 4 || il == 5; });
+  hp.n_head = 4;
+  hp.head_dim = hd_full;
+  hp.n_head_kv = 1;
+  for (int il = 0; il < 7; ++il) {
+    layer_attention& a = hp.attn[static_cast<size_t>(il)];
+    if (a.window > 0) {
+      a.head_dim = 32;
+      a.n_head_kv = 2;
+    }
+  }
+  hp.attn[4].kv_source = 2;
+  hp.attn[5].kv_source = 2;
+  hp.attn[6].kv_source = 3;
+  return hp;
+}
+
+TEST(kv_groups, layers_that_share_kv_take_no_slot_and_read_their_sources) {
+  const model_hparams hp = gemma4_like(64);
+  for (const kv_group_layout& g : {kv_group_layout::by_window(hp), kv_group_layout::single(hp)}) {
+    EXPECT_EQ(g.n_layer, 4);
+    expect_partition(g);
+    EXPECT_EQ(g.n_padding_slots(), 0);
+    for (int il = 4; il < 7; ++il) {
+      const int src = hp.attn[static_cast<size_t>(il)].kv_source;
+      EXPECT_EQ(g.group_of[static_cast<size_t>(il)], g.group_of[static_cast<size_t>(src)]) << il;
+      EXPECT_EQ(g.slot_of[static_cast<size_t>(il)], g.slot_of[static_cast<size_t>(src)]) << il;
+    }
+  }
+  const kv_group_layout g = kv_group_layout::by_window(hp);
+  EXPECT_EQ(g.windows(), (std::vector<int32_t>{0, 12}));
+  EXPECT_EQ(g.layer_counts(), (std::vector<int32_t>{2, 2}));
+  EXPECT_EQ(g.n_blocks_for_memory_of(10), 20);
+}
+
+// Layers of different sizes: bytes per token count each layer that holds
+// K/V at its own size; a block's slot is as large as the largest layer in it.
+TEST(kv_groups, per_layer_sizes_count_each_layer_once_at_its_own_size) {
+  const model_hparams hp = gemma4_like(128);  // full layers 1 x 128, sliding 2 x 32
+  EXPECT_EQ(kv_arena::bytes_per_token(hp, kernels::kv_type::f32), 2u * 4 * (2 * 128 + 2 * 64));
+  const kv_group_layout g = kv_group_layout::by_window(hp);
+  EXPECT_EQ(kv_arena::bytes_per_block(hp, g, kernels::kv_type::f32, 16), 2u * 4 * 16 * (128 + 128));
+  kv_arena arena(hp, g, 4, 16, kernels::kv_type::f32);
+  EXPECT_EQ(arena.bytes(), 4 * kv_arena::bytes_per_block(hp, g, kernels::kv_type::f32, 16));
+  EXPECT_EQ(arena.layout(0).head_dim, 32);
+  EXPECT_EQ(arena.layout(0).n_kv_heads, 2);
+  EXPECT_EQ(arena.layout(3).head_dim, 128);
+  EXPECT_EQ(arena.k(6), arena.k(3));  // a sharing layer reads its source's memory
+  EXPECT_EQ(arena.v(5), arena.v(2));
+  // Layers 0 and 1 share slot 0 in their groups, 2 and 3 slot 1: different memory.
+  EXPECT_NE(arena.k(0), arena.k(2));
+  EXPECT_EQ(arena.k(0), arena.k(1));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -126,6 +127,18 @@ struct system_config : caf::actor_system_config {
     set("logger.verbosity", caf::atom("quiet"));
   }
 };
+
+// A runtime for a test: the model, 2 threads, an F32 cache (goldens were
+// made with one), logging at CORTEX_TEST_LOG's level (warn when unset); the
+// test sets the rest.
+inline runtime_config test_runtime_config(const std::string& model_path) {
+  runtime_config c;
+  c.model_path = model_path;
+  c.threads = 2;
+  c.kv_type = kernels::kv_type::f32;
+  c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
+  return c;
+}
 
 // One actor system + runtime + recording sink per test.
 class runtime_fixture {
