@@ -77,7 +77,7 @@ struct attention_args {
 // tile-local buffer) once per tile, not once per query: the cache itself is
 // never widened. SIMD per the run-time isa (kernels/cpu_features.hpp).
 // REQUIRES: n_q >= 1, pos0 >= 0, 0 <= head_begin <= head_end <= n_heads,
-//   n_heads % n_kv_heads == 0, 0 < head_dim <= 256, head_dim a multiple of
+//   n_heads % n_kv_heads == 0, 0 < head_dim <= 512, head_dim a multiple of
 //   the type's block, block_size >= 1, key_begin >= 0, window >= 0,
 //   softcap >= 0, block_table has at
 //   least ceil((pos0+n_q)/block_size) valid entries, out does not alias q

@@ -80,8 +80,8 @@ status hparam_reader::read_common(model_hparams& hp, rope_kind rope, const char*
     return fail(errc::unsupported, "value_length " + std::to_string(value_length) + " differs from key_length " +
                                        std::to_string(hp.head_dim) + " (not supported)");
   }
-  if (hp.head_dim > 256) {
-    return fail(errc::unsupported, "head dimension " + std::to_string(hp.head_dim) + " > 256 is not supported");
+  if (hp.head_dim > 512) {
+    return fail(errc::unsupported, "head dimension " + std::to_string(hp.head_dim) + " > 512 is not supported");
   }
   hp.n_rot = hp.head_dim;
   if (auto st = u32("rope.dimension_count", hp.n_rot, false); !st) return st;

@@ -15,7 +15,7 @@
 namespace cortex::kernels::detail {
 namespace {
 
-constexpr int attn_max_head_dim = 256;
+constexpr int attn_max_head_dim = 512;  // Gemma 4's full layers
 constexpr int attn_tile_rows = 32;  // (query, head) rows processed together
 constexpr int attn_chunk = 32;      // positions scored at once (<= one block)
 

@@ -62,9 +62,9 @@ status read(hparam_reader& r, model_hparams& hp) {
       a.rope_freq_base = base_swa;
       a.rope_factors = false;  // proportional RoPE is the full layers'
     }
-    if (a.head_dim > 256) {
+    if (a.head_dim > 512) {
       return fail(errc::unsupported, "layer " + std::to_string(il) + " has head dimension " + std::to_string(a.head_dim) +
-                                         " > 256, which the attention kernel does not support");
+                                         " > 512, which the attention kernel does not support");
     }
   }
   // KV sharing, as llama.cpp's gemma4 assigns it.

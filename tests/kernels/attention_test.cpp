@@ -207,12 +207,15 @@ TEST_P(attention, paged_matches_reference_over_shapes) {
 
 TEST_P(attention, odd_head_dims_and_large_blocks) {
   uint64_t seed = 100;
-  for (int head_dim : {8, 20, 32, 72, 128, 256}) {
+  for (int head_dim : {8, 20, 32, 72, 128, 256, 512}) {
     if (!fits(head_dim)) continue;
     for (int block_size : {1, 48, 64}) {
       const attention_case c{block_size, 2, 2, head_dim, 9, 70, 1.0f};
       expect_paged_matches_reference(c, type(), 0, 4, seed++);
     }
+    // 20 queries x 2 heads per KV head: the prefill tiles and lanes.
+    const attention_case prefill{16, 2, 2, head_dim, 20, 33, 1.0f};
+    expect_paged_matches_reference(prefill, type(), 0, 4, seed++);
   }
 }
 
