@@ -18,7 +18,7 @@ std::string tool_format::call_id(uint64_t seed, uint32_t index) const {
 }
 
 const std::vector<std::string>& tool_format_names() {
-  static const std::vector<std::string> names = {"hermes", "llama3", "mistral", "deepseek", "harmony", "granite", "qwen3_coder"};
+  static const std::vector<std::string> names = {"hermes", "llama3", "mistral", "deepseek", "harmony", "granite", "qwen3_coder", "functionary"};
   return names;
 }
 
@@ -30,6 +30,7 @@ std::unique_ptr<tool_format> make_tool_format(std::string_view name) {
   if (name == "harmony") return std::make_unique<harmony_format>();
   if (name == "granite") return std::make_unique<granite_format>();
   if (name == "qwen3_coder") return std::make_unique<qwen3_coder_format>();
+  if (name == "functionary") return std::make_unique<functionary_format>();
   return nullptr;
 }
 
@@ -42,6 +43,7 @@ template_traits detect_template_traits(std::string_view t) {
   else if (has("tool\xE2\x96\x81" "calls\xE2\x96\x81" "begin")) r.format = "deepseek";
   else if (has("[TOOL_CALLS]")) r.format = "mistral";
   else if (has("<|tool_call|>")) r.format = "granite";
+  else if (has(">>>all") && has(">>>${recipient}")) r.format = "functionary";  // v3.2
   else if (has("<function=") && has("<parameter=")) r.format = "qwen3_coder";
   else if (has("<|python_tag|>") || (has("<|start_header_id|>") && has("ipython"))) r.format = "llama3";
   else r.format = "hermes";  // <tool_call> (Hermes, Qwen) and templates with no syntax of their own

@@ -55,6 +55,9 @@ class tool_format {
   // from free text to a call (auto's lazy grammar); empty: the family's
   // calls cannot start mid-text, and auto stays unconstrained.
   virtual std::string opener() const = 0;
+  // Whether a forced call (required / named) starts with the opener; false
+  // where the generation prompt already ends with it (Functionary's ">>>").
+  virtual bool forced_call_writes_opener() const { return true; }
   // GBNF (an expression) for one call of `t`, without the opener.
   virtual std::string gbnf_call(const tool_rule& t) const = 0;
   // GBNF (an expression) of what follows the opener: one call

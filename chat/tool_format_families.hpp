@@ -84,6 +84,18 @@ class qwen3_coder_format final : public tool_format {
   std::map<std::string, std::map<std::string, bool>> string_params_;  // tool -> property -> is a string
 };
 
+class functionary_format final : public tool_format {
+ public:
+  const char* name() const override { return "functionary"; }
+  void parse(std::string_view text, bool partial, parsed_output& out) const override;
+  // The generation prompt ends with ">>>": a first call needs no opener, a
+  // later one (after text) starts with ">>>".
+  std::string opener() const override { return ">>>"; }
+  bool forced_call_writes_opener() const override { return false; }
+  std::string gbnf_call(const tool_rule& t) const override;
+  std::string gbnf_after_opener(const std::string& call_rule, bool parallel) const override;
+};
+
 // A JSON array of {name, arguments} objects at `pos` (Mistral v0.3,
 // Granite): complete calls appended; returns the end of the array, npos
 // while it is unfinished, fmt::bad when it is not such an array.

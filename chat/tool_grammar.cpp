@@ -48,7 +48,8 @@ expected<std::string> tool_call_gbnf(const tool_format& f, const nlohmann::order
   if (mode == tool_choice_mode::auto_) {
     g = "root ::= free-0\n" + gbnf_text_until(opener, "free-", after, /*allow_end=*/true) + g;
   } else {
-    g = "root ::= " + (opener.empty() ? std::string() : fmt::gbnf_literal(opener) + " ") + after + "\n" + g;
+    const bool lead = !opener.empty() && f.forced_call_writes_opener();
+    g = "root ::= " + (lead ? fmt::gbnf_literal(opener) + " " : std::string()) + after + "\n" + g;
   }
   return g + rules;
 }

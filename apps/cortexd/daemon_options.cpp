@@ -16,7 +16,7 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"http-max-connections", "N", "open HTTP connections; more are answered 503", "256"},
       {"chat-template", "FILE", "Jinja chat template for `messages` instead of the model's (ChatML when it has none)", ""},
       {"tool-format", "NAME",
-       "tool-call syntax of the model family (hermes, llama3, mistral, deepseek, harmony, granite, qwen3_coder); \"\" = detected "
+       "tool-call syntax of the model family (hermes, llama3, mistral, deepseek, harmony, granite, qwen3_coder, functionary); \"\" = detected "
        "from the chat template",
        ""},
       {"reasoning-format", "auto|none", "auto: a thinking model's reasoning comes apart from the content (reasoning_content); "

@@ -247,6 +247,29 @@ TEST(ToolFormatQwen3Coder, XmlCallsTypedBySchema) {
                   {"get_weather", R"({"city":"Line one\nline two"})"}});
 }
 
+// Functionary v3.2: recipient segments after the prompt's ">>>" (the model
+// card's and llama.cpp's examples).
+TEST(ToolFormatFunctionary, CallRightAway) {
+  expect_message(opts("functionary"), "get_current_weather\n{\"location\": \"Istanbul\", \"unit\": \"celsius\"}", "",
+                 {{"get_current_weather", R"({"location":"Istanbul","unit":"celsius"})"}});
+}
+
+TEST(ToolFormatFunctionary, TextThenParallelCalls) {
+  expect_message(opts("functionary"),
+                 "all\nLet me check both cities.>>>get_weather\n{\"city\": \"Paris\"}>>>get_weather\n{\"city\": \"Rome\"}",
+                 "Let me check both cities.", {{"get_weather", R"({"city":"Paris"})"}, {"get_weather", R"({"city":"Rome"})"}});
+}
+
+TEST(ToolFormatFunctionary, TextOnly) {
+  expect_message(opts("functionary"), "all\nHello, world!\nWhat's up?", "Hello, world!\nWhat's up?", {});
+  // A model that skips the recipient: its text is content as written.
+  expect_message(opts("functionary"), "Hello there, how are you?", "Hello there, how are you?", {});
+}
+
+TEST(ToolFormatFunctionary, BrokenArgumentsAreText) {
+  expect_message(opts("functionary"), "all\nOk.>>>get_weather\n{\"city\": ", "Ok.get_weather\n{\"city\": ", {});
+}
+
 TEST(ToolFormatDetect, FromTemplates) {
   EXPECT_EQ(detect_template_traits("{{ '<tool_call>\n<function=' + name + '>\n<parameter=' }}").format, "qwen3_coder");
   EXPECT_EQ(detect_template_traits("{{ '<tool_call>' }}{% if tools %}{% endif %}<think>").format, "hermes");
@@ -256,6 +279,8 @@ TEST(ToolFormatDetect, FromTemplates) {
   EXPECT_EQ(detect_template_traits("<｜tool▁calls▁begin｜>").format, "deepseek");
   EXPECT_EQ(detect_template_traits("<|channel|>analysis<|message|>").format, "harmony");
   EXPECT_EQ(detect_template_traits("<|tool_call|>").format, "granite");
+  EXPECT_EQ(detect_template_traits("Respond in this format:\n>>>${recipient}\n${content} {{ '>>>all\n' + c }}").format,
+            "functionary");
   EXPECT_EQ(detect_template_traits("{{ '<|user|>' }}").format, "hermes");
   EXPECT_FALSE(detect_template_traits("{{ '<|user|>' }}").renders_tools);
 }

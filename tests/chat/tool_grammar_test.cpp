@@ -54,6 +54,7 @@ TEST(ToolGrammar, RequiredInEachFamilySyntax) {
                    "\"days\": 3}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {"harmony", "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", \"days\": 3}"},
       {"granite", "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}]"},
+      {"functionary", "get_weather\n{\"city\": \"Paris\", \"days\": 3}"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.family);
