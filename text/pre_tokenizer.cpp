@@ -131,6 +131,45 @@ size_t match_qwen35(const piece_view& v, size_t pos) {
   return match_symbols_or_space<other_nor_mark>(v, pos);
 }
 
+// o200k ("gpt-4o"), as llama.cpp writes OpenAI's regex without the case
+// classes it cannot express: with U = a letter not in a-z and L = a letter
+// not in A-Z (a non-ASCII letter is both),
+//   [^\r\n\p{L}\p{N}]?U*L+C? | [^\r\n\p{L}\p{N}]?U+L*C? | \p{N}{1,3} |
+//    ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+// with C the case-insensitive contractions; the first alternative that
+// matches wins, U* backtracking as a regex does.
+bool upper_letter(uint32_t c) { return letter(c) && !(c >= 'a' && c <= 'z'); }
+bool lower_letter(uint32_t c) { return letter(c) && !(c >= 'A' && c <= 'Z'); }
+size_t match_gpt4o(const piece_view& v, size_t pos) {
+  const uint32_t c = v.at(pos);
+  const bool lead = c != out_of_range && !cr_or_lf(c) && !letter(c) && !number(c);
+  const size_t s = lead ? pos + 1 : pos;
+  const size_t u_end = s + run_length(v, s, upper_letter);
+  size_t end = 0;  // 0: the letter alternatives do not match here
+  if (lower_letter(v.at(u_end))) {
+    end = u_end + run_length(v, u_end, lower_letter);  // U* then L+
+  } else {
+    for (size_t k = u_end; k > s && end == 0;) {  // U* gives back until L+ can start
+      --k;
+      if (lower_letter(v.at(k))) end = k + 1;
+    }
+    if (end == 0 && u_end > s) end = u_end;  // U+ L*
+  }
+  if (end > 0) return end - pos + match_contraction(v, end, true);
+  if (number(c)) {
+    size_t n = 1;
+    while (n < 3 && number(v.at(pos + n))) ++n;
+    return n;
+  }
+  const size_t body = c == ' ' ? pos + 1 : pos;
+  if (other(v.at(body))) {
+    size_t p = body + run_length(v, body, other);
+    while (cr_or_lf(v.at(p)) || v.at(p) == '/') ++p;
+    return p - pos;
+  }
+  return match_symbols_or_space<other>(v, pos);
+}
+
 // [^\n]+|[\n]+
 size_t match_line_run(const piece_view& v, size_t pos) {
   const bool newline = v.at(pos) == '\n';
@@ -268,6 +307,8 @@ std::vector<matcher> stages_of(pre_tokenizer_kind kind) {
               match_one_number};
     case pre_tokenizer_kind::qwen35:
       return {match_qwen35};
+    case pre_tokenizer_kind::gpt4o:
+      return {match_gpt4o};
     case pre_tokenizer_kind::line_runs:
       return {match_line_run};
     case pre_tokenizer_kind::default_bpe:
@@ -307,6 +348,8 @@ std::optional<pre_tokenizer_info> pre_tokenizer_from_name(std::string_view name)
       {"deepseek-llm", {k::deepseek_llm, false, false, false}},
       {"deepseek-coder", {k::deepseek_coder, false, false, false}},
       {"qwen35", {k::qwen35, false, false, false}},
+      {"gpt-4o", {k::gpt4o, false, false, false}},
+      {"llama4", {k::gpt4o, false, false, false}},
       {"gemma4", {k::line_runs, true, false, false, true, false}},
   };
   for (const entry& e : table) {

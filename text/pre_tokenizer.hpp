@@ -20,6 +20,7 @@ enum class pre_tokenizer_kind {
   llama3,          // Llama-3 regex (\p{N}{1,3}, case-insensitive contractions)
   qwen2,           // Llama-3 regex with single digits
   qwen35,          // Qwen2 regex whose letter runs also take combining marks (\p{M})
+  gpt4o,           // o200k (gpt-oss, "gpt-4o"): cased-letter runs, \p{N}{1,3}, symbols with trailing \r\n/
   falcon,          // punctuation runs, GPT-2 regex, 3-digit groups
   starcoder,       // single digits, then GPT-2 regex
   deepseek_llm,    // DeepSeek LLM's six explicit-range regexes
