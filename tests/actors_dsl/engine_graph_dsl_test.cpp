@@ -101,6 +101,10 @@ caf::behavior fake_executor(caf::event_based_actor* self, std::shared_ptr<exec_s
         return res;
       },
       [s](fail_atom, uint32_t n) { s->fail_next += n; },
+      // Closes the scheduler sends when idle (no step to carry them).
+      [s](cancel_atom, uint64_t rid) {
+        if (!s->open.erase(rid)) s->violations.push_back("closed rid " + std::to_string(rid) + " was not open");
+      },
       [s](ready_atom) {
         s->hold = false;
         auto held = std::move(s->held);
@@ -351,6 +355,9 @@ struct fixture : test_coordinator_fixture<dsl_config> {
     CAF_CHECK_EQUAL(s.waiting, 0u);
     CAF_CHECK_EQUAL(s.kv_blocks_used, 0u);
     CAF_CHECK_EQUAL(script->violations, std::vector<std::string>{});
+    // Idle, the scheduler has closed every sampler it opened (a recurrent
+    // model's state slot goes with it).
+    CAF_CHECK(script->open.empty());
   }
 };
 
