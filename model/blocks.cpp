@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 #include "kernels/attention.hpp"
 #include "kernels/ops.hpp"
@@ -145,6 +146,9 @@ void blocks::begin_step(const std::vector<batch_seq>& batch, kv_arena& kv, int n
   for (const auto& s : batch) {
     seq_first_.push_back(t);
     t += s.n_tokens;
+    if (state_floats > 0 && s.state == nullptr) {
+      throw std::invalid_argument("a model with recurrent layers needs batch_seq::state for every sequence");
+    }
     if (state_floats > 0 && s.pos0 == 0) std::fill(s.state, s.state + state_floats, 0.0f);
   }
 }

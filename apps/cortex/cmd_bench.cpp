@@ -23,6 +23,7 @@ struct batch_runner {
   int blocks_per_seq;
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> pos;
+  std::vector<std::vector<float>> states;  // a recurrent model's state per sequence
 
   batch_runner(const model& m, forward_pass& f, int n_seqs, int n_ctx, int block_size, kernels::kv_type kv_type)
       : fwd(f), kv(m.hparams(), n_seqs * ((n_ctx + block_size - 1) / block_size), block_size, kv_type),
@@ -32,6 +33,7 @@ struct batch_runner {
       for (int b = 0; b < blocks_per_seq; ++b) tables[static_cast<size_t>(s)].push_back(s * blocks_per_seq + b);
     }
     pos.assign(static_cast<size_t>(n_seqs), 0);
+    states.assign(static_cast<size_t>(n_seqs), std::vector<float>(m.hparams().state_floats()));
   }
 
   // Every sequence adds `tokens` (same ids, distinct K/V). Returns seconds.
@@ -45,6 +47,7 @@ struct batch_runner {
       b.block_table = tables[s].data();
       b.n_blocks = blocks_per_seq;
       b.logits = mode;
+      b.state = states[s].data();
       batch.push_back(b);
       pos[s] += b.n_tokens;
     }
@@ -119,8 +122,8 @@ int cmd_bench(int argc, char** argv) {
     best_prefill = std::min(best_prefill, br.step({prompt.begin(), prompt.begin() + *n_prompt}, logits_mode::last));
     if (r == 0) {
       rss = resident_bytes();
-      kv_bytes = br.kv.bytes();
-      std::fprintf(stderr, "[bench] ready in %.1f s; resident after load and one prefill: %.2f GiB = %.2fx (file %.2f GiB + K/V %.2f GiB)\n",
+      kv_bytes = br.kv.bytes() + m->hparams().state_floats() * sizeof(float);  // + a recurrent model's state
+      std::fprintf(stderr, "[bench] ready in %.1f s; resident after load and one prefill: %.2f GiB = %.2fx (file %.2f GiB + K/V and state %.2f GiB)\n",
                    now_seconds() - t_load, rss / 1073741824.0, static_cast<double>(rss) / (m->file().size() + kv_bytes),
                    m->file().size() / 1073741824.0, kv_bytes / 1073741824.0);
     }

@@ -78,6 +78,7 @@ struct runner {
   forward_pass& fwd;
   kv_arena& kv;
   std::vector<int32_t> table;
+  std::vector<float> state = std::vector<float>(m.hparams().state_floats());  // recurrent models
   // Computes tokens at pos0; returns the rows written.
   int run(const std::vector<int32_t>& tokens, int32_t pos0, logits_mode mode) {
     batch_seq s;
@@ -87,6 +88,7 @@ struct runner {
     s.block_table = table.data();
     s.n_blocks = static_cast<int32_t>(table.size());
     s.logits = mode;
+    s.state = state.data();
     return fwd.run({s}, kv);
   }
 };
