@@ -64,8 +64,15 @@ std::shared_ptr<const vocab_trie> vocab_trie::from_tokenizer(const tokenizer& t)
   std::vector<std::string> bytes(static_cast<size_t>(t.n_vocab()));
   std::vector<int32_t> eog;
   for (int32_t id = 0; id < t.n_vocab(); ++id) {
-    bytes[static_cast<size_t>(id)] = t.rendered_piece(id);
-    if (t.is_eog(id)) eog.push_back(id);
+    // Control tokens by their text, as llama.cpp's grammar sees them: a
+    // forced harmony or DeepSeek call can use the model's own marker tokens.
+    // End-of-generation tokens are not text: they end the output only where
+    // the grammar is complete (the eog list).
+    if (t.is_eog(id)) {
+      eog.push_back(id);
+    } else {
+      bytes[static_cast<size_t>(id)] = t.special_piece(id);
+    }
   }
   return std::make_shared<const vocab_trie>(std::move(bytes), std::move(eog));
 }

@@ -168,6 +168,12 @@ std::string tokenizer::token_to_piece(int32_t id) const {
   return pieces_[static_cast<size_t>(id)];
 }
 
+const std::string& tokenizer::special_piece(int32_t id) const {
+  static const std::string empty;
+  if (id < 0 || id >= n_vocab() || id == bos_id() || vocab_.has_attr(id, attr_unknown)) return empty;
+  return pieces_[static_cast<size_t>(id)];
+}
+
 const std::string& tokenizer::rendered_piece(int32_t id) const {
   static const std::string empty;
   if (id < 0 || id >= n_vocab()) return empty;

@@ -54,6 +54,11 @@ class tokenizer {
 
   // Piece as decode() renders it (empty for control/unknown tokens).
   const std::string& rendered_piece(int32_t id) const;
+  // Piece as llama.cpp's token_to_piece(special = true) renders it: a control
+  // token's own text too (a chat format's markers: "<|channel|>",
+  // "<|im_start|>"), except BOS; unknown tokens stay empty. What a grammar
+  // matches, and what the session shows a parser or a grammar's output.
+  const std::string& special_piece(int32_t id) const;
   // Applies the clean_spaces rules to `text` in place (no-op when the
   // vocabulary does not use them).
   void clean_spaces(std::string& text) const;

@@ -112,8 +112,10 @@ session_events session_core::on_tokens(const std::vector<sampled_output>& tokens
       break;
     }
     std::string piece = detok_.push(t.token);
-    if (parser_ && piece.empty() && tok_.rendered_piece(t.token).empty() && !tok_.is_eog(t.token) && t.token != tok_.bos_id())
-      piece = tok_.token_to_piece(t.token);
+    // A control token is text to a parser (a family's markers) and to a
+    // grammar (it matched the token by its text): both see it.
+    if ((parser_ || !req.params.grammar.empty()) && piece.empty() && tok_.rendered_piece(t.token).empty() && !tok_.is_eog(t.token))
+      piece = tok_.special_piece(t.token);
     stop_matcher::result r = matcher_.push(piece);
     text += r.text;
     if (r.match >= 0) {

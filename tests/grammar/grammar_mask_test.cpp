@@ -164,3 +164,45 @@ TEST(GrammarMask, MaskedSamplerDrawsOnlyAllowedTokens) {
 
 }  // namespace
 }  // namespace cortex
+
+namespace cortex {
+namespace {
+
+// Control tokens are matched by their text, as llama.cpp's grammar does
+// (token_to_piece with special = true): a grammar that writes a chat
+// format's marker can use the model's own marker token. BOS, unknown and
+// end-of-generation tokens stay out of the text.
+TEST(GrammarMask, ControlTokensMatchByTheirText) {
+  auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-qwen3.gguf");
+  ASSERT_TRUE(f) << f.error().message;
+  auto t = tokenizer::from_gguf(**f);
+  ASSERT_TRUE(t) << t.error().message;
+  int32_t im_start = -1;
+  for (int32_t id = 0; id < (*t)->n_vocab(); ++id) {
+    if ((*t)->token_to_piece(id) == "<|im_start|>") im_start = id;
+  }
+  ASSERT_GE(im_start, 0);
+  ASSERT_EQ((*t)->rendered_piece(im_start), "");  // a control token: decode() shows nothing
+  auto trie = vocab_trie::from_tokenizer(**t);
+  EXPECT_EQ(trie->token_bytes(im_start), "<|im_start|>");
+  for (int32_t id : trie->eog_ids()) EXPECT_EQ(trie->token_bytes(id), "") << id;
+  auto g = grammar::compile(R"(root ::= "<|im_start|>" "x")");
+  ASSERT_TRUE(g);
+  grammar_matcher m(*g);
+  token_masker masker(trie, m);
+  std::vector<uint64_t> mask;
+  grammar_matcher::state s = m.initial();
+  masker.compute(s, mask);
+  EXPECT_TRUE(allowed(mask, im_start));
+
+  auto spm = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-llama-spm.gguf");
+  ASSERT_TRUE(spm);
+  auto ts = tokenizer::from_gguf(**spm);
+  ASSERT_TRUE(ts);
+  auto trie_spm = vocab_trie::from_tokenizer(**ts);
+  EXPECT_EQ(trie_spm->token_bytes((*ts)->bos_id()), "");  // <s>
+  EXPECT_EQ(trie_spm->token_bytes(0), "");                // <unk>
+}
+
+}  // namespace
+}  // namespace cortex
