@@ -1,4 +1,4 @@
-// The mixture-of-experts and hybrid golden files of ../shared/golden/arch
+// The mixture-of-experts, hybrid and Gemma 4 golden files of ../shared/golden/arch
 // served through the in-process runtime (what cortexd runs): the golden
 // greedy continuations (llama.cpp's) come out unchanged when both cases run
 // side by side in prefill chunks of 7, when the K/V memory is too small for
@@ -80,6 +80,7 @@ TEST_P(arch_runtime, golden_greedy_batched_in_chunks_and_from_the_prefix_cache) 
 int tight_blocks(const std::string& name) {
   if (name == "qwen35-f32") return 12;
   if (name.rfind("gpt-oss", 0) == 0) return 6;
+  if (name == "gemma4-f32") return 7;  // groups of 2 layer slots: full 5 + 6, windows 2 + 2 of 14
   return 8;
 }
 
@@ -92,7 +93,7 @@ TEST_P(arch_runtime, golden_greedy_after_preemption) {
 }
 
 INSTANTIATE_TEST_SUITE_P(moe_and_hybrid, arch_runtime,
-                         ::testing::Values("qwen3moe-f32", "gpt-oss-f32", "gpt-oss-mxfp4", "qwen35-f32"),
+                         ::testing::Values("qwen3moe-f32", "gpt-oss-f32", "gpt-oss-mxfp4", "qwen35-f32", "gemma4-f32"),
                          testing::model_param_name<::testing::TestParamInfo<std::string>>);
 
 }  // namespace
