@@ -42,7 +42,7 @@ void dense_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, c
         t.vec(layer_tensor(l, "attn_v", "bias"), dkv, &L.bv, R::bias, l, req);
       }
     }
-    if (o.optional_qkv_bias) t.vec(layer_tensor(l, "attn_output", "bias"), d, &L.bo, R::bias, l, false);
+    if (o.optional_qkv_bias || o.out_bias) t.vec(layer_tensor(l, "attn_output", "bias"), d, &L.bo, R::bias, l, o.out_bias);
     if (o.qk_norm) {
       t.vec(layer_tensor(l, "attn_q_norm"), hd, &L.attn_q_norm, R::norm, l);
       if (kv) t.vec(layer_tensor(l, "attn_k_norm"), hd, &L.attn_k_norm, R::norm, l);

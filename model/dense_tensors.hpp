@@ -28,6 +28,7 @@ struct dense_layout {
   bool moe = false;
   bool moe_biases = false;      // and their biases (gpt-oss)
   bool attn_sinks = false;      // attn_sinks (n_head,) (gpt-oss)
+  bool out_bias = false;        // attn_output.bias, required (gpt-oss)
   // The FFN's pre-norm is stored as post_attention_norm (gpt-oss's
   // converter's name for it), not ffn_norm.
   bool ffn_norm_is_post_attention = false;

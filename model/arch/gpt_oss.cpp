@@ -37,7 +37,7 @@ status read(hparam_reader& r, model_hparams& hp) {
 
 constexpr dense_layout layout = dense_layout{}
                                     .with(&dense_layout::qkv_bias)
-                                    .with(&dense_layout::optional_qkv_bias)
+                                    .with(&dense_layout::out_bias)
                                     .with(&dense_layout::attn_sinks)
                                     .with(&dense_layout::ffn_norm_is_post_attention)
                                     .with(&dense_layout::moe)
