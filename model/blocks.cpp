@@ -131,6 +131,7 @@ void blocks::ensure_capacity(int n_tokens) {
     moe_x_.resize(T * h.n_embd);
     moe_out_.resize(T * K * h.n_embd);
     moe_slots_.resize(static_cast<size_t>(h.moe.n_expert));
+    moe_order_.resize(static_cast<size_t>(h.moe.n_expert));
   }
   capacity_tokens_ = n_tokens;
 }

@@ -190,6 +190,7 @@ class blocks {
   std::vector<size_t> state_offset_;
   std::vector<float> moe_logits_;
   std::vector<int32_t> moe_sel_;
+  std::vector<int32_t> moe_order_;  // (n_expert,) the router's ranking scratch
   std::vector<float> moe_w_;
   std::vector<std::vector<int32_t>> moe_slots_;
   std::vector<float> moe_x_;

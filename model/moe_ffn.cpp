@@ -21,7 +21,7 @@ void blocks::moe_route(int il) {
   const int E = moe.n_expert, K = moe.n_used;
   float* const logits_out[1] = {moe_logits_.data()};
   run_group(linears_[static_cast<size_t>(il)].router, xn_.data(), n_tokens_, logits_out);
-  std::vector<int32_t> order(static_cast<size_t>(E));
+  std::vector<int32_t>& order = moe_order_;  // (n_expert,) sized once: no allocation per layer
   for (int t = 0; t < n_tokens_; ++t) {
     float* logits = moe_logits_.data() + static_cast<size_t>(t) * E;
     if (!L.ffn_gate_inp_b.empty()) kernels::add_inplace(logits, L.ffn_gate_inp_b.data(), E);
