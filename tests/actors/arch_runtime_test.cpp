@@ -86,7 +86,13 @@ int tight_blocks(const std::string& name) {
 
 TEST_P(arch_runtime, golden_greedy_after_preemption) {
   const json g = golden();
-  runtime_fixture fx(config(tight_blocks(GetParam())));
+  auto cfg = config(tight_blocks(GetParam()));
+  // The first step stalls while the second case arrives, so both are planned
+  // together on any machine (a descheduled test thread could otherwise let
+  // the first case finish alone, and nothing would be preempted).
+  cfg.faults.executor_stall_step = 1;
+  cfg.faults.executor_stall_ms = 1500;
+  runtime_fixture fx(cfg);
   ASSERT_TRUE(fx.ok()) << fx.error();
   run_cases(fx, g, "tight");
   EXPECT_GT(fx.stats().preemptions, 0u) << "the memory was meant to be too small for both";

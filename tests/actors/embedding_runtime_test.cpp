@@ -122,6 +122,13 @@ TEST(embedding_runtime_kv, preempted_embed_request_still_gives_the_golden_embedd
   cfg.kv_blocks = 20;  // four 60-token prompts decoding to 70 tokens fill all 20 blocks of 16
   cfg.max_prefill_with_decode = 2;
   cfg.itl_target_ms = -1;  // the static cap only: the time budget would size chunks by this machine's speed
+  // The first step (gen0's first chunk) stalls while the other requests
+  // arrive, so they are all planned together whatever this machine's speed:
+  // the gens fill the budget first, the embed gets what is left, and it is
+  // mid-prompt when the gens, decoding, need its blocks. Without the stall a
+  // thread descheduled between two submissions let the gens finish first.
+  cfg.faults.executor_stall_step = 1;
+  cfg.faults.executor_stall_ms = 3000;
   runtime_fixture fx(cfg);
   ASSERT_TRUE(fx.ok()) << fx.error();
   std::vector<std::string> ids;
