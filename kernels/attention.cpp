@@ -67,26 +67,28 @@ void attention_reference(const attention_args& a) {
   }
 }
 
+void attention_fold(float* out, float* lse, const float* part, float part_lse, int head_dim) {
+  if (part_lse == -INFINITY) return;
+  if (*lse == -INFINITY) {
+    std::copy(part, part + head_dim, out);
+    *lse = part_lse;
+    return;
+  }
+  const float top = std::max(*lse, part_lse);
+  const float wa = std::exp(*lse - top), wb = std::exp(part_lse - top);
+  const float total = wa + wb;
+  for (int d = 0; d < head_dim; ++d) out[d] = (wa * out[d] + wb * part[d]) / total;
+  *lse = top + std::log(total);
+}
+
 void attention_merge(const float* const* outs, const float* const* lses, int n_parts, int n_rows,
-                     int head_dim, float* out) {
+                     int head_dim, float* out, float* lse_out) {
   for (int r = 0; r < n_rows; ++r) {
-    float top = -INFINITY;
-    for (int j = 0; j < n_parts; ++j) top = std::max(top, lses[j][r]);
     float* o = out + static_cast<size_t>(r) * head_dim;
-    if (top == -INFINITY) {
-      std::fill(o, o + head_dim, 0.0f);
-      continue;
-    }
-    float w[64];  // per-part weights; n_parts is at most the thread count
-    float total = 0.0f;
-    for (int j = 0; j < n_parts; ++j) total += (w[j] = std::exp(lses[j][r] - top));
-    for (int d = 0; d < head_dim; ++d) {
-      float acc = 0.0f;
-      for (int j = 0; j < n_parts; ++j) {
-        if (w[j] != 0.0f) acc += w[j] * outs[j][static_cast<size_t>(r) * head_dim + d];
-      }
-      o[d] = acc / total;
-    }
+    float lse = -INFINITY;
+    for (int j = 0; j < n_parts; ++j) attention_fold(o, &lse, outs[j] + static_cast<size_t>(r) * head_dim, lses[j][r], head_dim);
+    if (lse == -INFINITY) std::fill(o, o + head_dim, 0.0f);
+    if (lse_out) lse_out[r] = lse;
   }
 }
 

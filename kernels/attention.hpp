@@ -69,7 +69,17 @@ struct attention_args {
   float* lse = nullptr;  // (n_q, n_heads) or nullptr
   int window = 0;         // sliding window in positions; 0: none
   float softcap = 0.0f;   // score cap; 0: none
+  int part_keys = 0;      // > 0: keys taken in parts of this many positions (below); 0: in one pass
 };
+
+// Key parts, for batch invariance. With part_keys = P > 0, a row's keys are
+// cut at the absolute positions j * P; each part is normalised on its own
+// and the parts are folded left to right (attention_fold), which gives the
+// same bits as one call per part (key_begin/key_end on its bounds) merged by
+// attention_merge. A row's result then depends only on the row: not on the
+// rows beside it in the call, nor on how the caller split its keys across
+// threads. The engine uses attention_part_keys. P must be a multiple of 32.
+constexpr int attention_part_keys = 1024;
 
 // Flash-style: one pass over K/V with an online softmax, no heap allocation;
 // queries (and GQA heads) sharing a KV head are processed in tiles so that a
@@ -89,12 +99,21 @@ void attention_paged(const attention_args& a);
 // and benchmarks only. No head_dim limit.
 void attention_reference(const attention_args& a);
 
-// Combines n_parts results of the same rows over disjoint key ranges:
-// outs[j] (n_rows, head_dim) normalised over part j, lses[j] (n_rows,) its
-// log-sum-exp; out (n_rows, head_dim) = sum_j exp(lse_j - L) outs[j] with
-// L = log(sum_j exp(lse_j)). Parts with lse -inf contribute nothing.
-// REQUIRES: 1 <= n_parts <= 64. out may alias outs[0].
+// Folds one part (part: head_dim values normalised over its keys, part_lse
+// their log-sum-exp) into a running result (out, *lse) of the parts before
+// it: out becomes the attention over both key sets, *lse their log-sum-exp.
+// A part with lse -inf (no key) changes nothing; into a running -inf it is
+// copied. The one way parts are combined, so that the result of a row does
+// not depend on where the fold ran.
+void attention_fold(float* out, float* lse, const float* part, float part_lse, int head_dim);
+
+// Combines n_parts results of the same rows over disjoint key ranges, given
+// in the keys' order: outs[j] (n_rows, head_dim) normalised over part j,
+// lses[j] (n_rows,) its log-sum-exp; out (n_rows, head_dim) is their
+// attention_fold from part 0 to part n_parts - 1 (0 for a row with no key),
+// lse_out (n_rows,), if not null, its log-sum-exp (-inf for none).
+// REQUIRES: n_parts >= 1. out does not alias a part.
 void attention_merge(const float* const* outs, const float* const* lses, int n_parts, int n_rows,
-                     int head_dim, float* out);
+                     int head_dim, float* out, float* lse_out = nullptr);
 
 }  // namespace cortex::kernels

@@ -364,12 +364,12 @@ void blocks::attend(int il) {
       kv.store_token(il, slot, k_.data() + static_cast<size_t>(t) * dkv, v_.data() + static_cast<size_t>(t) * dkv);
     }
   }
-  plan_attention(il, bs, spec.window);
+  plan_attention(il, spec.window);
   const std::vector<float>& sink_logits = weights(il).attn_sinks;
   const bool sinks = !sink_logits.empty();
   if (sinks) lse_.resize(static_cast<size_t>(capacity_tokens_) * h.n_head);
   const int group = h.n_head / h.n_head_kv_of(kv_layer);
-  const size_t part_floats = static_cast<size_t>(capacity_tokens_) * dq;
+  const size_t part_floats = static_cast<size_t>(n_tokens_) * dq;
   pool_.parallel_for(static_cast<int>(attn_tasks_.size()), [&](int ti, int) {
     const attn_task& task = attn_tasks_[static_cast<size_t>(ti)];
     const auto& s = batch[static_cast<size_t>(task.seq)];
@@ -388,19 +388,20 @@ void blocks::attend(int il) {
     a.scale = spec.scale;
     a.softcap = spec.softcap;
     a.window = spec.window;
+    a.part_keys = kernels::attention_part_keys;
     if (task.part < 0) {
       a.out = attn_.data() + first * dq;
       if (sinks) a.lse = lse_.data() + first * h.n_head;
     } else {
-      // A key-range part: its own output and log-sum-exp, merged below.
+      // One key part on its own: its output and log-sum-exp, folded below.
       a.out = part_out_.data() + static_cast<size_t>(task.part) * part_floats + first * dq;
-      a.lse = part_lse_.data() + (static_cast<size_t>(task.part) * capacity_tokens_ + first) * h.n_head;
-      a.key_begin = task.key_begin;
-      a.key_end = task.key_end;
+      a.lse = part_lse_.data() + (static_cast<size_t>(task.part) * n_tokens_ + first) * h.n_head;
+      a.key_begin = task.part * kernels::attention_part_keys;
+      a.key_end = a.key_begin + kernels::attention_part_keys;
     }
     kernels::attention_paged(a);
   });
-  if (n_key_parts_ > 1) merge_key_parts(il);
+  if (n_key_parts_ > 1) merge_key_parts(il, sinks);
   if (sinks) apply_sinks(il, sink_logits);
 }
 
@@ -409,49 +410,41 @@ void blocks::apply_sinks(int il, const std::vector<float>& sink_logits) {
   // value: the output normalised over the keys (log-sum-exp L) becomes
   // out * e^L / (e^L + e^sink) = out / (1 + e^(sink - L)).
   const auto& h = hp();
-  const size_t part_rows = static_cast<size_t>(capacity_tokens_) * h.n_head;
+  const int hd = h.head_dim_of(il);
   for (int r = 0; r < n_tokens_ * h.n_head; ++r) {
-    float lse = -INFINITY;
-    if (n_key_parts_ == 1) {
-      lse = lse_[static_cast<size_t>(r)];
-    } else {
-      float top = -INFINITY;
-      for (int j = 0; j < n_key_parts_; ++j) top = std::max(top, part_lse_[j * part_rows + static_cast<size_t>(r)]);
-      double sum = 0.0;
-      for (int j = 0; j < n_key_parts_; ++j) sum += std::exp(static_cast<double>(part_lse_[j * part_rows + static_cast<size_t>(r)]) - top);
-      lse = top + static_cast<float>(std::log(sum));
-    }
+    const float lse = lse_[static_cast<size_t>(r)];
     const float sink = sink_logits[static_cast<size_t>(r % h.n_head)];
     const float keep = static_cast<float>(1.0 / (1.0 + std::exp(static_cast<double>(sink) - lse)));
-    const int hd = h.head_dim_of(il);
     float* row = attn_.data() + static_cast<size_t>(r) * hd;
     for (int i = 0; i < hd; ++i) row[i] *= keep;
   }
 }
 
-void blocks::plan_attention(int il, int block_size, int window) {
+void blocks::plan_attention(int il, int window) {
   const auto& h = hp();
   const int n_kv = h.n_head_kv_of(il);
   const auto& batch = *batch_;
   const int n_seqs = static_cast<int>(batch.size());
   const int n_threads = pool_.size();
+  const int pk = kernels::attention_part_keys;
   attn_tasks_.clear();
-  // Few (sequence, KV head) pairs for the threads, and long contexts: split
-  // each one's keys into ranges (aligned to blocks, >= 256 keys each) whose
-  // parts are merged by log-sum-exp, so every thread streams K/V. A window
-  // bounds the keys a query can see, so it bounds the split too.
+  // Every row's keys are cut into parts at the same absolute positions
+  // (attention_part_keys), in one task (the kernel folds them) or, where
+  // (sequence, KV head) pairs are fewer than the threads and the step is
+  // small (decode, verify), one task per part so that every thread streams
+  // K/V, folded in the same order afterwards: the same bits either way, so
+  // a row's output does not depend on the batch or the thread count.
   n_key_parts_ = 1;
-  if (n_seqs * n_kv < n_threads) {
-    int min_ctx = INT32_MAX;
-    for (const auto& s : batch) min_ctx = std::min(min_ctx, s.pos0 + s.n_tokens);
-    if (window > 0) min_ctx = std::min(min_ctx, window);
-    const int want = (n_threads + n_seqs * n_kv - 1) / (n_seqs * n_kv);
-    n_key_parts_ = std::max(1, std::min({want, min_ctx / 256, 64}));  // 64: attention_merge's limit
+  if (n_seqs * n_kv < n_threads && n_tokens_ <= k_split_max_tokens) {
+    int max_keys = 0;
+    for (const auto& s : batch) max_keys = std::max(max_keys, s.pos0 + s.n_tokens);
+    const int n_parts = (max_keys + pk - 1) / pk;
+    if (n_parts >= 2 && n_parts <= k_split_max_parts) n_key_parts_ = n_parts;
   }
   if (n_key_parts_ > 1) {
-    const size_t n = static_cast<size_t>(n_key_parts_) * capacity_tokens_;
+    const size_t n = static_cast<size_t>(n_key_parts_) * n_tokens_;
     part_out_.resize(n * static_cast<size_t>(std::max(h.n_embd_q(), h.max_n_embd_q())));
-    part_lse_.resize(n * h.n_head);
+    part_lse_.assign(n * h.n_head, -INFINITY);  // parts a row has no key in stay empty
   }
   for (int si = 0; si < n_seqs; ++si) {
     const auto& s = batch[static_cast<size_t>(si)];
@@ -463,38 +456,33 @@ void blocks::plan_attention(int il, int block_size, int window) {
       const int q_begin = tile * q_tile, q_end = std::min(s.n_tokens, q_begin + q_tile);
       for (int g = 0; g < n_kv; ++g) {
         if (n_key_parts_ == 1) {
-          attn_tasks_.push_back({si, g, q_begin, q_end, 0, 0, -1});
+          attn_tasks_.push_back({si, g, q_begin, q_end, -1});
           continue;
         }
-        // Keys [k0, n_keys): with a window, the tile's first query sees
-        // nothing before k0, nor does any later one.
-        const int n_keys = s.pos0 + s.n_tokens;
-        const int k0 = window > 0 ? std::max(0, s.pos0 + q_begin - window + 1) / block_size * block_size : 0;
-        const int span = n_keys - k0;
-        for (int part = 0; part < n_key_parts_; ++part) {
-          const int kb = k0 + static_cast<int>(static_cast<int64_t>(span) * part / n_key_parts_) / block_size * block_size;
-          const int ke = part + 1 == n_key_parts_
-                             ? n_keys
-                             : k0 + static_cast<int>(static_cast<int64_t>(span) * (part + 1) / n_key_parts_) /
-                                        block_size * block_size;
-          attn_tasks_.push_back({si, g, q_begin, q_end, kb, ke, part});
-        }
+        // The parts holding keys [k0, n_keys): with a window, the tile's
+        // first query sees nothing before k0, nor does any later one.
+        const int n_keys = s.pos0 + q_end;
+        const int k0 = window > 0 ? std::max(0, s.pos0 + q_begin - window + 1) : 0;
+        for (int part = k0 / pk; part * pk < n_keys; ++part) attn_tasks_.push_back({si, g, q_begin, q_end, part});
       }
     }
   }
 }
 
-void blocks::merge_key_parts(int il) {
+void blocks::merge_key_parts(int il, bool with_lse) {
   const auto& h = hp();
-  const size_t part_floats = static_cast<size_t>(capacity_tokens_) * h.n_embd_q(il);
-  const float* outs[64];
-  const float* lses[64];
+  const size_t part_floats = static_cast<size_t>(n_tokens_) * h.n_embd_q(il);
+  std::vector<const float*>& outs = part_outs_;
+  std::vector<const float*>& lses = part_lses_;
+  outs.resize(static_cast<size_t>(n_key_parts_));
+  lses.resize(static_cast<size_t>(n_key_parts_));
   for (int j = 0; j < n_key_parts_; ++j) {
-    outs[j] = part_out_.data() + static_cast<size_t>(j) * part_floats;
-    lses[j] = part_lse_.data() + static_cast<size_t>(j) * capacity_tokens_ * h.n_head;
+    outs[static_cast<size_t>(j)] = part_out_.data() + static_cast<size_t>(j) * part_floats;
+    lses[static_cast<size_t>(j)] = part_lse_.data() + static_cast<size_t>(j) * n_tokens_ * h.n_head;
   }
   // Rows (token, head) of the whole step are contiguous in every part.
-  kernels::attention_merge(outs, lses, n_key_parts_, n_tokens_ * h.n_head, h.head_dim_of(il), attn_.data());
+  kernels::attention_merge(outs.data(), lses.data(), n_key_parts_, n_tokens_ * h.n_head, h.head_dim_of(il),
+                           attn_.data(), with_lse ? lse_.data() : nullptr);
 }
 
 void pre_norm_layer(blocks& b, int il, ffn_activation act) {

@@ -141,11 +141,12 @@ class blocks {
   void head_norm_unweighted(float* x, int n_heads, int hd);
   void attend(int il);
   // Splits the step's attention into pool tasks (attn_tasks_): per
-  // sequence, KV head and 32-query tile, and over key ranges (n_key_parts_)
-  // when sequences x KV heads are fewer than the threads.
-  void plan_attention(int il, int block_size, int window);
-  // attn_ = the log-sum-exp merge of the key-range parts' outputs.
-  void merge_key_parts(int il);
+  // sequence, KV head and 32-query tile, and over key parts
+  // (kernels::attention_part_keys, n_key_parts_) when sequences x KV heads
+  // are fewer than the threads in a small step.
+  void plan_attention(int il, int window);
+  // attn_ (and lse_ when with_lse) = the fold of the key parts' outputs.
+  void merge_key_parts(int il, bool with_lse);
   // Attention sinks (gpt-oss): attn_ rows rescaled for one more logit per
   // head in the softmax's denominator.
   void apply_sinks(int il, const std::vector<float>& sink_logits);
@@ -198,14 +199,18 @@ class blocks {
   std::vector<int32_t> seq_first_;  // (n_seqs,) index of each sequence's first token in the step
   struct attn_task {
     int seq, kv_head;
-    int q_begin, q_end;       // the sequence's queries [q_begin, q_end) of this step
-    int key_begin, key_end;   // key range when part >= 0
-    int part;                 // -1: all keys, written to attn_; else the part's buffers
+    int q_begin, q_end;  // the sequence's queries [q_begin, q_end) of this step
+    int part;            // -1: all keys, written to attn_; else key part `part` alone, to its buffers
   };
+  // Steps of at most this many tokens may split keys across tasks (their
+  // part buffers stay small), into at most this many parts.
+  static constexpr int k_split_max_tokens = 64;
+  static constexpr int k_split_max_parts = 64;
   std::vector<attn_task> attn_tasks_;
   int n_key_parts_ = 1;
-  std::vector<float> part_out_;  // (n_key_parts, capacity T, n_head*hd) outputs of key-range parts
-  std::vector<float> part_lse_;  // (n_key_parts, capacity T, n_head) their log-sum-exp
+  std::vector<float> part_out_;  // (n_key_parts, T, n_head*hd) outputs of the key parts
+  std::vector<float> part_lse_;  // (n_key_parts, T, n_head) their log-sum-exp (-inf: no key)
+  std::vector<const float*> part_outs_, part_lses_;  // merge_key_parts' part pointers
   std::vector<float> lse_;       // (capacity T, n_head) the whole rows' log-sum-exp, for sinks
 };
 

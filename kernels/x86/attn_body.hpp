@@ -19,25 +19,21 @@ constexpr int attn_max_head_dim = 512;  // Gemma 4's full layers
 constexpr int attn_tile_rows = 32;  // (query, head) rows processed together
 constexpr int attn_chunk = 32;      // positions scored at once (<= one block)
 
-// State of one tile: up to attn_tile_rows rows, each a (query, head) pair,
-// with its online-softmax running max m, sum l and the unnormalised output
-// acc (head_dim,). Rows of the same KV head share each K/V chunk: it is read
-// from the arena once (and widened to f32 once, into kbuf / vbuf, when the
-// cache is not f32), then from L1 for the other rows.
+// State of one tile: up to attn_tile_rows rows, each a (query, head) pair of
+// one KV head, processed in vector lanes by attn_slab_run. Where a row's keys
+// span several parts (attention_args::part_keys), fold holds the running
+// fold of the parts done so far (attention_fold), fold_lse its log-sum-exp.
 struct attn_tile {
   const float* q[attn_tile_rows];
   float* out[attn_tile_rows];
   float* lse[attn_tile_rows];  // nullptr: not asked for
-  int kv_head[attn_tile_rows];
   int limit[attn_tile_rows];  // last position the row attends to
   int first[attn_tile_rows];  // first one its window allows (0: no window)
-  float m[attn_tile_rows];
-  float l[attn_tile_rows];
-  alignas(64) float acc[attn_tile_rows][attn_max_head_dim];
-  alignas(64) float s[attn_chunk];
+  alignas(64) float fold[attn_tile_rows][attn_max_head_dim];
+  float fold_lse[attn_tile_rows];
   alignas(64) float kbuf[attn_chunk * attn_max_head_dim];  // (n, head_dim) widened K rows
   alignas(64) float vbuf[attn_chunk * attn_max_head_dim];
-  // attn_slab_run: rows in vector lanes (at most 32: two slabs of 16).
+  // Rows in vector lanes (at most 32: two slabs of 16).
   alignas(64) float slab_q[attn_max_head_dim * 32];    // [d][lane] queries
   alignas(64) float slab_acc[attn_max_head_dim * 32];  // [d][lane] unnormalised outputs
   alignas(64) float slab_p[attn_chunk * 32];           // [key][lane] scores, then weights
@@ -74,38 +70,14 @@ void kv_widen_rows_v(kv_type t, const uint8_t* src, size_t stride, int n, int he
   }
 }
 
-// Folds positions [p, p + n) (n <= attn_chunk, all in one block; k, v point
-// at position p's head and advance by stride floats) into row r of the tile,
-// scores capped by softcap unless it is 0.
-template <class V>
-void attn_row_update(attn_tile& t, int r, const float* k, const float* v, size_t stride, int n,
-                     int head_dim, float scale, float softcap) {
-  float* s = t.s;
-  int j = 0;
-  for (; j + 4 <= n; j += 4) dot4_v<V>(t.q[r], k + j * stride, stride, head_dim, s + j);
-  for (; j < n; ++j) s[j] = dot_v<V>(t.q[r], k + j * stride, head_dim);
-  scale_v<V>(s, scale, s, n);
-  if (softcap > 0.0f) softcap_v<V>(s, n, softcap);
-  const float chunk_max = max_v<V>(s, n);
-  const float m_old = t.m[r];
-  const float m_new = chunk_max > m_old ? chunk_max : m_old;
-  const float sum = static_cast<float>(exp_shift_sum_v<V>(s, s, n, m_new));
-  float* acc = t.acc[r];
-  if (m_new != m_old) {
-    // m_old == -inf on the first chunk: acc and l are still zero.
-    const float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
-    scale_v<V>(acc, alpha, acc, head_dim);
-    t.l[r] *= alpha;
-  }
-  t.l[r] += sum;
-  axpy_many_v<V>(acc, s, v, stride, n, head_dim);
-  t.m[r] = m_new;
-}
-
-// Positions taken at once from p: up to attn_chunk, within p's block, before p_end.
+// Positions taken at once from p: up to the next multiple of attn_chunk,
+// within p's block, before p_end. The chunk bounds are absolute positions, so
+// a row's keys are cut into the same chunks whatever other rows share its
+// tile and wherever its key range starts (batch invariance).
 inline int attn_chunk_at(int p, int block_size, int p_end) {
   int n = block_size - p % block_size;
-  n = n < attn_chunk ? n : attn_chunk;
+  const int to_aligned = attn_chunk - p % attn_chunk;
+  n = n < to_aligned ? n : to_aligned;
   return n < p_end - p ? n : p_end - p;
 }
 
@@ -133,58 +105,6 @@ kv_chunk load_kv_chunk(attn_tile& t, const attention_args& a, int p, int n, int 
   kv_widen_rows_v<V>(layout.type, kb, slot_bytes, n, layout.head_dim, t.kbuf);
   kv_widen_rows_v<V>(layout.type, vb, slot_bytes, n, layout.head_dim, t.vbuf);
   return {t.kbuf, t.vbuf, static_cast<size_t>(layout.head_dim)};
-}
-
-template <class V>
-void attn_tile_run(attn_tile& t, int n_rows, const attention_args& a) {
-  const kv_layout& layout = a.layout;
-  const int head_dim = layout.head_dim;
-  const int bs = layout.block_size;
-  int last = -1;
-  int begin = INT_MAX;  // first position any row attends to
-  int heads[attn_tile_rows];  // distinct KV heads of the rows, in order
-  int n_kv = 0;
-  for (int r = 0; r < n_rows; ++r) {
-    t.m[r] = -INFINITY;
-    t.l[r] = 0.0f;
-    for (int d = 0; d < head_dim; ++d) t.acc[r][d] = 0.0f;
-    last = t.limit[r] > last ? t.limit[r] : last;
-    begin = t.first[r] < begin ? t.first[r] : begin;
-    bool seen = false;
-    for (int j = 0; j < n_kv; ++j) seen = seen || heads[j] == t.kv_head[r];
-    if (!seen) heads[n_kv++] = t.kv_head[r];
-  }
-  const int p_end = last + 1 < a.key_end ? last + 1 : a.key_end;
-  // Row r folds in [max(p, first[r]), min(p + n, limit[r] + 1)) of each
-  // chunk [p, p + n); without a window first[r] is 0, so that is the chunk
-  // from its start.
-  for (int p = begin > a.key_begin ? begin : a.key_begin; p < p_end;) {
-    const int n = attn_chunk_at(p, bs, p_end);
-    for (int j = 0; j < n_kv; ++j) {
-      const int g = heads[j];
-      bool needed = false;
-      for (int r = 0; r < n_rows; ++r) {
-        needed = needed || (t.kv_head[r] == g && p <= t.limit[r] && t.first[r] < p + n);
-      }
-      if (!needed) continue;
-      const kv_chunk c = load_kv_chunk<V>(t, a, p, n, g);
-      for (int r = 0; r < n_rows; ++r) {
-        if (t.kv_head[r] != g || p > t.limit[r] || t.first[r] >= p + n) continue;
-        const int skip = t.first[r] > p ? t.first[r] - p : 0;
-        const int n_row = (n < t.limit[r] + 1 - p ? n : t.limit[r] + 1 - p) - skip;
-        attn_row_update<V>(t, r, c.k + skip * c.stride, c.v + skip * c.stride, c.stride, n_row, head_dim, a.scale,
-                           a.softcap);
-      }
-    }
-    p += n;
-  }
-  for (int r = 0; r < n_rows; ++r) {
-    // A row with no position in [key_begin, key_end) (a key-range part past
-    // its query) contributes nothing to a merge: out 0, lse -inf.
-    const bool none = t.l[r] == 0.0f;
-    scale_v<V>(t.acc[r], none ? 0.0f : 1.0f / t.l[r], t.out[r], head_dim);
-    if (t.lse[r]) *t.lse[r] = none ? -INFINITY : t.m[r] + logf(t.l[r]);
-  }
 }
 
 // Unrolling of attn_slab_run: NS slabs of V::width rows, KU keys of scores
@@ -276,44 +196,30 @@ inline typename V::vec slab_scale_mask(float* pb, int z, int n, int p, typename 
 
 // Rows r0 .. r0 + n_rows - 1 of the tile (n_rows <= NS * V::width), all
 // reading KV head g, one row per vector lane, NS vectors ("slabs") of rows
-// side by side. A key's scores for a slab are one vector: head_dim FMAs of
-// the transposed queries with the key's values broadcast, and each broadcast
-// feeds all NS slabs. The online softmax is lane-wise (no horizontal
-// reductions), and the output accumulates transposed: head_dim vectors per
-// slab, each the same dimension of every row. Each row computes what
-// attn_row_update does (the scaled dot, the running max, exp of the shifted
-// scores, the rescaled sum and output), in another summation order.
-// Prefill chunks and verify steps (many rows per KV head) spend most of
-// their attention time here.
+// side by side, over the keys [k_begin, k_end) they see. A key's scores for a
+// slab are one vector: head_dim FMAs of the transposed queries (qT, set up by
+// attn_slab_run) with the key's values broadcast, and each broadcast feeds
+// all NS slabs. The online softmax is lane-wise (no horizontal reductions),
+// and the output accumulates transposed: head_dim vectors per slab, each the
+// same dimension of every row. Every row is computed this way, whatever its
+// tile holds (decode, prefill and verify steps alike), and each lane's
+// arithmetic depends only on its own row and the chunk bounds, which are
+// absolute: a row's bits do not depend on how its step was batched. Writes
+// each row's normalised output to out[lane] and its log-sum-exp to lse[lane]
+// (out 0 and lse -inf for a row with no key in the range).
 template <class V, int NS>
-void attn_slab_run(attn_tile& t, int r0, int n_rows, int g, const attention_args& a) {
+void slab_keys(attn_tile& t, int n_rows, int g, const attention_args& a, const int32_t* lim, const int32_t* fst,
+               int first_max, int k_begin, int k_end, float* const* out, float* lse) {
   using vec = typename V::vec;
   using ivec = typename V::ivec;
   constexpr int W = V::width;
   constexpr int L = NS * W;  // lanes
-  static_assert(L <= 32, "slab buffers hold 32 lanes");
   constexpr int KU = slab_unroll<V>, DU = slab_unroll<V>;
   const int hd = a.layout.head_dim;
   const int bs = a.layout.block_size;
-  // [d][slab][lane]: the NS vectors of one dimension (or key) are adjacent.
-  float* qT = t.slab_q;
+  const float* qT = t.slab_q;
   float* accT = t.slab_acc;
   float* pb = t.slab_p;
-  alignas(64) int32_t lim[L], fst[L];
-  int last = -1;
-  int begin = INT_MAX;  // smallest first of the live rows
-  int first_max = 0;    // largest first of the live rows, or 0
-  for (int lane = 0; lane < L; ++lane) {
-    const bool live = lane < n_rows;
-    lim[lane] = live ? t.limit[r0 + lane] : -1;  // a padding lane attends to nothing
-    fst[lane] = live ? t.first[r0 + lane] : 0;
-    last = lim[lane] > last ? lim[lane] : last;
-    if (live) {
-      begin = fst[lane] < begin ? fst[lane] : begin;
-      first_max = fst[lane] > first_max ? fst[lane] : first_max;
-    }
-    for (int d = 0; d < hd; ++d) qT[d * L + lane] = live ? t.q[r0 + lane][d] : 0.0f;
-  }
   const vec scale = V::set1(a.scale), ninf = V::set1(-INFINITY), zero = V::set1(0.0f);
   const float cap = a.softcap;
   for (int d = 0; d < hd * NS; ++d) V::store(accT + d * W, zero);
@@ -324,9 +230,8 @@ void attn_slab_run(attn_tile& t, int r0, int n_rows, int g, const attention_args
     m[z] = ninf;
     l[z] = zero;
   }
-  const int p_end = last + 1 < a.key_end ? last + 1 : a.key_end;
-  for (int p = begin > a.key_begin ? begin : a.key_begin; p < p_end;) {
-    const int n = attn_chunk_at(p, bs, p_end);
+  for (int p = k_begin; p < k_end;) {
+    const int n = attn_chunk_at(p, bs, k_end);
     const kv_chunk c = load_kv_chunk<V>(t, a, p, n, g);
     // Scores: KU keys at a time (KU * NS independent FMA chains), then 4,
     // then 1: a lone key's NS chains wait on FMA latency.
@@ -380,20 +285,73 @@ void attn_slab_run(attn_tile& t, int r0, int n_rows, int g, const attention_args
     V::store(mv + z * W, m[z]);
   }
   for (int lane = 0; lane < n_rows; ++lane) {
-    // A row with no position in [key_begin, key_end) (a key-range part past
-    // its query) contributes nothing to a merge: out 0, lse -inf.
     const bool none = lv[lane] == 0.0f;
     const float inv = none ? 0.0f : 1.0f / lv[lane];
-    float* out = t.out[r0 + lane];
-    for (int d = 0; d < hd; ++d) out[d] = accT[d * L + lane] * inv;
-    if (t.lse[r0 + lane]) *t.lse[r0 + lane] = none ? -INFINITY : mv[lane] + logf(lv[lane]);
+    float* o = out[lane];
+    for (int d = 0; d < hd; ++d) o[d] = accT[d * L + lane] * inv;
+    lse[lane] = none ? -INFINITY : mv[lane] + logf(lv[lane]);
   }
 }
 
-// Runs rows (i, h) for i in [0, n_q), h in [h_lo, h_hi), query-major, in
-// tiles of attn_tile_rows.
+// Rows r0 .. r0 + n_rows - 1 of the tile (n_rows <= NS * V::width), all
+// reading KV head g: slab_keys over the keys they see in [key_begin,
+// key_end), one part at a time where part_keys cuts them, the parts folded
+// left to right (attention_fold: the same bits as separate calls per part
+// merged by attention_merge).
+template <class V, int NS>
+void attn_slab_run(attn_tile& t, int r0, int n_rows, int g, const attention_args& a) {
+  constexpr int L = NS * V::width;  // lanes
+  static_assert(L <= 32, "slab buffers hold 32 lanes");
+  const int hd = a.layout.head_dim;
+  // [d][slab][lane]: the NS vectors of one dimension (or key) are adjacent.
+  float* qT = t.slab_q;
+  alignas(64) int32_t lim[L], fst[L];
+  int last = -1;
+  int begin = INT_MAX;  // smallest first of the live rows
+  int first_max = 0;    // largest first of the live rows, or 0
+  for (int lane = 0; lane < L; ++lane) {
+    const bool live = lane < n_rows;
+    lim[lane] = live ? t.limit[r0 + lane] : -1;  // a padding lane attends to nothing
+    fst[lane] = live ? t.first[r0 + lane] : 0;
+    last = lim[lane] > last ? lim[lane] : last;
+    if (live) {
+      begin = fst[lane] < begin ? fst[lane] : begin;
+      first_max = fst[lane] > first_max ? fst[lane] : first_max;
+    }
+    for (int d = 0; d < hd; ++d) qT[d * L + lane] = live ? t.q[r0 + lane][d] : 0.0f;
+  }
+  const int k_begin = begin > a.key_begin ? begin : a.key_begin;
+  const int k_end = last + 1 < a.key_end ? last + 1 : a.key_end;
+  float lse[L];
+  const int pk = a.part_keys;
+  if (pk <= 0 || k_end <= k_begin || k_begin / pk == (k_end - 1) / pk) {
+    slab_keys<V, NS>(t, n_rows, g, a, lim, fst, first_max, k_begin, k_end, t.out + r0, lse);
+    for (int lane = 0; lane < n_rows; ++lane) {
+      if (t.lse[r0 + lane]) *t.lse[r0 + lane] = lse[lane];
+    }
+    return;
+  }
+  // Several parts: each part's result lands in out, then folds into fold.
+  for (int lane = 0; lane < n_rows; ++lane) t.fold_lse[lane] = -INFINITY;
+  for (int j = k_begin / pk; j * pk < k_end; ++j) {
+    const int lo = j * pk > k_begin ? j * pk : k_begin;
+    const int hi = (j + 1) * pk < k_end ? (j + 1) * pk : k_end;
+    slab_keys<V, NS>(t, n_rows, g, a, lim, fst, first_max, lo, hi, t.out + r0, lse);
+    for (int lane = 0; lane < n_rows; ++lane) attention_fold(t.fold[lane], &t.fold_lse[lane], t.out[r0 + lane], lse[lane], hd);
+  }
+  for (int lane = 0; lane < n_rows; ++lane) {
+    const bool none = t.fold_lse[lane] == -INFINITY;
+    float* o = t.out[r0 + lane];
+    for (int d = 0; d < hd; ++d) o[d] = none ? 0.0f : t.fold[lane][d];
+    if (t.lse[r0 + lane]) *t.lse[r0 + lane] = t.fold_lse[lane];
+  }
+}
+
+// Runs rows (i, h) for i in [0, n_q), h in [h_lo, h_hi) (heads of one KV
+// head), query-major, in tiles of attn_tile_rows, slab_count<V> slabs side
+// by side where there are rows for them.
 template <class V>
-void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi, bool one_kv_head) {
+void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi) {
   const int head_dim = a.layout.head_dim;
   const int group = a.n_heads / a.layout.n_kv_heads;
   const int n_h = h_hi - h_lo;
@@ -408,44 +366,32 @@ void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi,
       tile.q[r] = a.q + at * head_dim;
       tile.out[r] = a.out + at * head_dim;
       tile.lse[r] = a.lse ? a.lse + at : nullptr;
-      tile.kv_head[r] = h / group;
       tile.limit[r] = a.pos0 + i;
       tile.first[r] = a.window > 0 ? a.pos0 + i - a.window + 1 : 0;
     }
-    if (one_kv_head) {
-      // slab_count<V> slabs side by side where there are rows for them.
-      constexpr int per_run = slab_count<V> * V::width;
-      for (int r0 = 0; r0 < n_rows; r0 += per_run) {
-        const int left_rows = n_rows - r0;
-        if (left_rows > V::width) {
-          attn_slab_run<V, slab_count<V>>(tile, r0, left_rows < per_run ? left_rows : per_run, h_lo / group, a);
-        } else {
-          attn_slab_run<V, 1>(tile, r0, left_rows, h_lo / group, a);
-        }
+    constexpr int per_run = slab_count<V> * V::width;
+    for (int r0 = 0; r0 < n_rows; r0 += per_run) {
+      const int left_rows = n_rows - r0;
+      if (left_rows > V::width) {
+        attn_slab_run<V, slab_count<V>>(tile, r0, left_rows < per_run ? left_rows : per_run, h_lo / group, a);
+      } else {
+        attn_slab_run<V, 1>(tile, r0, left_rows, h_lo / group, a);
       }
-    } else {
-      attn_tile_run<V>(tile, n_rows, a);
     }
   }
 }
 
+// Tiles within one KV head, so each K/V chunk is read from the arena once
+// per tile and reused by its rows (a decode step's tile holds the GQA group
+// of the one query).
 template <class V>
 void attention_paged_v(const attention_args& a) {
   attn_tile tile;
   const int group = a.n_heads / a.layout.n_kv_heads;
-  if (a.n_q * group < attn_tile_rows) {
-    // Few queries (decode): one tile spans several KV heads, so each K/V
-    // slot (all KV heads of a position, contiguous) is read as one run
-    // instead of one head_dim stride per KV head.
-    attn_rows_run<V>(tile, a, a.head_begin, a.head_end, false);
-    return;
-  }
-  // Many queries (prefill): tiles within one KV head, so each K/V chunk is
-  // reused by attn_tile_rows rows.
   for (int g = 0; g < a.layout.n_kv_heads; ++g) {
     const int h_lo = g * group > a.head_begin ? g * group : a.head_begin;
     const int h_hi = (g + 1) * group < a.head_end ? (g + 1) * group : a.head_end;
-    if (h_lo < h_hi) attn_rows_run<V>(tile, a, h_lo, h_hi, true);
+    if (h_lo < h_hi) attn_rows_run<V>(tile, a, h_lo, h_hi);
   }
 }
 

@@ -280,8 +280,8 @@ TEST_P(attention, key_range_parts_merge_to_the_whole) {
 TEST_P(attention, sliding_window_matches_reference) {
   // Windows of 1 (the query's own position), shorter than a block, not a
   // multiple of either block size, and longer than the context; decode (1
-  // and 6 queries: tiles over several KV heads) and prefill (40 queries: rows
-  // in vector lanes, a full slab and a partial one on AVX-512).
+  // and 6 queries: partial slabs) and prefill (40 queries: a full slab and a
+  // partial one on AVX-512).
   uint64_t seed = 700;
   for (int window : {1, 5, 37, 1000}) {
     for (int block_size : {16, 7}) {
