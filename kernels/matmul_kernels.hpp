@@ -99,7 +99,7 @@ struct packed_segment {
 };
 
 struct packed_view {
-  ggml_type type;  // q4_0, q5_0, q8_0, q4_k, q5_k or q6_k
+  ggml_type type;  // q4_0, q5_0, q8_0, iq4_nl, mxfp4, q4_k, q5_k or q6_k
   int64_t cols;
   int64_t n_panels;
   const uint8_t* data;
@@ -121,8 +121,8 @@ packed_dest packed_dest_of(const packed_view& w, int64_t p);
 //   int8  qs[nbp * 32]  at 0           as quantize_row_q8_0 (llama.cpp)
 //   float d[nbp]        at d_offset    f16-rounded block scale
 //   int32 corr[nbp]     at aux_offset  -zero_point * sum(qs of the block)
-//                                      (zero point 8 for q4_0, 16 for q5_0,
-//                                      128 for q8_0)
+//                                      (zero point 8 for q4_0, 16 for q5_0
+//                                      and mxfp4, 128 for q8_0 and iq4_nl)
 // Activations for packed k-quant kernels (q8_kp layout), nb = cols / 256:
 //   int8  qs[nb * 256]  at 0           as quantize_row_q8_K (llama.cpp)
 //   float d[nb]         at d_offset

@@ -6,6 +6,7 @@
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
 #include "kernels/matmul_packed_k.hpp"
+#include "kernels/quant_tables.hpp"
 #include "kernels/quant_traits.hpp"
 
 namespace cortex::kernels {
@@ -19,25 +20,62 @@ constexpr int64_t record_header = 64;
 // The q8_p panel layouts (kernels/matmul_kernels.hpp): 4 (q4_0, q5_0) or 8
 // (q8_0) 64-byte groups of the source block's qs per 32-column block; q8_0's
 // int8 codes are stored offset to uint8 (xor 0x80); q5_0 adds one group of
-// its fifth bits.
+// its fifth bits. iq4_nl and mxfp4 keep q4_0's nibbles: a nibble is an index
+// into the type's table (lut), read as lut + zero point. mxfp4's E8M0 scale
+// is stored in the scale slot as the top half (bf16) of its float value
+// 2^(e - 128), which that half holds exactly for every e.
 struct layout_q4_0 {
   using block = block_q4_0;
   static constexpr int n_groups = 4;
   static constexpr uint32_t flip = 0;
   static constexpr bool fifth_bits = false;
+  static constexpr const int8_t* lut = nullptr;
+  static constexpr bool e8m0 = false;
 };
-struct layout_q5_0 {
+struct layout_q5_0 : layout_q4_0 {
   using block = block_q5_0;
-  static constexpr int n_groups = 4;
-  static constexpr uint32_t flip = 0;
   static constexpr bool fifth_bits = true;
 };
-struct layout_q8_0 {
+struct layout_q8_0 : layout_q4_0 {
   using block = block_q8_0;
   static constexpr int n_groups = 8;
   static constexpr uint32_t flip = 0x80808080u;
-  static constexpr bool fifth_bits = false;
 };
+struct layout_iq4_nl : layout_q4_0 {
+  using block = block_iq4_nl;
+  static constexpr const int8_t* lut = kvalues_iq4nl;
+};
+struct layout_mxfp4 : layout_q4_0 {
+  using block = block_mxfp4;
+  static constexpr const int8_t* lut = kvalues_mxfp4;
+  static constexpr bool e8m0 = true;
+};
+
+// A block's scale as its panel slot holds it (f16, or bf16 for E8M0), and back.
+template <class L>
+uint16_t scale_slot(const typename L::block& b) {
+  if constexpr (L::e8m0) {
+    return static_cast<uint16_t>(fp32_to_bits(e8m0_half_to_fp32(b.e)) >> 16);
+  } else {
+    uint16_t h;
+    std::memcpy(&h, &b.d, 2);
+    return h;
+  }
+}
+template <class L>
+void scale_from_slot(uint16_t h, typename L::block& b) {
+  if constexpr (L::e8m0) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    b.e = bits == 0x00200000u ? 0 : bits == 0x00400000u ? 1 : static_cast<uint8_t>((bits >> 23) + 1);
+  } else {
+    std::memcpy(&b.d, &h, 2);
+  }
+}
+template <class L>
+float slot_to_fp32(uint16_t h) {
+  if constexpr (L::e8m0) return bf16_to_fp32(h);
+  return fp16_to_fp32(h);
+}
 
 template <class L>
 constexpr int64_t block_code_bytes = 64 * (L::n_groups + (L::fifth_bits ? 1 : 0));
@@ -97,7 +135,8 @@ void pack_panel(const weight_view& w, int64_t first_row, uint8_t* panel) {
     const auto* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(first_row + i) * w.row_bytes;
     for (int64_t b = 0; b < nb; ++b) {
       const auto* src = reinterpret_cast<const typename L::block*>(row) + b;
-      std::memcpy(panel + scale_offset<L>(b, i), &src->d, 2);
+      const uint16_t h = scale_slot<L>(*src);
+      std::memcpy(panel + scale_offset<L>(b, i), &h, 2);
       uint8_t* dst = panel + code_offset<L>(b, i, 0);
       for (int g = 0; g < L::n_groups; ++g) {
         uint32_t v;
@@ -120,7 +159,9 @@ void unpack_row(int64_t cols, const uint8_t* panel, int64_t i, uint8_t* out) {
   const auto flip = static_cast<uint8_t>(L::flip);
   for (int64_t b = 0; b < cols / 32; ++b) {
     auto* dst = reinterpret_cast<typename L::block*>(out) + b;
-    std::memcpy(&dst->d, panel + scale_offset<L>(b, i), 2);
+    uint16_t h;
+    std::memcpy(&h, panel + scale_offset<L>(b, i), 2);
+    scale_from_slot<L>(h, *dst);
     auto* qs = reinterpret_cast<uint8_t*>(dst->qs);
     for (int k = 0; k < n_code_bytes<L>; ++k) qs[k] = panel[code_offset<L>(b, i, k)] ^ flip;
     if constexpr (L::fifth_bits) {
@@ -138,6 +179,7 @@ template <class L>
 void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p0, int64_t p1) {
   const int64_t nb = w.cols / 32;
   constexpr bool q4 = L::n_groups == 4;
+  const int zp = quant_traits_of(w.type).zero_point;  // LUT codes are read offset by it
   for_each_packed_output(w, x, n_tokens, p0, p1, [&](const uint8_t* panel, int64_t i, const uint8_t* xt) {
     const auto* xq = reinterpret_cast<const int8_t*>(xt);
     const auto* xd = reinterpret_cast<const float*>(xt + x.d_offset);
@@ -154,8 +196,12 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
       for (int k = 0; k < n_code_bytes<L>; ++k) {
         const uint8_t c = panel[code_offset<L>(b, i, k)];
         if (q4) {
-          const int lo = (c & 0x0f) | static_cast<int>(((qh >> k) & 1u) << 4);
-          const int hi = (c >> 4) | static_cast<int>(((qh >> (16 + k)) & 1u) << 4);
+          int lo = (c & 0x0f) | static_cast<int>(((qh >> k) & 1u) << 4);
+          int hi = (c >> 4) | static_cast<int>(((qh >> (16 + k)) & 1u) << 4);
+          if constexpr (L::lut != nullptr) {
+            lo = L::lut[lo] + zp;
+            hi = L::lut[hi] + zp;
+          }
           dot += lo * xq[b * 32 + k] + hi * xq[b * 32 + 16 + k];
         } else {
           dot += c * xq[b * 32 + k];
@@ -163,7 +209,7 @@ void packed_rows_scalar(const packed_view& w, const quantized_x& x, int n_tokens
       }
       uint16_t h;
       std::memcpy(&h, panel + scale_offset<L>(b, i), 2);
-      sum += static_cast<float>(dot) * (fp16_to_fp32(h) * xd[b]);
+      sum += static_cast<float>(dot) * (slot_to_fp32<L>(h) * xd[b]);
     }
     return sum;
   });
@@ -245,12 +291,16 @@ packed_dest packed_dest_of(const packed_view& w, int64_t p) {
 
 // Named by the rows of kernels/quant_traits.cpp.
 extern const pack_panel_fn pack_panel_q4_0 = pack_panel<layout_q4_0>, pack_panel_q5_0 = pack_panel<layout_q5_0>,
-                           pack_panel_q8_0 = pack_panel<layout_q8_0>;
+                           pack_panel_q8_0 = pack_panel<layout_q8_0>, pack_panel_iq4_nl = pack_panel<layout_iq4_nl>,
+                           pack_panel_mxfp4 = pack_panel<layout_mxfp4>;
 extern const unpack_row_fn unpack_row_q4_0 = unpack_row<layout_q4_0>, unpack_row_q5_0 = unpack_row<layout_q5_0>,
-                           unpack_row_q8_0 = unpack_row<layout_q8_0>;
+                           unpack_row_q8_0 = unpack_row<layout_q8_0>, unpack_row_iq4_nl = unpack_row<layout_iq4_nl>,
+                           unpack_row_mxfp4 = unpack_row<layout_mxfp4>;
 extern const packed_rows_fn packed_scalar_q4_0 = packed_rows_scalar<layout_q4_0>,
                             packed_scalar_q5_0 = packed_rows_scalar<layout_q5_0>,
-                            packed_scalar_q8_0 = packed_rows_scalar<layout_q8_0>;
+                            packed_scalar_q8_0 = packed_rows_scalar<layout_q8_0>,
+                            packed_scalar_iq4_nl = packed_rows_scalar<layout_iq4_nl>,
+                            packed_scalar_mxfp4 = packed_rows_scalar<layout_mxfp4>;
 
 void packed_matrix::free_deleter::operator()(uint8_t* p) const { std::free(p); }
 

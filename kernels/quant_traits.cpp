@@ -96,6 +96,8 @@ CORTEX_MATMUL_KERNELS(iq1_m);
 CORTEX_PACKED_KERNELS(q4_0);
 CORTEX_PACKED_KERNELS(q5_0);
 CORTEX_PACKED_KERNELS(q8_0);
+CORTEX_PACKED_KERNELS(iq4_nl);
+CORTEX_PACKED_KERNELS(mxfp4);
 CORTEX_PACKED_KERNELS(q4_k);
 CORTEX_PACKED_KERNELS(q5_k);
 CORTEX_PACKED_KERNELS(q6_k);
@@ -123,6 +125,11 @@ struct trait_table {
   const packed_layout packed_q5_0{packed_x_format::q8_p, 64, 64 + 2 * 320, pack_panel_q5_0, unpack_row_q5_0,
                                   {packed_scalar_q5_0, nullptr, packed_avx512_q5_0}};
   const packed_layout packed_q8_0{packed_x_format::q8_p, 64, 64 + 2 * 512, CORTEX_PACKED(q8_0)};
+  // Table-driven nibbles: an AVX-512 kernel only (vpshufb on 64 bytes).
+  const packed_layout packed_iq4_nl{packed_x_format::q8_p, 64, 64 + 2 * 256, pack_panel_iq4_nl, unpack_row_iq4_nl,
+                                    {packed_scalar_iq4_nl, nullptr, packed_avx512_iq4_nl}};
+  const packed_layout packed_mxfp4{packed_x_format::q8_p, 64, 64 + 2 * 256, pack_panel_mxfp4, unpack_row_mxfp4,
+                                   {packed_scalar_mxfp4, nullptr, packed_avx512_mxfp4}};
   const packed_layout packed_q4_k{packed_x_format::q8_kp, 256, packed_record_q4_k, CORTEX_PACKED(q4_k)};
   // As q5_0: AVX-512 only, matmul runs q5_k elsewhere.
   const packed_layout packed_q5_k{packed_x_format::q8_kp, 256, packed_record_q5_k, pack_panel_q5_k, unpack_row_q5_k,
@@ -165,11 +172,11 @@ struct trait_table {
       // kernels offset to uint8 (iq4_nl's -127..113 by 128, mxfp4's -12..12
       // by 16).
       {ggml_type::iq4_nl, "iq4_nl", 32, sizeof(block_iq4_nl), dequantize_row_iq4_nl, quantize_row_iq4_nl, xf::q8_32,
-       128, CORTEX_MATMUL(iq4_nl), nullptr},
+       128, CORTEX_MATMUL(iq4_nl), &packed_iq4_nl},
       {ggml_type::iq4_xs, "iq4_xs", qk_k, sizeof(block_iq4_xs), dequantize_row_iq4_xs, quantize_row_iq4_xs,
        xf::q8_256, 0, CORTEX_MATMUL(iq4_xs), nullptr},
       {ggml_type::mxfp4, "mxfp4", 32, sizeof(block_mxfp4), dequantize_row_mxfp4, quantize_row_mxfp4, xf::q8_32, 16,
-       CORTEX_MATMUL(mxfp4), nullptr},
+       CORTEX_MATMUL(mxfp4), &packed_mxfp4},
       // The lattice-codebook types (kernels/quant_grids.hpp). No quantizer:
       // llama.cpp's needs an importance matrix (iq1, iq2_xxs, iq2_xs) or a
       // codebook search we do not carry.

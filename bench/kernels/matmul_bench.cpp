@@ -212,7 +212,7 @@ int register_all() {
   // tinyllama-1.1b's packed shapes: q+k+v, o, gate+up, down, output.
   const int64_t packed_shapes[][2] = {{2560, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}, {32000, 2048}};
   for (ggml_type t : {ggml_type::q4_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q6_k, ggml_type::q5_0,
-                      ggml_type::q5_k}) {
+                      ggml_type::q5_k, ggml_type::iq4_nl, ggml_type::mxfp4}) {
     for (const auto& s : packed_shapes) {
       for (int n_tokens : {1, 2, 4, 9, 16, 128}) {
         for (int n_threads : {1, 2}) {

@@ -1,6 +1,8 @@
-// AVX-512 VNNI kernels for packed q4_0 / q5_0 / q8_0 weights (layout in
-// kernels/matmul_kernels.hpp). Only the kernels named at the end are
-// exported. q5_0 is q4_0 plus each block's fifth bits, ORed in as 0x10.
+// AVX-512 VNNI kernels for packed q4_0 / q5_0 / q8_0 / iq4_nl / mxfp4
+// weights (layout in kernels/matmul_kernels.hpp). Only the kernels named at
+// the end are exported. q5_0 is q4_0 plus each block's fifth bits, ORed in as
+// 0x10; iq4_nl and mxfp4 are q4_0's nibbles looked up in their table (one
+// vpshufb per 64 codes), offset by their zero point.
 //
 // A 64-byte load gives 4 codes of each of 16 rows; vpdpbusd with the token's
 // 4 matching activation bytes broadcast to every lane accumulates one int32
@@ -31,6 +33,34 @@ inline __m512i broadcast_dword(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// Fmt's table offset by its zero point, in every 128-bit lane (a
+// vpshufb operand); unused for plain nibbles.
+template <class Fmt>
+inline __m512i lut_vector() {
+  if constexpr (Fmt::lut != nullptr) {
+    alignas(16) int8_t t[16];
+    for (int k = 0; k < 16; ++k) t[k] = static_cast<int8_t>(Fmt::lut[k] + Fmt::zero_point);
+    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+  } else {
+    return _mm512_setzero_si512();
+  }
+}
+
+// Nibbles (0..15 per byte) to Fmt's unsigned codes.
+template <class Fmt>
+inline __m512i nibble_codes(__m512i nib, __m512i lut) {
+  if constexpr (Fmt::lut != nullptr) return _mm512_shuffle_epi8(lut, nib);
+  return nib;
+}
+
+// The 16 rows' scales of one block (Fmt's scale slots) as floats.
+template <class Fmt>
+inline __m512 block_scales(const uint8_t* slot) {
+  const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(slot));
+  if constexpr (Fmt::bf16_scale) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  return _mm512_cvtph_ps(h);
+}
+
 // y for panels [p, p + NP) and tokens [t, t + NT).
 template <class Fmt, int NP, int NT>
 void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
@@ -52,6 +82,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
   for (int i = 0; i < NP; ++i)
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lut = lut_vector<Fmt>();
 
   for (int64_t rec = 0; rec < n_records; ++rec) {
     for (int h = 0; h < 2; ++h) {
@@ -73,8 +104,8 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
           __m512i lo[NP], hi[NP];
           for (int i = 0; i < NP; ++i) {
             const __m512i v = _mm512_load_si512(codes[i] + 64 * g);
-            lo[i] = _mm512_and_si512(v, low4);
-            hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+            lo[i] = nibble_codes<Fmt>(_mm512_and_si512(v, low4), lut);
+            hi[i] = nibble_codes<Fmt>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), lut);
             if constexpr (fifth_bits) {
               // Bits 2g and 2g + 1 of each byte to bit 4 (a 32-bit rotate
               // never carries another byte's bit into bit 4).
@@ -103,10 +134,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
         }
       }
       __m512 dw[NP];
-      for (int i = 0; i < NP; ++i) {
-        dw[i] = _mm512_cvtph_ps(
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(panel[i] + rec * record + h * 32)));
-      }
+      for (int i = 0; i < NP; ++i) dw[i] = block_scales<Fmt>(panel[i] + rec * record + h * 32);
       for (int j = 0; j < NT; ++j) {
         const __m512 dx = _mm512_set1_ps(xd[j][b]);
         for (int i = 0; i < NP; ++i) {
@@ -185,13 +213,14 @@ CORTEX_INLINE void q4_group_of(int n, const __m512i (&wl)[NP][4], const __m512i 
 // shared machine: bench_kernels matmul_packed/q4_0/.../tokens:9).
 constexpr int64_t q4_prefetch_records = 4;
 
-template <int NP>
+template <class Fmt, int NP>
 void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
-  constexpr int64_t record = record_header + 2 * fmt_q4_0::block_code_bytes;
+  constexpr int64_t record = record_header + 2 * Fmt::block_code_bytes;
   const int64_t n_records = (w.cols / 32 + 1) / 2;
   const uint8_t* panel[NP];
   for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lut = lut_vector<Fmt>();
   alignas(64) float acc[NP * q4_panel_max_tokens * 16];
   for (int t0 = 0; t0 < n_tokens; t0 += q4_panel_max_tokens) {
     const int nt = n_tokens - t0 < q4_panel_max_tokens ? n_tokens - t0 : q4_panel_max_tokens;
@@ -211,13 +240,13 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
         __m512i wl[NP][4], wh[NP][4];
         __m512 dw[NP];
         for (int i = 0; i < NP; ++i) {
-          const uint8_t* codes = panel[i] + rec * record + record_header + h * fmt_q4_0::block_code_bytes;
+          const uint8_t* codes = panel[i] + rec * record + record_header + h * Fmt::block_code_bytes;
           for (int g = 0; g < 4; ++g) {
             const __m512i v = _mm512_load_si512(codes + 64 * g);
-            wl[i][g] = _mm512_and_si512(v, low4);
-            wh[i][g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+            wl[i][g] = nibble_codes<Fmt>(_mm512_and_si512(v, low4), lut);
+            wh[i][g] = nibble_codes<Fmt>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), lut);
           }
-          dw[i] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(panel[i] + rec * record + h * 32)));
+          dw[i] = block_scales<Fmt>(panel[i] + rec * record + h * 32);
         }
         for (int k = 0, j = 0; k < groups.count; ++k) {
           const int g_size = groups.size(k);
@@ -257,8 +286,8 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
     return;
   }
   if (Fmt::block_code_bytes == 256) {
-    for (; p + 2 <= p1; p += 2) q4_panel_all_tokens<2>(w, x, n_tokens, p);
-    for (; p < p1; ++p) q4_panel_all_tokens<1>(w, x, n_tokens, p);
+    for (; p + 2 <= p1; p += 2) q4_panel_all_tokens<Fmt, 2>(w, x, n_tokens, p);
+    for (; p < p1; ++p) q4_panel_all_tokens<Fmt, 1>(w, x, n_tokens, p);
     return;
   }
   for (; p + 2 <= p1; p += 2) token_loop<Fmt, 2>(w, x, n_tokens, p);
@@ -269,6 +298,7 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
 
 // Named by the rows of kernels/quant_traits.cpp.
 extern const packed_rows_fn packed_avx512_q4_0 = packed_rows<fmt_q4_0>, packed_avx512_q5_0 = packed_rows<fmt_q5_0>,
-                            packed_avx512_q8_0 = packed_rows<fmt_q8_0>;
+                            packed_avx512_q8_0 = packed_rows<fmt_q8_0>, packed_avx512_iq4_nl = packed_rows<fmt_iq4_nl>,
+                            packed_avx512_mxfp4 = packed_rows<fmt_mxfp4>;
 
 }  // namespace cortex::kernels

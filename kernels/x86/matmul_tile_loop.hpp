@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/matmul_kernels.hpp"
+#include "kernels/quant_tables.hpp"
 
 namespace cortex::kernels {
 namespace {
@@ -34,14 +35,28 @@ struct tile_operands {
 // Packed q4_0 / q5_0 / q8_0 records (kernels/matmul_kernels.hpp): a 64-byte
 // header of two blocks' f16 scales, then each block's code groups.
 constexpr int64_t record_header = 64;
+// iq4_nl and mxfp4 are q4_0's nibbles read through their table (lut) offset
+// by the zero point; mxfp4's scale slots hold bf16, the others' f16.
 struct fmt_q4_0 {
   static constexpr int64_t block_code_bytes = 256;
+  static constexpr const int8_t* lut = nullptr;
+  static constexpr int zero_point = 8;
+  static constexpr bool bf16_scale = false;
 };
-struct fmt_q8_0 {
+struct fmt_q8_0 : fmt_q4_0 {
   static constexpr int64_t block_code_bytes = 512;
 };
-struct fmt_q5_0 {  // q4_0's 4 nibble groups, then one group of fifth bits
+struct fmt_q5_0 : fmt_q4_0 {  // q4_0's 4 nibble groups, then one group of fifth bits
   static constexpr int64_t block_code_bytes = 320;
+};
+struct fmt_iq4_nl : fmt_q4_0 {
+  static constexpr const int8_t* lut = kvalues_iq4nl;
+  static constexpr int zero_point = 128;
+};
+struct fmt_mxfp4 : fmt_q4_0 {
+  static constexpr const int8_t* lut = kvalues_mxfp4;
+  static constexpr int zero_point = 16;
+  static constexpr bool bf16_scale = true;
 };
 
 // Pointers into the q8_p / q8_kp activations (kernels/matmul_kernels.hpp) of

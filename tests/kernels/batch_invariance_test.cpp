@@ -81,8 +81,8 @@ TEST_P(batch_invariance, packed_matmul_rows_do_not_depend_on_the_batch_or_the_th
   thread_pool pack_pool(2);
   matmul_scratch scratch;
   const int64_t rows = 40, cols = 512;
-  for (ggml_type t : {ggml_type::q4_0, ggml_type::q5_0, ggml_type::q8_0, ggml_type::q4_k, ggml_type::q5_k,
-                      ggml_type::q6_k}) {
+  for (ggml_type t : {ggml_type::q4_0, ggml_type::q5_0, ggml_type::q8_0, ggml_type::iq4_nl, ggml_type::mxfp4,
+                      ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k}) {
     if (!packed_supported(t)) continue;
     SCOPED_TRACE(type_traits(t).name);
     const std::vector<uint8_t> wbytes = random_weights(t, rows, cols, rng);

@@ -27,8 +27,14 @@ std::vector<uint8_t> random_blocks(ggml_type t, int64_t rows, int64_t cols, std:
   std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
   for (auto& b : out) b = static_cast<uint8_t>(byte(rng));
   size_t block = 0, d_at = 0;
+  if (t == ggml_type::mxfp4) {  // E8M0 scales around 2^-7 (the extremes are the dequant tests' business)
+    std::uniform_int_distribution<int> e(110, 130);
+    for (size_t off = 0; off < out.size(); off += sizeof(block_mxfp4)) out[off] = static_cast<uint8_t>(e(rng));
+    return out;
+  }
   switch (t) {
     case ggml_type::q4_0: block = sizeof(block_q4_0); break;
+    case ggml_type::iq4_nl: block = sizeof(block_iq4_nl); break;
     case ggml_type::q5_0: block = sizeof(block_q5_0); break;
     case ggml_type::q8_0: block = sizeof(block_q8_0); break;
     case ggml_type::q4_k: block = sizeof(block_q4_k); break;
@@ -60,8 +66,8 @@ stacked random_parts(ggml_type t, const std::vector<int64_t>& rows, int64_t cols
   return s;
 }
 
-const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q5_0, ggml_type::q8_0,
-                                  ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k};
+const ggml_type packed_types[] = {ggml_type::q4_0, ggml_type::q5_0, ggml_type::q8_0, ggml_type::iq4_nl,
+                                  ggml_type::mxfp4, ggml_type::q4_k, ggml_type::q5_k, ggml_type::q6_k};
 
 int64_t block_of(ggml_type t) { return type_traits(t).block_size; }
 
@@ -90,14 +96,16 @@ TEST(matmul_packed_test, unpack_row_restores_every_original_row) {
 }
 
 // The model packs a type only where that is faster: where the active isa
-// has a SIMD packed kernel. q5_0 and q5_k have one for AVX-512 only.
+// has a SIMD packed kernel. q5_0, q5_k and the table types iq4_nl and mxfp4
+// have one for AVX-512 only.
 TEST(matmul_packed_test, packed_is_faster_only_with_a_simd_kernel) {
   for (isa i : runnable_isas()) {
     SCOPED_TRACE(isa_name(i));
     set_isa_for_testing(i);
     for (ggml_type t : packed_types) {
-      const bool five_bits = t == ggml_type::q5_0 || t == ggml_type::q5_k;
-      const bool simd = i == isa::avx512 || (i == isa::avx2 && !five_bits);
+      const bool avx512_only = t == ggml_type::q5_0 || t == ggml_type::q5_k || t == ggml_type::iq4_nl ||
+                               t == ggml_type::mxfp4;
+      const bool simd = i == isa::avx512 || (i == isa::avx2 && !avx512_only);
       EXPECT_EQ(packed_is_faster(t), simd) << type_traits(t).name;
     }
     EXPECT_FALSE(packed_is_faster(ggml_type::q3_k));

@@ -150,7 +150,7 @@ TEST(quant_traits, packed_layouts_round_trip_their_rows) {
     }
     EXPECT_TRUE(kernels::packed_supported(r->type));
   }
-  EXPECT_EQ(n_packed, 6);  // q4_0, q5_0, q8_0, q4_K, q5_K, q6_K
+  EXPECT_EQ(n_packed, 8);  // q4_0, q5_0, q8_0, iq4_nl, mxfp4, q4_K, q5_K, q6_K
 }
 
 void fn_a() {}
