@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -245,6 +246,55 @@ TEST_P(attention, long_decode_context) {
 TEST_P(attention, long_prefill_chunk) {
   const attention_case c{16, 2, 4, 64, 100, 37, 1.0f};
   expect_paged_matches_reference(c, type(), 0, 8, 500);
+}
+
+// Batch invariance: a row's bits are the same whichever rows share its call
+// (one query per call, every query in one call) and whether its key parts
+// are folded inside the kernel (part_keys) or computed one call per part and
+// merged; with and without a window. Past two part bounds (1024, 2048).
+TEST_P(attention, a_rows_bits_do_not_depend_on_its_call) {
+  const int pk = attention_part_keys;
+  for (int window : {0, 1500}) {
+    const attention_case c{16, 2, 4, 64, 40, 2 * pk + 30, 1.0f};
+    arena_fixture f(c, type(), 900 + window);
+    const size_t row_floats = static_cast<size_t>(f.n_heads) * c.head_dim;
+    const score_rules rules{window, 0.0f};
+    std::vector<float> together(c.n_q * row_floats);
+    attention_args a = f.args(c, 0, f.n_heads, together.data(), rules);
+    a.part_keys = pk;
+    attention_paged(a);
+    // One query per call.
+    for (int i = 0; i < c.n_q; i += 7) {
+      std::vector<float> alone(row_floats);
+      attention_args b = f.args(c, 0, f.n_heads, alone.data(), rules);
+      b.part_keys = pk;
+      b.q = f.q.data() + i * row_floats;
+      b.n_q = 1;
+      b.pos0 = c.pos0 + i;
+      attention_paged(b);
+      ASSERT_EQ(0, std::memcmp(alone.data(), together.data() + i * row_floats, row_floats * sizeof(float)))
+          << "window " << window << ": query " << i << " alone differs from it among " << c.n_q;
+    }
+    // One call per part, merged.
+    const int n_parts = (c.pos0 + c.n_q + pk - 1) / pk;
+    std::vector<std::vector<float>> outs(n_parts, std::vector<float>(together.size()));
+    std::vector<std::vector<float>> lses(n_parts, std::vector<float>(static_cast<size_t>(c.n_q) * f.n_heads));
+    std::vector<const float*> o, l;
+    for (int j = 0; j < n_parts; ++j) {
+      attention_args b = f.args(c, 0, f.n_heads, outs[j].data(), rules);
+      b.part_keys = pk;
+      b.key_begin = j * pk;
+      b.key_end = (j + 1) * pk;
+      b.lse = lses[j].data();
+      attention_paged(b);
+      o.push_back(outs[j].data());
+      l.push_back(lses[j].data());
+    }
+    std::vector<float> merged(together.size());
+    attention_merge(o.data(), l.data(), n_parts, c.n_q * f.n_heads, c.head_dim, merged.data());
+    ASSERT_EQ(0, std::memcmp(merged.data(), together.data(), merged.size() * sizeof(float)))
+        << "window " << window << ": parts merged differ from the parts folded in the kernel";
+  }
 }
 
 TEST_P(attention, key_range_parts_merge_to_the_whole) {
