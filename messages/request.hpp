@@ -153,6 +153,12 @@ const char* finish_reason_name(finish_reason r);
 enum class token_stop : uint8_t { none, eos, token };
 token_stop stop_by_token(const request_params& p, bool is_eog, int32_t token, uint32_t n_generated);
 
+// Whether a request that has generated `n_generated` tokens (the last one
+// counted) has reached `max_tokens` and ends with `length`. The one rule the
+// scheduler (to stop computing: scheduler_core) and the session (to report
+// the end) both apply.
+inline bool length_reached(int64_t n_generated, int64_t max_tokens) { return n_generated >= max_tokens; }
+
 struct request_timings {
   double queue_ms = 0, prefill_ms = 0, ttft_ms = 0, decode_ms = 0, total_ms = 0, tokens_per_s = 0;
   // Speculative decoding (params.speculative): draft tokens verified, and

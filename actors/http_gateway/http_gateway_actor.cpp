@@ -1,6 +1,7 @@
 #include "actors/http_gateway/http_gateway_actor.hpp"
 
 #include <chrono>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -15,13 +16,11 @@
 #include "actors/http_gateway/anthropic_messages.hpp"
 #include "actors/http_gateway/http_routes.hpp"
 #include "actors/gateway_core/metrics_registry.hpp"
-#include "actors/http_gateway/openai_embedding.hpp"
 #include "actors/http_gateway/openai_error.hpp"
 #include "actors/http_gateway/openai_json.hpp"
 #include "actors/http_gateway/openai_models.hpp"
 #include "actors/http_gateway/openai_request.hpp"
-#include "actors/http_gateway/openai_response.hpp"
-#include "actors/http_gateway/openai_stream.hpp"
+#include "actors/http_gateway/openai_response_group.hpp"
 #include "actors/http_gateway/responses_api.hpp"
 
 namespace cortex {
@@ -41,26 +40,10 @@ struct http_route {
 using route = gateway_route<http_route>;
 
 // One HTTP request being answered from engine events.
-struct response_state {
+struct http_response {
   uint64_t conn = 0;
-  openai_endpoint endpoint = openai_endpoint::chat_completions;
-  std::string model;
   std::vector<std::string> client_ids;  // the core ids of its choices / inputs
-  std::optional<openai_stream_encoder> stream;
-  std::optional<openai_response_builder> whole;
-  // The Responses and Messages APIs (one request each), streamed or not.
-  std::unique_ptr<api_encoder> api;
-  // Embeddings: one vector per input, and the prompt tokens counted.
-  std::vector<std::vector<float>> embeddings;
-  uint64_t prompt_tokens = 0;
-  size_t n_done = 0;
-  // Choices 1..n-1, held back until choice 0's prompt is computed so that
-  // they find it in the prefix cache (the prompt computed once); their
-  // routes are open, client_id set.
-  std::vector<generation_request> deferred;
-  std::string peer;               // the client's address, for the refusal log
-  bool base64 = false;            // embeddings: encoding_format base64
-  bool streaming_started = false;
+  openai_response_group group;
 };
 
 struct http_state;
@@ -91,7 +74,7 @@ struct http_state {
   int64_t loaded_at = 0;  // unix seconds: the models' `created`
   model_info model;
   openai_limits limits;
-  std::unordered_map<uint64_t, response_state> responses;  // by response id
+  std::unordered_map<uint64_t, http_response> responses;  // by response id
   uint64_t next_response = 1;
   std::shared_ptr<auth::refusal_log> refusals;
   static inline const char* name = "cortex.http_gateway";
@@ -121,12 +104,29 @@ void respond_error(self_ptr self, uint64_t conn, const error_report& e, std::str
   respond_json(self, conn, er.status, std::move(er.body), er.headers());
 }
 
-// An error in the shape of the response's API (OpenAI's unless it has an encoder that says otherwise).
-void respond_error(self_ptr self, const response_state& rs, const error_report& e) {
-  if (!rs.api) return respond_error(self, rs.conn, e);
-  auto er = rs.api->error_response(e);
-  respond_json(self, rs.conn, er.status, std::move(er.body), er.headers());
+void submit(self_ptr self, generation_request req) {
+  self->send(self->state.intake, submit_atom_v, std::move(req), caf::actor_cast<request_sink_actor>(self));
 }
+
+// A response's connection and the engine, as its group sees them.
+class connection_io final : public response_io {
+ public:
+  connection_io(self_ptr self, uint64_t conn) : self_(self), conn_(conn) {}
+  void respond(int status, std::string body, header_list headers) override {
+    respond_json(self_, conn_, status, std::move(body), std::move(headers));
+  }
+  void stream_begin() override {
+    self_->state.server->stream_begin(conn_, 200, "text/event-stream",
+                                      {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+  }
+  void stream_write(std::string bytes) override { self_->state.server->stream_write(conn_, std::move(bytes)); }
+  void stream_end() override { self_->state.server->stream_end(conn_); }
+  void submit(generation_request req) override { cortex::submit(self_, std::move(req)); }
+
+ private:
+  self_ptr self_;
+  uint64_t conn_;
+};
 
 // Forgets a response whose bytes are all sent. `cancel_rest`: it ended
 // early (an error), so its choices still running are cancelled; their
@@ -135,43 +135,28 @@ void end_response(self_ptr self, uint64_t id, bool cancel_rest = false) {
   auto& st = self->state;
   auto it = st.responses.find(id);
   if (it == st.responses.end()) return;
-  auto& rs = it->second;
-  auto deferred = std::move(rs.deferred);
+  http_response& rs = it->second;
+  const std::vector<generation_request> held_back = rs.group.take_held_back();
   if (cancel_rest) {
     for (auto& cid : rs.client_ids) st.core->cancel(conn_key(rs.conn), cid);
   }
   const bool grouped = rs.client_ids.size() > 1;
   st.responses.erase(it);
   // Never submitted: their routes close without events.
-  for (auto& req : deferred) st.core->forget(req.client_id);
+  for (const auto& req : held_back) st.core->forget(req.client_id);
   // Its admission group takes no more members (intake releases it when the running ones end).
   if (grouped && st.intake) self->send(st.intake, group_done_atom_v, admission_group_of(id));
 }
 
-void submit(self_ptr self, generation_request req) {
-  self->send(self->state.intake, submit_atom_v, std::move(req), caf::actor_cast<request_sink_actor>(self));
-}
-
-// Choice 0 has its prompt computed (or ended): the held-back choices go now.
-void release_deferred(self_ptr self, response_state& rs) {
-  auto deferred = std::move(rs.deferred);
-  rs.deferred.clear();
-  for (auto& req : deferred) submit(self, std::move(req));
-}
-
-response_state* response_of(self_ptr self, const route& r) {
-  auto it = self->state.responses.find(r.extra.response);
-  return it == self->state.responses.end() ? nullptr : &it->second;
-}
-
-void stream_bytes(self_ptr self, response_state& rs, std::string bytes) {
-  if (bytes.empty()) return;
-  auto& srv = *self->state.server;
-  if (!rs.streaming_started) {
-    rs.streaming_started = true;
-    srv.stream_begin(rs.conn, 200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
-  }
-  srv.stream_write(rs.conn, std::move(bytes));
+// Hands an event of route `r` to its response's group, and ends the response when the group says so.
+template <class Event>
+void to_response(self_ptr self, const route& r, Event&& event) {
+  auto& st = self->state;
+  auto it = st.responses.find(r.extra.response);
+  if (it == st.responses.end()) return;
+  connection_io io(self, it->second.conn);
+  const response_end end = event(it->second.group, io);
+  if (end != response_end::none) end_response(self, r.extra.response, end == response_end::cut);
 }
 
 void http_port::cancel(uint64_t rid, finish_reason why) {
@@ -179,78 +164,19 @@ void http_port::cancel(uint64_t rid, finish_reason why) {
 }
 
 void http_port::send_accepted(route& r, const request_accepted& a) {
-  auto* rs = response_of(self, r);
-  if (!rs) return;
-  if (rs->endpoint == openai_endpoint::count_tokens) {  // counted: the request itself is not wanted
-    respond_json(self, rs->conn, 200, dump_json(nlohmann::ordered_json{{"input_tokens", a.prompt_tokens}}));
-    return end_response(self, r.extra.response, true);
-  }
-  if (rs->stream) stream_bytes(self, *rs, rs->stream->on_accepted(r.extra.index, a));
-  if (rs->api) stream_bytes(self, *rs, rs->api->on_accepted(a));
+  to_response(self, r, [&](openai_response_group& g, response_io& io) { return g.on_accepted(io, r.extra.index, a); });
 }
 
 void http_port::send_chunk(route& r, const request_chunk& c) {
-  auto* rs = response_of(self, r);
-  if (!rs) return;
-  if (!rs->deferred.empty()) release_deferred(self, *rs);
-  if (rs->api) {
-    stream_bytes(self, *rs, rs->api->on_chunk(c));
-  } else if (rs->stream) {
-    stream_bytes(self, *rs, rs->stream->on_chunk(r.extra.index, c));
-  } else if (rs->whole) {
-    rs->whole->on_chunk(r.extra.index, c);
-  }
+  to_response(self, r, [&](openai_response_group& g, response_io& io) { return g.on_chunk(io, r.extra.index, c); });
 }
 
 void http_port::send_finished(route& r, const request_finished& f) {
-  auto* rs = response_of(self, r);
-  if (!rs) return;
-  auto& st = self->state;
-  const auto id = r.extra.response;
-  if (!rs->deferred.empty() && f.reason != finish_reason::error) release_deferred(self, *rs);
-  if (rs->endpoint == openai_endpoint::embeddings) {
-    if (f.reason != finish_reason::stop) {
-      respond_error(self, rs->conn, f.reason == finish_reason::error ? f.error
-                                                                     : error_report{errc::internal, std::string("the embedding ended with ") + finish_reason_name(f.reason), 0});
-      return end_response(self, id, true);
-    }
-    rs->embeddings[r.extra.index] = f.embedding;
-    rs->prompt_tokens += f.prompt_tokens;
-    if (++rs->n_done == rs->embeddings.size()) {
-      respond_json(self, rs->conn, 200, openai_embedding_body(rs->model, rs->embeddings, rs->prompt_tokens, rs->base64));
-      end_response(self, id);
-    }
-    return;
-  }
-  if (rs->api) {
-    auto& api = *rs->api;
-    stream_bytes(self, *rs, api.on_finished(f));
-    if (!api.done()) return;
-    if (api.streaming()) {
-      st.server->stream_end(rs->conn);
-    } else if (api.error()) {
-      respond_error(self, *rs, *api.error());
-    } else {
-      respond_json(self, rs->conn, 200, api.body());
-    }
-    return end_response(self, id, f.reason == finish_reason::error);
-  }
-  if (rs->stream) {
-    stream_bytes(self, *rs, rs->stream->on_finished(r.extra.index, f));
-    if (rs->stream->done()) {  // all finished, or one failed (the stream ended with its error)
-      st.server->stream_end(rs->conn);
-      end_response(self, id, f.reason == finish_reason::error);
-    }
-    return;
-  }
-  rs->whole->on_finished(r.extra.index, f);
-  if (auto* e = rs->whole->error()) {  // one choice failed: the response is that error
-    respond_error(self, rs->conn, *e);
-    return end_response(self, id, true);
-  }
-  if (!rs->whole->complete()) return;
-  respond_json(self, rs->conn, 200, rs->whole->body());
-  end_response(self, id);
+  to_response(self, r, [&](openai_response_group& g, response_io& io) { return g.on_finished(io, r.extra.index, f); });
+}
+
+void http_port::send_rejected(route& r, const error_report& e) {
+  to_response(self, r, [&](openai_response_group& g, response_io& io) { return g.on_rejected(io, r.extra.index, e); });
 }
 
 void http_port::ended(route& r, const request_finished& f) {
@@ -266,52 +192,34 @@ void http_port::ended_rejected(route& r, const error_report& e) {
   if (st.refusals && auth::is_access_refusal(e.code)) st.refusals->refused(r.extra.key_id, r.extra.peer, e);
 }
 
-void http_port::send_rejected(route& r, const error_report& e) {
-  auto* rs = response_of(self, r);
-  if (!rs) return;
-  auto& st = self->state;
-  if (e.code == errc::draining && r.extra.index > 0 && rs->endpoint != openai_endpoint::embeddings) {
-    // A held-back choice submitted after the server began draining: the
-    // response was accepted before, so the choice ends as running ones do.
-    request_finished f;
-    f.client_id = r.client_id;
-    f.reason = finish_reason::shutdown;
-    return send_finished(r, f);
-  }
-  if (rs->stream && rs->stream->started()) {
-    stream_bytes(self, *rs, rs->stream->on_error(e));
-    st.server->stream_end(rs->conn);
-  } else if (rs->api && rs->api->started()) {
-    stream_bytes(self, *rs, rs->api->on_error(e));
-    st.server->stream_end(rs->conn);
-  } else {
-    respond_error(self, *rs, e);
-  }
-  end_response(self, r.extra.response, true);
-}
-
-// Opens one core route per engine request and submits them.
-void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<generation_request> reqs) {
+// Opens one core route per engine request and submits them: all of an
+// embeddings request's inputs, a chat or completions request's first choice
+// (the group holds the others back).
+void submit_all(self_ptr self, uint64_t conn, const std::string& peer, openai_response_group group,
+                std::vector<generation_request> reqs) {
   auto& st = self->state;
   const uint64_t id = st.next_response++;
-  std::vector<std::pair<std::string, generation_request>> ready;
+  http_response rs{conn, {}, std::move(group)};
+  std::vector<generation_request> ready;
   for (uint32_t i = 0; i < reqs.size(); ++i) {
     if (reqs.size() > 1) {  // one client request: one admission (auth.md), whatever its choices or inputs
       reqs[i].admission_group = admission_group_of(id);
       reqs[i].group_size = static_cast<uint32_t>(reqs.size());
     }
     const std::string cid = std::to_string(id) + "/" + std::to_string(i);
-    auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.endpoint, reqs[i].key_id, rs.peer});
+    auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.group.endpoint(), reqs[i].key_id, peer});
     if (!key) continue;  // cannot happen: ids are unique per response
     rs.client_ids.push_back(cid);
     reqs[i].client_id = *key;
-    ready.emplace_back(cid, std::move(reqs[i]));
+    ready.push_back(std::move(reqs[i]));
   }
-  const bool hold_back = ready.size() > 1 && rs.endpoint != openai_endpoint::embeddings;
-  for (size_t i = 1; hold_back && i < ready.size(); ++i) rs.deferred.push_back(std::move(ready[i].second));
-  if (hold_back) ready.resize(1);
+  if (ready.size() > 1 && rs.group.endpoint() != openai_endpoint::embeddings) {
+    rs.group.hold_back(std::vector<generation_request>(std::make_move_iterator(ready.begin() + 1),
+                                                       std::make_move_iterator(ready.end())));
+    ready.resize(1);
+  }
   st.responses.emplace(id, std::move(rs));
-  for (auto& [cid, req] : ready) submit(self, std::move(req));
+  for (auto& req : ready) submit(self, std::move(req));
 }
 
 // The error of a request refused before it exists, in the shape of its endpoint's API.
@@ -346,28 +254,23 @@ void handle_api(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   auto& st = self->state;
   if (auto e = not_serving(st)) return refuse_request(self, in.conn, ep, *e);
   const std::string stamp = std::to_string(st.next_response) + "-" + std::to_string(unix_now());
-  response_state rs;
+  std::unique_ptr<api_encoder> encoder;
   generation_request req;
   if (ep == openai_endpoint::responses) {
     auto parsed = parse_responses_request(in.body, st.limits);
     if (!parsed.ok()) return refuse_request(self, in.conn, ep, parsed.error.report, parsed.error.param);
-    rs.api = std::make_unique<responses_encoder>(parsed.request, "resp_" + stamp, unix_now());
-    rs.model = parsed.request.chat.model;
+    encoder = std::make_unique<responses_encoder>(parsed.request, "resp_" + stamp, unix_now());
     req = std::move(parsed.request.chat.request);
   } else {
     auto parsed = parse_anthropic_request(in.body, st.limits, ep == openai_endpoint::count_tokens);
     if (!parsed.ok()) return refuse_request(self, in.conn, ep, parsed.error.report, parsed.error.param);
-    rs.api = std::make_unique<anthropic_encoder>(parsed.request.stream, "msg_" + stamp, parsed.request.model);
-    rs.model = parsed.request.model;
+    encoder = std::make_unique<anthropic_encoder>(parsed.request.stream, "msg_" + stamp, parsed.request.model);
     req = std::move(parsed.request.request);
   }
-  rs.conn = in.conn;
-  rs.endpoint = ep;
-  rs.peer = in.peer;
   req.key_id = in.key_id;
   std::vector<generation_request> reqs;
   reqs.push_back(std::move(req));
-  submit_all(self, in.conn, std::move(rs), std::move(reqs));
+  submit_all(self, in.conn, in.peer, openai_response_group::api(ep, std::move(encoder)), std::move(reqs));
 }
 
 void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
@@ -378,27 +281,16 @@ void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   if (!parsed.ok()) return refuse(parsed.error.report, parsed.error.param);
   if (!parsed.request.user.empty()) spdlog::debug("http: request from user '{}'", parsed.request.user);  // http.md: logged only
   auto& req = parsed.request;
-  response_state rs;
-  rs.conn = in.conn;
-  rs.endpoint = ep;
-  rs.model = req.model;
-  rs.peer = in.peer;
   for (auto& g : req.inputs) g.key_id = in.key_id;
   req.request.key_id = in.key_id;
   if (ep == openai_endpoint::embeddings) {
-    rs.embeddings.resize(req.inputs.size());
-    rs.base64 = req.base64;
-    return submit_all(self, in.conn, std::move(rs), std::move(req.inputs));
+    auto group = openai_response_group::embeddings(req.model, req.inputs.size(), req.base64);
+    return submit_all(self, in.conn, in.peer, std::move(group), std::move(req.inputs));
   }
   const char* prefix = ep == openai_endpoint::chat_completions ? "chatcmpl-" : "cmpl-";
   auto ctx = make_response_context(req, prefix + std::to_string(st.next_response) + "-" + std::to_string(unix_now()),
                                    unix_now(), st.cfg.hooks->token_text);
-  if (req.stream) {
-    rs.stream.emplace(ctx);
-  } else {
-    rs.whole.emplace(ctx);
-  }
-  submit_all(self, in.conn, std::move(rs), choice_requests(req));
+  submit_all(self, in.conn, in.peer, openai_response_group::choices(ctx, req.stream), choice_requests(req));
 }
 
 void handle_metrics(self_ptr self, uint64_t conn) {

@@ -62,33 +62,12 @@ void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res
                   errc_name(res.error.code), plan.entries.size());
     st.core->abort_step(plan);
   } else {
-    // A speculative entry answers with several tokens in a row: they are
-    // cut after the first that ends the sequence (a stop token, or
-    // max_tokens), so neither the core nor the session sees what follows.
-    std::vector<sched_sampled> sampled;
-    std::vector<sampled_output> kept;
-    kept.reserve(res.outputs.size());
-    bool cut = false;  // sampled.back() reached its terminal token
-    for (auto& o : res.outputs) {
-      const bool same = !sampled.empty() && sampled.back().rid == o.rid;
-      if (same && cut) continue;
-      const sequence* s = st.core->find(o.rid);
-      const sequence_admission* a = st.slots.admission(o.rid);
-      const size_t n_before = same ? 1 + sampled.back().more.size() : 0;
-      const uint32_t n_generated = s ? static_cast<uint32_t>(s->n_tokens_generated() + n_before + 1) : 0;
-      // The session applies the same rule; stopping here saves the next step.
-      const bool stop = s && a && stop_by_token(a->params, tok.is_eog(o.token), o.token, n_generated) != token_stop::none;
-      cut = stop || (s && static_cast<int32_t>(n_generated) >= s->max_tokens);
-      if (same) {
-        sampled.back().more.push_back(o.token);
-        sampled.back().finished = stop;
-      } else {
-        sampled.push_back({o.rid, o.token, stop, {}});
-      }
-      kept.push_back(std::move(o));
-    }
-    res.outputs = std::move(kept);
-    for (const auto& o : res.embeddings) sampled.push_back({o.rid, 0, true});  // an embed request's answer: it ends with stop
+    // The session applies the same rule; stopping here saves the next step.
+    const auto ends_by_token = [&st, &tok](request_id rid, int32_t token, uint32_t n_generated) {
+      const sequence_admission* a = st.slots.admission(rid);
+      return a && stop_by_token(a->params, tok.is_eog(token), token, n_generated) != token_stop::none;
+    };
+    const std::vector<sched_sampled> sampled = st.core->cut_sampled(res, ends_by_token);
     for (const auto& e : plan.entries) {
       if (!e.is_decode && st.core->find(e.rid) && st.slots.contains(e.rid)) st.tokens_prefilled += static_cast<uint64_t>(e.n_tokens());
     }

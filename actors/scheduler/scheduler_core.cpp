@@ -300,7 +300,7 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
       totals_.n_tokens_generated += 1 + it->more.size();
       if (it->finished) {
         finish_deferred_.push_back({s->rid, finish_reason::stop, status::ok()});
-      } else if (s->n_tokens_generated() >= s->max_tokens) {
+      } else if (length_reached(s->n_tokens_generated(), s->max_tokens)) {
         finish_deferred_.push_back({s->rid, finish_reason::length, status::ok()});
       }
     }
@@ -310,6 +310,32 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
     kv_.release_out_of_window(s->rid, s->n_tokens_computed);
   }
   end_step();
+}
+
+std::vector<sched_sampled> scheduler_core::cut_sampled(engine_step_result& res, const token_stop_rule& ends_by_token) const {
+  std::vector<sched_sampled> sampled;
+  std::vector<sampled_output> kept;
+  kept.reserve(res.outputs.size());
+  bool cut = false;  // sampled.back() has reached its last token
+  for (sampled_output& o : res.outputs) {
+    const bool same = !sampled.empty() && sampled.back().rid == o.rid;
+    if (same && cut) continue;
+    const sequence* s = find(o.rid);
+    const int64_t n_before = same ? 1 + static_cast<int64_t>(sampled.back().more.size()) : 0;
+    const int64_t n_generated = s ? s->n_tokens_generated() + n_before + 1 : 0;
+    const bool stop = s && ends_by_token(o.rid, o.token, static_cast<uint32_t>(n_generated));
+    cut = stop || (s && length_reached(n_generated, s->max_tokens));
+    if (same) {
+      sampled.back().more.push_back(o.token);
+      sampled.back().finished = stop;
+    } else {
+      sampled.push_back({o.rid, o.token, stop, {}});
+    }
+    kept.push_back(std::move(o));
+  }
+  res.outputs = std::move(kept);
+  for (const embedding_output& e : res.embeddings) sampled.push_back({e.rid, 0, true, {}});
+  return sampled;
 }
 
 void scheduler_core::abort_step(const sched_plan& plan) {

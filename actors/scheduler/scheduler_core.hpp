@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -101,6 +102,20 @@ class scheduler_core {
   // (stop), or got no token (error), then applies deferred finish()/cancel().
   // An embed sequence whose completing entry got an answer ends with stop.
   void update(const sched_plan& plan, const std::vector<sched_sampled>& sampled);
+  // Whether `token`, the `n_generated`th token of sequence `rid` (1 for the
+  // first), ends it by itself: a stop or end-of-generation token as its
+  // request says (stop_by_token). The owner knows the requests' parameters
+  // and the vocabulary; the core does not.
+  using token_stop_rule = std::function<bool(request_id rid, int32_t token, uint32_t n_generated)>;
+  // The answers of the step in flight as update() takes them: one
+  // sched_sampled per sequence with its tokens in order (a speculative entry
+  // answers with several), cut after the first that ends the sequence (by
+  // `ends_by_token`, which marks it finished, or by reaching max_tokens), so
+  // that neither update() nor a session sees what follows; res.outputs keeps
+  // only the tokens kept. An embed request's answer (res.embeddings) is a
+  // finished entry without tokens. Tokens of a sequence the core no longer
+  // knows are kept as they are.
+  std::vector<sched_sampled> cut_sampled(engine_step_result& res, const token_stop_rule& ends_by_token) const;
   // The executor failed `plan`: its sequences finish with error.
   void abort_step(const sched_plan& plan);
   // `plan`'s forward pass took `ms` (measured by the executor): teaches the

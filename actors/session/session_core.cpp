@@ -124,7 +124,7 @@ session_events session_core::on_tokens(const std::vector<sampled_output>& tokens
       stop_value_ = matcher_.stops()[static_cast<size_t>(r.match)];
       break;
     }
-    if (n_generated_ >= p.max_tokens) {
+    if (length_reached(n_generated_, p.max_tokens)) {
       reason = finish_reason::length;
       break;
     }

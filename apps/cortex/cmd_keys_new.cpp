@@ -19,7 +19,7 @@ int cmd_keys_new(int argc, char** argv) {
          "key up on SIGHUP (kill -HUP <pid>). Keep the secret: it cannot be recovered, only replaced.",
          {{"id", "NAME", "the key's id (1 to 64 of A-Z a-z 0-9 . _ -): what logs, metrics and stats show", ""},
           {"tier", "T", "the key's tier (a name under \"tiers\" in the file)", ""},
-          {"file", "F", "the keys file (JSON, ../shared/docs/auth.md)", ""},
+          {"file", "F", "the keys file (JSON, docs/operations.md)", ""},
           {"curve-public", "Z85", "optional: the client's CURVE public key ('cortex keys curve' makes a pair)", ""}});
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
   for (const char* required : {"id", "tier", "file"}) {

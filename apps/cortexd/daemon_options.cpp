@@ -12,7 +12,7 @@ std::vector<cli::option_spec> daemon_option_specs() {
   return {
       {"model", "PATH", "GGUF model file (or CORTEX_MODEL)", ""},
       {"endpoint", "E", "ZeroMQ endpoint to bind (tcp://HOST:PORT or ipc://PATH)", "tcp://127.0.0.1:5555"},
-      {"http", "HOST:PORT", "OpenAI-compatible HTTP API address (../shared/docs/http.md); 'off' disables it", "127.0.0.1:8080"},
+      {"http", "HOST:PORT", "OpenAI-compatible HTTP API address (docs/http-api.md); 'off' disables it", "127.0.0.1:8080"},
       {"http-max-connections", "N", "open HTTP connections; more are answered 503", "256"},
       {"chat-template", "FILE", "Jinja chat template for `messages` instead of the model's (ChatML when it has none)", ""},
       {"tool-format", "NAME",
@@ -64,7 +64,7 @@ std::vector<cli::option_spec> daemon_option_specs() {
       {"log-level", "L", "trace, debug, info, warn, error, critical, off", "info"},
       {"log-json", "", "log JSON lines instead of text", ""},
       {"auth", "FILE",
-       "access control: the keys file (tiers and keys, ../shared/docs/auth.md; 'cortex keys new' adds keys); SIGHUP "
+       "access control: the keys file (tiers and keys: docs/operations.md; 'cortex keys new' adds keys); SIGHUP "
        "reloads it",
        ""},
       {"auth-metrics", "", "with --auth: /metrics needs an API key too (else it stays open, like /health/*)", ""},
@@ -172,7 +172,7 @@ bool is_local_endpoint(const std::string& e) {
 
 status check_exposure(const daemon_options& o) {
   if (o.insecure) return status::ok();
-  const std::string fix = "; give --auth FILE (../shared/docs/auth.md), or --insecure if every client on that network may use it";
+  const std::string fix = "; give --auth FILE (docs/operations.md, Access control), or --insecure if every client on that network may use it";
   if (o.http_enabled && !is_local_address(o.http.host) && o.auth_path.empty())
     return fail(errc::invalid_param, "refusing to serve HTTP on " + o.http.host + ":" + std::to_string(o.http.port) +
                                          " without access control: it is reachable from other machines" + fix);
