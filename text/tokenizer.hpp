@@ -1,7 +1,7 @@
 // Text <-> token ids for GGUF vocabularies, matching llama.cpp (the source
 // of our golden data): SentencePiece ("llama"), byte-level BPE ("gpt2")
 // with the pre-tokenizers of text/pre_tokenizer.hpp, and Gemma 4's BPE over
-// SentencePiece-style pieces ("gemma4").
+// SentencePiece-style pieces ("gemma4"), and WordPiece ("bert").
 //
 // A tokenizer is immutable after construction; all const methods may be
 // called from any number of threads at once. Nothing here throws.
