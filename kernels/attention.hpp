@@ -43,6 +43,11 @@ struct kv_layout {
 // reads no position before every row's window, so its cost grows with the
 // window, not with pos0.
 //
+// Bidirectional attention (encoders): with n_keys > 0 every query attends
+// positions [0, n_keys) ∩ [key_begin, key_end), whatever its own position
+// (no causal rule); K/V of all n_keys positions must be in the arena. 0:
+// causal.
+//
 // Score softcapping (Gemma 2's attn_logit_softcapping): with softcap > 0
 // each score s = (q . k) * scale becomes softcap * tanh(s / softcap) before
 // the mask and the softmax; 0 means none.
@@ -69,6 +74,7 @@ struct attention_args {
   float* lse = nullptr;  // (n_q, n_heads) or nullptr
   int window = 0;         // sliding window in positions; 0: none
   float softcap = 0.0f;   // score cap; 0: none
+  int n_keys = 0;         // > 0: bidirectional over positions [0, n_keys); 0: causal
 };
 
 // Flash-style: one pass over K/V with an online softmax, no heap allocation;
