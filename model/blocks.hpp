@@ -257,8 +257,5 @@ void add_bias_rows(float* y, const std::vector<float>& b, int n_tokens);
 void pre_norm_layer(blocks& b, int il, ffn_activation act);
 // Sandwich (gemma): x += post_norm(attn(norm(x))); x += post_norm(ffn(norm(x))).
 void sandwich_norm_layer(blocks& b, int il, ffn_activation act);
-// Post-norm (BERT): x = LN(x + attn(x)); x = LN(x + ffn(x)), LayerNorms with
-// bias (attn_out_norm, layer_out_norm), the FFN sequential with GELU.
-void post_norm_encoder_layer(blocks& b, int il);
 
 }  // namespace cortex

@@ -108,16 +108,4 @@ void blocks::attend_bidirectional(int il) {
   });
 }
 
-void post_norm_encoder_layer(blocks& b, int il) {
-  const layer_weights& L = b.weights(il);
-  b.copy_to_input();
-  b.attention(il);
-  b.residual();
-  b.layer_norm(b.x(), L.attn_out_norm, L.attn_out_norm_b, b.x());
-  b.copy_to_input();
-  b.ffn_sequential(il);
-  b.residual();
-  b.layer_norm(b.x(), L.layer_out_norm, L.layer_out_norm_b, b.x());
-}
-
 }  // namespace cortex

@@ -86,6 +86,8 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
            [](synthetic_shape& x) { x.pooling_type = 1; x.truncate_vocab = true; }),
       with(synthetic_shape{"tiny-bert-rerank", "bert", 4096, 512, 32, 2, 4, 4, 64, 10000.0f, 1e-12f, false, "bert-bge"},
            [](synthetic_shape& x) { x.pooling_type = 4; x.truncate_vocab = true; }),
+      with(synthetic_shape{"tiny-nomic-bert", "nomic-bert", 4096, 512, 32, 2, 4, 4, 64, 1000.0f, 1e-12f, false, "bert-bge"},
+           [](synthetic_shape& x) { x.pooling_type = 1; x.truncate_vocab = true; }),
       with(synthetic_shape{"bge-small", "bert", 30522, 512, 384, 12, 12, 12, 1536, 10000.0f, 1e-12f, false, "bert-bge"},
            [](synthetic_shape& x) { x.pooling_type = 2; }),
       with(synthetic_shape{"bge-base", "bert", 30522, 512, 768, 12, 12, 12, 3072, 10000.0f, 1e-12f, false, "bert-bge"},

@@ -71,8 +71,8 @@ std::vector<float> llama3_rope_factors(int head_dim, float freq_base);
 // published shapes of llama-3.1-8b, qwen2.5-7b, mistral-7b (v0.1), qwen3-8b,
 // qwen3-4b, gemma3-4b, gemma3-12b, phi4-mini, smollm3-3b, and the
 // mixtures of experts qwen3-30b-a3b and gpt-oss-20b, and the hybrid
-// qwen3.5-9b; the encoders tiny-bert, tiny-bert-rerank, bge-small and
-// bge-base.
+// qwen3.5-9b; the encoders tiny-bert, tiny-bert-rerank, tiny-nomic-bert,
+// bge-small and bge-base.
 
 const std::vector<synthetic_shape>& synthetic_shapes();
 const synthetic_shape* find_synthetic_shape(const std::string& name);

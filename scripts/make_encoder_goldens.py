@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Makes the encoder goldens in tests/data/encoder/: tiny random-weight
-BERT files written by `cortex make-model` (F32), and what llama.cpp's
+encoder files written by `cortex make-model` (F32), and what llama.cpp's
 llama-server computes on them:
 
-  tiny-bert-f32.json         embeddings of text and token-id inputs (1, 7
-                             and 500 tokens among them), all in one request,
+  tiny-bert-f32.json,        embeddings of text and token-id inputs (1, 7
+  tiny-nomic-bert-f32.json   and 500 tokens among them), all in one request,
                              for pooling mean, cls and last (L2-normalised,
                              the server's default) and none (raw rows)
   tiny-bert-rerank-f32.json  /v1/rerank scores of documents for a query
@@ -89,6 +89,29 @@ def make_model(cortex, shape, path):
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def embedding_goldens(binary, cortex, shape, made_with):
+    model = os.path.join(OUT, shape + "-f32.gguf")
+    make_model(cortex, shape, model)
+    inputs = []
+    with server(binary, model, ["--embeddings", "--pooling", "mean"]) as s:
+        for t in TEXTS:
+            inputs.append({"text": t, "ids": post(s.port, "/tokenize", {"content": t, "add_special": True})["tokens"]})
+    inputs += [{"ids": ids} for ids in id_inputs()]
+    doc = {"model": shape + "-f32.gguf", "made_with": made_with,
+           "made_by": f"cortex make-model --shape {shape} --type f32 --seed {SEED}",
+           "normalised": {"mean": True, "cls": True, "last": True, "none": False},
+           "inputs": inputs, "embeddings": {}}
+    for pooling in ["mean", "cls", "last", "none"]:
+        with server(binary, model, ["--embeddings", "--pooling", pooling]) as s:
+            res = post(s.port, "/embeddings", {"content": [x["ids"] for x in inputs]})
+            res.sort(key=lambda r: r["index"])
+            rows = [r["embedding"] for r in res]
+            doc["embeddings"][pooling] = [r[0] for r in rows] if pooling != "none" else rows
+    with open(os.path.join(OUT, shape + "-f32.json"), "w") as f:
+        json.dump(doc, f)
+        f.write("\n")
+
+
 def main():
     bin_dir = os.environ.get("LLAMA_CPP_BIN")
     if not bin_dir:
@@ -99,26 +122,8 @@ def main():
     made_with = ("llama.cpp de3ff81 (2026-09-28) llama-server " + " ".join(SERVER_ARGS) +
                  " --embeddings --pooling P (rerank: --rerank)")
 
-    model = os.path.join(OUT, "tiny-bert-f32.gguf")
-    make_model(cortex, "tiny-bert", model)
-    inputs = []
-    with server(binary, model, ["--embeddings", "--pooling", "mean"]) as s:
-        for t in TEXTS:
-            inputs.append({"text": t, "ids": post(s.port, "/tokenize", {"content": t, "add_special": True})["tokens"]})
-    inputs += [{"ids": ids} for ids in id_inputs()]
-    doc = {"model": "tiny-bert-f32.gguf", "made_with": made_with,
-           "made_by": f"cortex make-model --shape tiny-bert --type f32 --seed {SEED}",
-           "normalised": {"mean": True, "cls": True, "last": True, "none": False},
-           "inputs": inputs, "embeddings": {}}
-    for pooling in ["mean", "cls", "last", "none"]:
-        with server(binary, model, ["--embeddings", "--pooling", pooling]) as s:
-            res = post(s.port, "/embeddings", {"content": [x["ids"] for x in inputs]})
-            res.sort(key=lambda r: r["index"])
-            rows = [r["embedding"] for r in res]
-            doc["embeddings"][pooling] = [r[0] for r in rows] if pooling != "none" else rows
-    with open(os.path.join(OUT, "tiny-bert-f32.json"), "w") as f:
-        json.dump(doc, f)
-        f.write("\n")
+    for shape in ["tiny-bert", "tiny-nomic-bert"]:
+        embedding_goldens(binary, cortex, shape, made_with)
 
     model = os.path.join(OUT, "tiny-bert-rerank-f32.gguf")
     make_model(cortex, "tiny-bert-rerank", model)

@@ -45,7 +45,7 @@ void encoder_tensors(const model_hparams& hp, model_weights& w, tensor_table& t,
   using R = tensor_role;
   const int64_t d = hp.n_embd;
   t.matrix("token_embd.weight", d, hp.n_vocab, &w.token_embd, R::token_embd, -1);
-  t.vecs("token_types.weight", d, hp.encoder.n_token_types, &w.type_embd, R::token_embd, -1);
+  t.vecs("token_types.weight", d, hp.encoder.n_token_types, &w.type_embd, R::token_embd, -1, !o.optional_type_embd);
   if (o.position_embd) t.vecs("position_embd.weight", d, hp.n_ctx_train, &w.pos_embd, R::token_embd, -1);
   t.vec("token_embd_norm.weight", d, &w.embd_norm, R::norm, -1);
   t.vec("token_embd_norm.bias", d, &w.embd_norm_b, R::bias, -1);
@@ -70,13 +70,14 @@ void encoder_tensors(const model_hparams& hp, model_weights& w, tensor_table& t,
       t.vec(layer_tensor(l, "attn_q", "bias"), dq, &L.bq, R::bias, l);
       t.vec(layer_tensor(l, "attn_k", "bias"), dkv, &L.bk, R::bias, l);
       t.vec(layer_tensor(l, "attn_v", "bias"), dkv, &L.bv, R::bias, l);
-      t.vec(layer_tensor(l, "attn_output", "bias"), d, &L.bo, R::bias, l);
     }
+    if (o.biases || o.optional_out_bias) t.vec(layer_tensor(l, "attn_output", "bias"), d, &L.bo, R::bias, l, o.biases);
     t.vec(layer_tensor(l, "attn_output_norm"), d, &L.attn_out_norm, R::norm, l);
     t.vec(layer_tensor(l, "attn_output_norm", "bias"), d, &L.attn_out_norm_b, R::bias, l);
+    if (o.gated_ffn) t.matrix(layer_tensor(l, "ffn_gate"), d, ff, &L.w_gate, R::ffn_gate, l);
     t.matrix(layer_tensor(l, "ffn_up"), d, ff, &L.w_up, R::ffn_up, l);
     t.matrix(layer_tensor(l, "ffn_down"), ff, d, &L.w_down, R::ffn_down, l);
-    if (o.biases) {
+    if (o.biases && !o.gated_ffn) {
       t.vec(layer_tensor(l, "ffn_up", "bias"), ff, &L.b_up, R::bias, l);
       t.vec(layer_tensor(l, "ffn_down", "bias"), d, &L.b_down, R::bias, l);
     }
@@ -87,9 +88,25 @@ void encoder_tensors(const model_hparams& hp, model_weights& w, tensor_table& t,
 
 void encoder_inputs(blocks& b) {
   const model_weights& w = b.model_weights_of();
-  b.add_to_every_token(w.type_embd.data());
+  if (!w.type_embd.empty()) b.add_to_every_token(w.type_embd.data());
   if (!w.pos_embd.empty()) b.add_position_rows(w.pos_embd);
   b.layer_norm(b.x(), w.embd_norm, w.embd_norm_b, b.x());
+}
+
+void encoder_layer(blocks& b, int il) {
+  const layer_weights& L = b.weights(il);
+  b.copy_to_input();
+  b.attention(il);
+  b.residual();
+  b.layer_norm(b.x(), L.attn_out_norm, L.attn_out_norm_b, b.x());
+  b.copy_to_input();
+  if (L.w_gate.data != nullptr) {
+    b.ffn(il, ffn_activation::silu);
+  } else {
+    b.ffn_sequential(il);
+  }
+  b.residual();
+  b.layer_norm(b.x(), L.layer_out_norm, L.layer_out_norm_b, b.x());
 }
 
 }  // namespace cortex::encoder

@@ -14,8 +14,11 @@ namespace cortex::encoder {
 
 struct encoder_layout {
   bool biases = true;            // attn_{q,k,v,output}.bias, ffn_up.bias, ffn_down.bias (required)
+  bool optional_out_bias = false;  // without `biases`: attn_output.bias where the file has it
   bool fused_qkv = false;        // attn_qkv = [q; k; v] rows
   bool position_embd = true;     // absolute position_embd (n_ctx_train rows)
+  bool optional_type_embd = false;  // token_types.weight may be absent
+  bool gated_ffn = false;        // ffn_gate beside ffn_up: SwiGLU, down(silu(gate x) * up x), no biases
 };
 
 // The common keys with `rope` (none for absolute positions), then the
@@ -26,13 +29,18 @@ status read_encoder_keys(hparam_reader& r, model_hparams& hp, rope_kind rope);
 
 // Every tensor of such a file: embeddings and their norm, per layer the
 // attention (with biases per the layout), attn_output_norm, the FFN (up /
-// down, sequential) and layer_output_norm, and for a file whose pooling is
-// rank the classifier head (cls, cls.output with biases; required then).
+// down, sequential; or gated) and layer_output_norm, and for a file whose
+// pooling is rank the classifier head (cls, cls.output with biases;
+// required then).
 void encoder_tensors(const model_hparams& hp, model_weights& w, tensor_table& t, const encoder_layout& layout);
 
 // arch_def::step_inputs: x (token embeddings) += token type 0's row (every
-// input is one segment, as llama.cpp feeds it) and, where the model has
-// them, each token's absolute position row; then the embedding LayerNorm.
+// input is one segment, as llama.cpp feeds it) and each token's absolute
+// position row, where the model has them; then the embedding LayerNorm.
 void encoder_inputs(blocks& b);
+
+// arch_def::layer: post-norm, x = LN(x + attn(x)); x = LN(x + ffn(x)), the
+// FFN SwiGLU where the layer has ffn_gate, else sequential with GELU.
+void encoder_layer(blocks& b, int il);
 
 }  // namespace cortex::encoder

@@ -1,4 +1,4 @@
-// Encoders (bert) against llama.cpp's llama-server on tiny random-weight F32
+// Encoders (bert, nomic-bert) against llama.cpp's llama-server on tiny random-weight F32
 // files (tests/data/encoder/README.md): embeddings for pooling mean, cls,
 // last and none within 1e-4 per component, each input alone and all inputs
 // in one step (inputs of 1, 7 and 500 tokens among them); rerank scores
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -87,35 +88,43 @@ double worst(const std::vector<float>& got, const json& want, bool normalise_row
   return d;
 }
 
-class bert_golden : public ::testing::TestWithParam<std::string> {
+// Parameter: "<file stem>/<pooling>"; one fixture and golden per file.
+class encoder_golden : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    golden_ = new json(testing::load_json(k_dir + "tiny-bert-f32.json"));
-    fix_ = new encoder_fixture("tiny-bert-f32.gguf");
+  void SetUp() override {
+    const std::string& p = GetParam();
+    stem_ = p.substr(0, p.find('/'));
+    pooling_ = p.substr(p.find('/') + 1);
+    auto& entry = files()[stem_];
+    if (!entry.first) {
+      entry.first = std::make_unique<json>(testing::load_json(k_dir + stem_ + ".json"));
+      entry.second = std::make_unique<encoder_fixture>(stem_ + ".gguf");
+    }
+    golden_ = entry.first.get();
+    fix_ = entry.second.get();
   }
-  static void TearDownTestSuite() {
-    delete fix_;
-    delete golden_;
+  static std::map<std::string, std::pair<std::unique_ptr<json>, std::unique_ptr<encoder_fixture>>>& files() {
+    static std::map<std::string, std::pair<std::unique_ptr<json>, std::unique_ptr<encoder_fixture>>> m;
+    return m;
   }
   std::vector<std::vector<int32_t>> inputs() const {
     std::vector<std::vector<int32_t>> in;
     for (const auto& x : (*golden_)["inputs"]) in.push_back(x["ids"].get<std::vector<int32_t>>());
     return in;
   }
-  static json* golden_;
-  static encoder_fixture* fix_;
+  std::string stem_, pooling_;
+  json* golden_ = nullptr;
+  encoder_fixture* fix_ = nullptr;
 };
-json* bert_golden::golden_ = nullptr;
-encoder_fixture* bert_golden::fix_ = nullptr;
 
-TEST_P(bert_golden, each_input_alone) {
+TEST_P(encoder_golden, each_input_alone) {
   ASSERT_TRUE(fix_->m);
-  const auto& want = (*golden_)["embeddings"][GetParam()];
-  const bool none = GetParam() == std::string("none");
+  const auto& want = (*golden_)["embeddings"][pooling_];
+  const bool none = pooling_ == "none";
   const auto in = inputs();
   ASSERT_EQ(want.size(), in.size());
   for (size_t i = 0; i < in.size(); ++i) {
-    auto got = fix_->encode({in[i]}, pooling_of(GetParam()), true);
+    auto got = fix_->encode({in[i]}, pooling_of(pooling_), true);
     ASSERT_TRUE(got) << got.error();
     EXPECT_LE(worst((*got)[0], want[i], none), k_atol) << GetParam() << " input " << i << " (" << in[i].size() << " tokens)";
     if (none) {
@@ -128,13 +137,13 @@ TEST_P(bert_golden, each_input_alone) {
 
 // All inputs in one step, and in steps of at most 40 tokens (the 500-token
 // input alone): the same outputs.
-TEST_P(bert_golden, batched_together) {
+TEST_P(encoder_golden, batched_together) {
   ASSERT_TRUE(fix_->m);
-  const auto& want = (*golden_)["embeddings"][GetParam()];
-  const bool none = GetParam() == std::string("none");
+  const auto& want = (*golden_)["embeddings"][pooling_];
+  const bool none = pooling_ == "none";
   const auto in = inputs();
   for (int budget : {4096, 40}) {
-    auto got = fix_->encode(in, pooling_of(GetParam()), true, budget);
+    auto got = fix_->encode(in, pooling_of(pooling_), true, budget);
     ASSERT_TRUE(got) << got.error();
     for (size_t i = 0; i < in.size(); ++i) {
       EXPECT_LE(worst((*got)[i], want[i], none), k_atol) << GetParam() << " input " << i << " budget " << budget;
@@ -142,11 +151,20 @@ TEST_P(bert_golden, batched_together) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(pooling, bert_golden, ::testing::Values("mean", "cls", "last", "none"));
+INSTANTIATE_TEST_SUITE_P(files, encoder_golden,
+                         ::testing::Values("tiny-bert-f32/mean", "tiny-bert-f32/cls", "tiny-bert-f32/last",
+                                           "tiny-bert-f32/none", "tiny-nomic-bert-f32/mean", "tiny-nomic-bert-f32/cls",
+                                           "tiny-nomic-bert-f32/last", "tiny-nomic-bert-f32/none"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) if (c == '-' || c == '/') c = '_';
+                           return n;
+                         });
 
-TEST(bert_golden_inputs, lengths_and_tokenizer) {
-  const json g = testing::load_json(k_dir + "tiny-bert-f32.json");
-  encoder_fixture fix("tiny-bert-f32.gguf");
+TEST(encoder_golden_inputs, lengths_and_tokenizer) {
+  for (const char* stem : {"tiny-bert-f32", "tiny-nomic-bert-f32"}) {
+  const json g = testing::load_json(k_dir + stem + ".json");
+  encoder_fixture fix(std::string(stem) + ".gguf");
   ASSERT_TRUE(fix.m);
   std::vector<size_t> lengths;
   for (const auto& x : g["inputs"]) {
@@ -158,9 +176,10 @@ TEST(bert_golden_inputs, lengths_and_tokenizer) {
   }
   for (size_t n : {1u, 7u, 500u}) EXPECT_NE(std::find(lengths.begin(), lengths.end(), n), lengths.end()) << n;
   EXPECT_EQ(fix.m->hparams().encoder.pooling, pooling_kind::mean);  // the file's
+  }
 }
 
-TEST(bert_golden_inputs, refuses_what_it_cannot_encode) {
+TEST(encoder_golden_inputs, refuses_what_it_cannot_encode) {
   encoder_fixture fix("tiny-bert-f32.gguf");
   ASSERT_TRUE(fix.m);
   EXPECT_FALSE(fix.encode({{}}, pooling_kind::mean, true));
