@@ -176,6 +176,19 @@ std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, 
   return out;
 }
 
+std::vector<int32_t> tokenizer::encode_pair(std::string_view first, std::string_view second) const {
+  const int32_t eos = vocab_.eos_id >= 0 ? vocab_.eos_id : vocab_.sep_id;
+  std::vector<int32_t> out;
+  if (vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
+  const std::vector<int32_t> a = encode(first, false), b = encode(second, false);
+  out.insert(out.end(), a.begin(), a.end());
+  if (vocab_.add_eos && eos >= 0) out.push_back(eos);
+  if (vocab_.add_sep && vocab_.sep_id >= 0) out.push_back(vocab_.sep_id);
+  out.insert(out.end(), b.begin(), b.end());
+  if (vocab_.add_eos && eos >= 0) out.push_back(eos);
+  return out;
+}
+
 std::string tokenizer::token_to_piece(int32_t id) const {
   if (id < 0 || id >= n_vocab()) return {};
   return pieces_[static_cast<size_t>(id)];

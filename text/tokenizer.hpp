@@ -31,6 +31,12 @@ class tokenizer {
   // falls back to byte tokens, BPE reads invalid bytes as U+FFFD).
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special = false) const;
 
+  // A text pair as llama-server frames a rerank prompt for a model without a
+  // rerank template: BOS (add_bos), first, EOS (add_eos; SEP when there is
+  // no EOS), SEP (add_sep), second, EOS (add_eos). For WordPiece:
+  // [CLS] first [SEP] second. Special-token text is not parsed.
+  std::vector<int32_t> encode_pair(std::string_view first, std::string_view second) const;
+
   // The bytes token `id` stands for: byte tokens give the raw byte, SPM and
   // Gemma 4 '▁' becomes ' ', byte-level BPE characters map back to bytes;
   // control and user-defined tokens give their text. Empty for ids out of

@@ -133,6 +133,7 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
     // BERT's conventional ids: [CLS] 101 as BOS, [UNK] 100, [SEP] 102, [PAD] 0.
     v.bos_id = 101; v.unk_id = 100; v.sep_id = 102; v.pad_id = 0;
     v.add_bos = true;
+    v.add_sep = true;
     v.clean_spaces = true;
   } else {
     const auto* merges = f.get_string_array(k_merges);
@@ -179,7 +180,8 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
   }
   for (const auto& [key, flag] : {std::pair<std::string_view, bool*>{"tokenizer.ggml.add_bos_token", &v.add_bos},
                                   {"tokenizer.ggml.add_eos_token", &v.add_eos},
-                                  {"tokenizer.ggml.add_space_prefix", &v.add_space_prefix}}) {
+                                  {"tokenizer.ggml.add_space_prefix", &v.add_space_prefix},
+                                  {"tokenizer.ggml.add_sep_token", &v.add_sep}}) {
     if (status s = read_flag(f, key, *flag); !s) return s;
   }
   if (v.kind == vocab_kind::wpm) {

@@ -60,6 +60,7 @@ struct vocab {
   bool add_eos = false;
   bool add_space_prefix = false;  // spm: a space is put before text that starts a fragment
   bool clean_spaces = false;      // detokenize removes " ," " 's" style artifacts
+  bool add_sep = false;           // a pair (query, document) is joined with sep_id (wpm default; tokenizer.ggml.add_sep_token)
   // wpm: BERT's normaliser (tokenizer.ggml.normalizer.*). Both default to
   // true; strip_accents defaults to lowercase when only that is given.
   bool lowercase = true;

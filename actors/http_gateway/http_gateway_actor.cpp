@@ -60,6 +60,7 @@ struct response_state {
   std::vector<generation_request> deferred;
   std::string peer;               // the client's address, for the refusal log
   bool base64 = false;            // embeddings: encoding_format base64
+  uint32_t top_n = 0;             // rerank: results returned
   bool streaming_started = false;
 };
 
@@ -208,7 +209,7 @@ void http_port::send_finished(route& r, const request_finished& f) {
   auto& st = self->state;
   const auto id = r.extra.response;
   if (!rs->deferred.empty() && f.reason != finish_reason::error) release_deferred(self, *rs);
-  if (rs->endpoint == openai_endpoint::embeddings) {
+  if (rs->endpoint == openai_endpoint::embeddings || rs->endpoint == openai_endpoint::rerank) {
     if (f.reason != finish_reason::stop) {
       respond_error(self, rs->conn, f.reason == finish_reason::error ? f.error
                                                                      : error_report{errc::internal, std::string("the embedding ended with ") + finish_reason_name(f.reason), 0});
@@ -217,7 +218,10 @@ void http_port::send_finished(route& r, const request_finished& f) {
     rs->embeddings[r.extra.index] = f.embedding;
     rs->prompt_tokens += f.prompt_tokens;
     if (++rs->n_done == rs->embeddings.size()) {
-      respond_json(self, rs->conn, 200, openai_embedding_body(rs->model, rs->embeddings, rs->prompt_tokens, rs->base64));
+      respond_json(self, rs->conn, 200,
+                   rs->endpoint == openai_endpoint::rerank
+                       ? openai_rerank_body(rs->model, rs->embeddings, rs->prompt_tokens, rs->top_n)
+                       : openai_embedding_body(rs->model, rs->embeddings, rs->prompt_tokens, rs->base64));
       end_response(self, id);
     }
     return;
@@ -270,7 +274,8 @@ void http_port::send_rejected(route& r, const error_report& e) {
   auto* rs = response_of(self, r);
   if (!rs) return;
   auto& st = self->state;
-  if (e.code == errc::draining && r.extra.index > 0 && rs->endpoint != openai_endpoint::embeddings) {
+  if (e.code == errc::draining && r.extra.index > 0 && rs->endpoint != openai_endpoint::embeddings &&
+      rs->endpoint != openai_endpoint::rerank) {
     // A held-back choice submitted after the server began draining: the
     // response was accepted before, so the choice ends as running ones do.
     request_finished f;
@@ -307,7 +312,8 @@ void submit_all(self_ptr self, uint64_t conn, response_state rs, std::vector<gen
     reqs[i].client_id = *key;
     ready.emplace_back(cid, std::move(reqs[i]));
   }
-  const bool hold_back = ready.size() > 1 && rs.endpoint != openai_endpoint::embeddings;
+  const bool hold_back =
+      ready.size() > 1 && rs.endpoint != openai_endpoint::embeddings && rs.endpoint != openai_endpoint::rerank;
   for (size_t i = 1; hold_back && i < ready.size(); ++i) rs.deferred.push_back(std::move(ready[i].second));
   if (hold_back) ready.resize(1);
   st.responses.emplace(id, std::move(rs));
@@ -385,9 +391,10 @@ void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   rs.peer = in.peer;
   for (auto& g : req.inputs) g.key_id = in.key_id;
   req.request.key_id = in.key_id;
-  if (ep == openai_endpoint::embeddings) {
+  if (ep == openai_endpoint::embeddings || ep == openai_endpoint::rerank) {
     rs.embeddings.resize(req.inputs.size());
     rs.base64 = req.base64;
+    rs.top_n = req.top_n;
     return submit_all(self, in.conn, std::move(rs), std::move(req.inputs));
   }
   const char* prefix = ep == openai_endpoint::chat_completions ? "chatcmpl-" : "cmpl-";
@@ -467,6 +474,7 @@ void handle_inbound(self_ptr self, http_inbound& in) {
     case http_route_kind::chat_completions: return handle_openai(self, in, openai_endpoint::chat_completions);
     case http_route_kind::completions: return handle_openai(self, in, openai_endpoint::completions);
     case http_route_kind::embeddings: return handle_openai(self, in, openai_endpoint::embeddings);
+    case http_route_kind::rerank: return handle_openai(self, in, openai_endpoint::rerank);
     case http_route_kind::responses: return handle_api(self, in, openai_endpoint::responses);
     case http_route_kind::messages: return handle_api(self, in, openai_endpoint::messages);
     case http_route_kind::messages_count_tokens: return handle_api(self, in, openai_endpoint::count_tokens);
@@ -475,7 +483,7 @@ void handle_inbound(self_ptr self, http_inbound& in) {
     case http_route_kind::unknown:
       return respond_json(self, in.conn, 404,
                           openai_error_body({errc::unknown_type, "no such endpoint: " + in.method + " " + in.target +
-                                                                     " (see /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /health/*, /metrics)", 0}));
+                                                                     " (see /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/rerank, /v1/responses, /v1/messages, /health/*, /metrics)", 0}));
   }
 }
 
