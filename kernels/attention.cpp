@@ -31,7 +31,7 @@ void attention_reference(const attention_args& a) {
   std::vector<float> row(static_cast<size_t>(hd));
   for (int i = 0; i < a.n_q; ++i) {
     const int p_begin = a.window > 0 ? std::max(a.key_begin, a.pos0 + i - a.window + 1) : a.key_begin;
-    const int p_end = std::min(a.pos0 + i + 1, a.key_end);
+    const int p_end = std::min(a.n_keys > 0 ? a.n_keys : a.pos0 + i + 1, a.key_end);
     for (int h = a.head_begin; h < a.head_end; ++h) {
       const float* qh = a.q + (static_cast<size_t>(i) * a.n_heads + h) * hd;
       float* oh = a.out + (static_cast<size_t>(i) * a.n_heads + h) * hd;

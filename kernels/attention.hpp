@@ -43,6 +43,11 @@ struct kv_layout {
 // reads no position before every row's window, so its cost grows with the
 // window, not with pos0.
 //
+// Bidirectional attention (encoders): with n_keys > 0 every query attends
+// positions [0, n_keys) ∩ [key_begin, key_end), whatever its own position
+// (no causal rule); K/V of all n_keys positions must be in the arena. 0:
+// causal.
+//
 // Score softcapping (Gemma 2's attn_logit_softcapping): with softcap > 0
 // each score s = (q . k) * scale becomes softcap * tanh(s / softcap) before
 // the mask and the softmax; 0 means none.
@@ -70,6 +75,7 @@ struct attention_args {
   int window = 0;         // sliding window in positions; 0: none
   float softcap = 0.0f;   // score cap; 0: none
   int part_keys = 0;      // > 0: keys taken in parts of this many positions (below); 0: in one pass
+  int n_keys = 0;         // > 0: bidirectional over positions [0, n_keys); 0: causal
 };
 
 // Key parts, for batch invariance. With part_keys = P > 0, a row's keys are

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/fp16.hpp"
 #include "kernels/x86/vec_entries.hpp"
 
 namespace cortex::kernels {
@@ -24,6 +25,50 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
   const float mean = static_cast<float>(sum / n);
   const float scale = 1.0f / sqrtf(mean + eps);
   for (i = 0; i < n; ++i) out[i] = (x[i] * scale) * w[i];
+}
+
+void layernorm(const float* x, const float* w, const float* b, float* out, int n, float eps) {
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) sum += static_cast<double>(x[i]);
+  const float mean = static_cast<float>(sum) / static_cast<float>(n);
+  double sq = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    sq += static_cast<double>(d * d);
+  }
+  const float var = static_cast<float>(sq / n);
+  const float scale = 1.0f / sqrtf(var + eps);
+  for (int i = 0; i < n; ++i) out[i] = ((x[i] - mean) * scale) * w[i] + b[i];
+}
+
+namespace {
+// The half-precision GELU table of ggml's CPU backend, built once.
+struct gelu_half_table {
+  uint16_t v[65536];
+  gelu_half_table() {
+    constexpr float k_sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    constexpr float k_coef_a = 0.044715f;
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const float x = fp16_to_fp32(static_cast<uint16_t>(h));
+      const float g = 0.5f * x * (1.0f + tanhf(k_sqrt_2_over_pi * x * (1.0f + k_coef_a * x * x)));
+      v[h] = fp32_to_fp16(g);
+    }
+  }
+};
+}  // namespace
+
+void gelu_fp16_table(const float* x, float* out, int n) {
+  static const gelu_half_table table;
+  for (int i = 0; i < n; ++i) {
+    const float xi = x[i];
+    if (xi <= -10.0f) {
+      out[i] = 0.0f;
+    } else if (xi >= 10.0f) {
+      out[i] = xi;
+    } else {
+      out[i] = fp16_to_fp32(table.v[fp32_to_fp16(xi)]);
+    }
+  }
 }
 
 yarn_params yarn_corr_dims(int n_rot, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,

@@ -15,6 +15,12 @@ namespace cortex::kernels {
 // rms_norm followed by mul. out may alias x. REQUIRES: n > 0.
 void rmsnorm(const float* x, const float* w, float* out, int n, float eps);
 
+// x (n,), w (n,), b (n,) -> out (n,): LayerNorm as ggml's norm followed by
+// mul and add: mean = float(sum_double(x) / n), var = float(sum_double((x -
+// mean)^2) / n), out[i] = ((x[i] - mean) * (1 / sqrtf(var + eps))) * w[i] +
+// b[i]. out may alias x. REQUIRES: n > 0.
+void layernorm(const float* x, const float* w, const float* b, float* out, int n, float eps);
+
 // RoPE in place on one token. x (n_heads, head_dim); in each head the first
 // n_rot dims are rotated, the rest are left untouched. Pair i (0 <= i <
 // n_rot/2) is rotated by theta_i = pos * freq_base^(-2i/n_rot), computed as
@@ -73,6 +79,15 @@ void swiglu_oai(const float* gate, const float* up, float* out, int n, float alp
 // cancels; x below about -10 (values under 2e-37) gives 0. out may alias gate
 // or up.
 void gelu_mul(const float* gate, const float* up, float* out, int n);
+
+// x (n,) -> out (n,): GELU exactly as llama.cpp's CPU backend computes
+// ggml_gelu on f32 (GGML_GELU_FP16): x <= -10 gives 0, x >= 10 gives x, any
+// other x is rounded to half precision and looked up in a table holding, for
+// every half value h, the tanh-form GELU of h computed in float and rounded
+// to half. Encoders (BERT's FFN) use it; matching the reference within 1e-4
+// needs its half-precision steps, which move values by up to 1e-3
+// relative. out may alias x.
+void gelu_fp16_table(const float* x, float* out, int n);
 
 // gelu_mul computed from the tanh formula in double (absolute error about
 // 1e-16 |x| where 1 + tanh cancels). For tests and benchmarks.

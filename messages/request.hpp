@@ -66,7 +66,9 @@ struct chat_output_spec {
 };
 
 // What a request asks the engine for: generated text, or (prefill only) an
-// embedding of the prompt (http.md `/v1/embeddings`).
+// embedding of the prompt (http.md `/v1/embeddings`); on a reranker
+// (pooling rank) the embedding is the score of `document` against the
+// prompt, the query (http.md `/v1/rerank`).
 enum class request_kind : uint8_t { generate, embed };
 
 struct generation_request {
@@ -84,6 +86,9 @@ struct generation_request {
   std::string prompt;           // exactly one of prompt / tokens / messages_json
   std::vector<int32_t> tokens;
   bool use_tokens = false;
+  // Reranking (kind embed on a reranker): the document scored against the
+  // query in `prompt`; empty otherwise.
+  std::string document;
   // Chat turns (protocol.md `messages`, http.md) as a JSON array of
   // {role, content, ...} objects, rendered by intake with the model's chat
   // template; empty when the request has none. `chat_template_kwargs_json`

@@ -55,7 +55,7 @@ typename Inspector::result_type inspect(Inspector& f, chat_output_spec& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
-  return f(caf::meta::type_name("generation_request"), x.client_id, x.key_id, x.admission_group, x.group_size, x.kind, x.prompt, x.tokens, x.use_tokens,
+  return f(caf::meta::type_name("generation_request"), x.client_id, x.key_id, x.admission_group, x.group_size, x.kind, x.prompt, x.tokens, x.use_tokens, x.document,
            x.messages_json, x.chat_template_kwargs_json, x.add_generation_prompt, x.tools_json, x.tool_choice,
            x.tool_choice_name, x.parallel_tool_calls, x.reasoning_format, x.output, x.add_bos,
            x.stream, x.priority, x.deadline_ms, x.want_text, x.want_token_ids, x.n_logprobs, x.tags, x.params);

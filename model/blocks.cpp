@@ -151,6 +151,9 @@ void blocks::begin_step(const std::vector<batch_seq>& batch, kv_arena& kv, int n
       throw std::invalid_argument("a model with recurrent layers needs batch_seq::state for every sequence");
     }
     if (state_floats > 0 && s.pos0 == 0) std::fill(s.state, s.state + state_floats, 0.0f);
+    if (hp().encoder.enabled && (s.pos0 != 0 || s.embd == nullptr)) {
+      throw std::invalid_argument("an encoder computes a sequence's whole input in one step (pos0 0) into batch_seq::embd");
+    }
   }
 }
 
@@ -222,15 +225,11 @@ void blocks::scale_output(int il) {
   for (size_t i = 0; i < n; ++i) x_[i] *= s[0];
 }
 
-namespace {
-
-void add_bias(float* y, const std::vector<float>& b, int n_tokens) {
+void add_bias_rows(float* y, const std::vector<float>& b, int n_tokens) {
   if (b.empty()) return;
   const int n = static_cast<int>(b.size());
   for (int t = 0; t < n_tokens; ++t) kernels::add_inplace(y + static_cast<size_t>(t) * n, b.data(), n);
 }
-
-}  // namespace
 
 void blocks::head_norm(float* x, int n_heads, int hd, const std::vector<float>& w) {
   if (w.empty()) return;
@@ -290,23 +289,27 @@ void blocks::attention(int il) {
   // A layer without a V projection uses its K projection as V (Gemma 4's
   // full layers), taken before the K norm.
   if (own_kv && L.wv.data == nullptr) std::copy_n(k_.data(), static_cast<size_t>(n_tokens_) * h.n_embd_kv(il), v_.data());
-  add_bias(q_.data(), L.bq, n_tokens_);
-  add_bias(k_.data(), L.bk, n_tokens_);
-  add_bias(v_.data(), L.bv, n_tokens_);
+  add_bias_rows(q_.data(), L.bq, n_tokens_);
+  add_bias_rows(k_.data(), L.bk, n_tokens_);
+  add_bias_rows(v_.data(), L.bv, n_tokens_);
   head_norm(q_.data(), h.n_head, hd, L.attn_q_norm);
   if (own_kv) {
     head_norm(k_.data(), n_kv, hd, L.attn_k_norm);
     if (h.attn[static_cast<size_t>(il)].v_norm) head_norm_unweighted(v_.data(), n_kv, hd);
   }
   rope_qk(il);
-  attend(il);
+  if (h.encoder.enabled) {
+    attend_bidirectional(il);
+  } else {
+    attend(il);
+  }
   if (q_gate) {
     const size_t n = static_cast<size_t>(n_tokens_) * hp().n_embd_q(il);
     for (size_t i = 0; i < n; ++i) attn_[i] *= 1.0f / (1.0f + std::exp(-q_gate_[i]));
   }
   float* const out[1] = {tmp_.data()};
   run_group(LL.wo, attn_.data(), n_tokens_, out);
-  add_bias(tmp_.data(), L.bo, n_tokens_);
+  add_bias_rows(tmp_.data(), L.bo, n_tokens_);
 }
 
 void blocks::activate(float* gate, const float* up, int n, ffn_activation act) {

@@ -44,8 +44,26 @@ struct batch_seq {
   // borrowed; run() zeroes it when pos0 == 0 and carries it from step to
   // step. REQUIRED when the model has recurrent layers; else unused.
   float* state = nullptr;
+  // Encoders (hp.encoder.enabled), which compute no logits: (n,) borrowed,
+  // where run() writes what `pooling` makes of the sequence's final hidden
+  // rows, not normalised (n = pooled_size(hp, pooling, n_tokens)): every row
+  // (n_tokens, n_embd) for none, (n_embd,) for mean / cls / last, and
+  // (n_cls_out,) scores for rank. REQUIRED for an encoder, whose attention
+  // sees the whole input: the sequence's whole input is in this step
+  // (pos0 == 0), and it keeps no K/V.
+  float* embd = nullptr;
+  pooling_kind pooling = pooling_kind::mean;
   const int32_t* table(int group) const { return group_tables ? group_tables[group] : block_table; }
 };
+
+// Floats batch_seq::embd receives for `pooling` of n_tokens tokens.
+inline int pooled_size(const model_hparams& hp, pooling_kind pooling, int n_tokens) {
+  switch (pooling) {
+    case pooling_kind::none: return n_tokens * hp.n_embd;
+    case pooling_kind::rank: return hp.encoder.n_cls_out;
+    default: return hp.n_embd;
+  }
+}
 
 // Linear layers sharing one input (q/k/v, gate/up, or a single matrix):
 // units run in order; a packed unit covers parts [first, first + n).
@@ -80,6 +98,7 @@ class blocks {
 
   const model_hparams& hp() const { return m_.hparams(); }
   const layer_weights& weights(int il) const { return m_.weights().layers[static_cast<size_t>(il)]; }
+  const model_weights& model_weights_of() const { return m_.weights(); }
   int n_tokens() const { return n_tokens_; }
   float* x() { return x_.data(); }      // (T, n_embd) the residual stream
   float* xn() { return xn_.data(); }    // (T, n_embd) a normed copy, the blocks' input
@@ -115,6 +134,22 @@ class blocks {
   // x *= the layer's out_scale, where it has one.
   void scale_output(int il);
 
+  // Encoders (model/encoder_blocks.cpp). x += row (n_embd,) for every token.
+  void add_to_every_token(const float* row);
+  // x += table's row of each token's position (its sequence's pos0 + i):
+  // absolute position embeddings, table (n_positions, n_embd).
+  // REQUIRES: every position < n_positions.
+  void add_position_rows(const std::vector<float>& table);
+  // out (T, n_embd) = LayerNorm(in) * w + b per token, with
+  // hp().encoder.norm_eps; in may alias out.
+  void layer_norm(const float* in, const std::vector<float>& w, const std::vector<float>& b, float* out);
+  // xn = x: a post-norm layer's blocks read the residual stream itself.
+  void copy_to_input();
+  // The sequential FFN of an encoder layer on xn(), into out():
+  // down(gelu(up xn + b_up)) + b_down, GELU as ggml computes it
+  // (kernels::gelu_fp16_table). Biases where the layer has them.
+  void ffn_sequential(int il);
+
   void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);
 
  private:
@@ -140,6 +175,9 @@ class blocks {
   void head_norm(float* x, int n_heads, int hd, const std::vector<float>& w);
   void head_norm_unweighted(float* x, int n_heads, int hd);
   void attend(int il);
+  // Encoders: every query of a sequence attends all of that sequence's keys
+  // (batch_seq::embd), read from this step's K/V rows, not from the arena.
+  void attend_bidirectional(int il);
   // Splits the step's attention into pool tasks (attn_tasks_): per
   // sequence, KV head and 32-query tile, and over key parts
   // (kernels::attention_part_keys, n_key_parts_) when sequences x KV heads
@@ -212,7 +250,12 @@ class blocks {
   std::vector<float> part_lse_;  // (n_key_parts, T, n_head) their log-sum-exp (-inf: no key)
   std::vector<const float*> part_outs_, part_lses_;  // merge_key_parts' part pointers
   std::vector<float> lse_;       // (capacity T, n_head) the whole rows' log-sum-exp, for sinks
+  std::vector<int32_t> identity_table_;  // 0, 1, 2, ...: a step's own K/V rows as an arena of contiguous blocks
 };
+
+// y (n_tokens, b.size()) += b per row; nothing when b is empty (a bias the
+// layer does not have).
+void add_bias_rows(float* y, const std::vector<float>& b, int n_tokens);
 
 // The two layer shapes of today's dense families, for their arch files:
 // pre-norm (llama): x += attn(norm(x)); x += ffn(norm(x)).

@@ -1,6 +1,9 @@
 #include "model/forward.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 #include "kernels/ops.hpp"
 #include "kernels/quant.hpp"
@@ -10,7 +13,56 @@ namespace cortex {
 
 forward_pass::forward_pass(const model& m, kernels::thread_pool& pool, int n_ctx_seq)
     : m_(m), blocks_(m, pool, n_ctx_seq), n_vocab_(m.hparams().n_vocab) {
-  output_ = make_linear_group({&m.weights().output}, pool, m.file());
+  const auto& w = m.weights();
+  if (w.output.data != nullptr) output_ = make_linear_group({&w.output}, pool, m.file());
+  if (w.cls.data != nullptr) cls_ = make_linear_group({&w.cls}, pool, m.file());
+  if (w.cls_out.data != nullptr) cls_out_ = make_linear_group({&w.cls_out}, pool, m.file());
+}
+
+void forward_pass::pool_encoder_rows(const batch_seq& s, int first) {
+  const auto& hp = m_.hparams();
+  const auto& w = m_.weights();
+  const int d = hp.n_embd;
+  const float* rows = blocks_.x() + static_cast<size_t>(first) * d;
+  switch (s.pooling) {
+    case pooling_kind::none:
+      std::copy_n(rows, static_cast<size_t>(s.n_tokens) * d, s.embd);
+      return;
+    case pooling_kind::mean: {
+      // The mean as llama.cpp's pooling matmul computes it: each row times 1/n, summed.
+      const float inv = 1.0f / static_cast<float>(s.n_tokens);
+      for (int j = 0; j < d; ++j) {
+        double acc = 0.0;
+        for (int i = 0; i < s.n_tokens; ++i) acc += static_cast<double>(rows[static_cast<size_t>(i) * d + j] * inv);
+        s.embd[j] = static_cast<float>(acc);
+      }
+      return;
+    }
+    case pooling_kind::cls:
+      std::copy_n(rows, static_cast<size_t>(d), s.embd);
+      return;
+    case pooling_kind::last:
+      std::copy_n(rows + static_cast<size_t>(s.n_tokens - 1) * d, static_cast<size_t>(d), s.embd);
+      return;
+    case pooling_kind::rank: {
+      // The classifier head on the first token's row: cls_out · tanh(cls · h + cls_b) + cls_out_b.
+      if (w.cls_out.data == nullptr) throw std::invalid_argument("rank pooling needs a classifier head (cls.output)");
+      head_.assign(rows, rows + d);
+      if (w.cls.data != nullptr) {
+        head_out_.resize(static_cast<size_t>(d));
+        float* const out[1] = {head_out_.data()};
+        blocks_.run_group(cls_, head_.data(), 1, out);
+        for (int j = 0; j < d; ++j) {
+          const float b = w.cls_b.empty() ? 0.0f : w.cls_b[static_cast<size_t>(j)];
+          head_[static_cast<size_t>(j)] = std::tanh(head_out_[static_cast<size_t>(j)] + b);
+        }
+      }
+      float* const out[1] = {s.embd};
+      blocks_.run_group(cls_out_, head_.data(), 1, out);
+      for (size_t j = 0; j < w.cls_out_b.size(); ++j) s.embd[j] += w.cls_out_b[j];
+      return;
+    }
+  }
 }
 
 void forward_pass::ensure_rows(int n_rows) {
@@ -34,10 +86,11 @@ void forward_pass::add_hidden_rows(const batch_seq& s, int first) {
 int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
   const auto& hp = m_.hparams();
   const auto& w = m_.weights();
+  const bool encoder = hp.encoder.enabled;
   int n_tokens = 0, n_rows = 0;
   for (const auto& s : batch) {
     n_tokens += s.n_tokens;
-    n_rows += s.logits == logits_mode::all ? s.n_tokens : s.logits == logits_mode::last ? 1 : 0;
+    if (!encoder) n_rows += s.logits == logits_mode::all ? s.n_tokens : s.logits == logits_mode::last ? 1 : 0;
   }
   if (n_tokens == 0) return 0;
   blocks_.begin_step(batch, kv, n_tokens);
@@ -63,6 +116,14 @@ int forward_pass::run(const std::vector<batch_seq>& batch, kv_arena& kv) {
   if (arch.step_inputs != nullptr) arch.step_inputs(blocks_);
   for (int l = 0; l < hp.n_layer; ++l) arch.layer(blocks_, l);
 
+  if (encoder) {
+    int first = 0;
+    for (const auto& s : batch) {
+      pool_encoder_rows(s, first);
+      first += s.n_tokens;
+    }
+    return 0;
+  }
   int row = 0, t = 0;
   for (const auto& s : batch) {
     if (s.hidden_sum != nullptr) add_hidden_rows(s, t);

@@ -32,7 +32,11 @@ class forward_pass {
 
   // Runs one step. Returns the number of logits rows written: for each
   // sequence in order, its last token's row (logits_mode::last) or one row
-  // per token (all). Adds into each non-null hidden_sum. REQUIRES: every block table covers its positions and
+  // per token (all). Adds into each non-null hidden_sum. An encoder
+  // (hp.encoder.enabled) writes each sequence's pooled output into its
+  // batch_seq::embd instead and returns 0; it throws std::invalid_argument
+  // for a sequence that is not whole in the step or has no embd, and for
+  // rank pooling on a model without a classifier head. REQUIRES: every block table covers its positions and
   // tokens are < n_vocab (callers validate outside input first).
   int run(const std::vector<batch_seq>& batch, kv_arena& kv);
 
@@ -44,10 +48,15 @@ class forward_pass {
   void ensure_rows(int n_rows);
   // Adds the output-normed rows of s's tokens (first: its first token in the step) into s.hidden_sum.
   void add_hidden_rows(const batch_seq& s, int first);
+  // An encoder's sequence s (first: its first token in the step): its
+  // pooling of the final rows into s.embd (batch_seq::embd).
+  void pool_encoder_rows(const batch_seq& s, int first);
 
   const model& m_;
   blocks blocks_;
   linear_group output_;
+  linear_group cls_, cls_out_;  // a reranker's classifier head (rank pooling)
+  std::vector<float> head_, head_out_;  // (n_embd,) the classifier's input and hidden row
   int n_vocab_;
   int capacity_rows_ = 0;
   std::vector<float> sel_;    // (rows, n_embd) normed rows that need logits

@@ -90,6 +90,24 @@ struct moe_spec {
   bool enabled() const { return n_expert > 0; }
 };
 
+// What an encoder's final hidden rows become (<arch>.pooling_type, with
+// llama.cpp's numbers):
+//   none (0): one row per token; mean (1): their mean; cls (2): the first
+//   token's row; last (3): the last token's row; rank (4): the first token's
+//   row through the classifier head, n_cls_out scores (rerankers).
+enum class pooling_kind : unsigned char { none = 0, mean = 1, cls = 2, last = 3, rank = 4 };
+
+// Encoders (BERT family): attention sees the whole input at once, so an
+// input is computed in one step and leaves no K/V behind; the model embeds
+// (or scores) and does not generate.
+struct encoder_spec {
+  bool enabled = false;
+  pooling_kind pooling = pooling_kind::none;  // the file's; a caller may ask for another
+  int n_token_types = 0;   // rows of token_types.weight (tokenizer.ggml.token_type_count)
+  int n_cls_out = 1;       // rank: scores per input (classifier.output_labels, else 1)
+  float norm_eps = 1e-12f; // attention.layer_norm_epsilon of every LayerNorm
+};
+
 struct model_hparams {
   std::string arch;     // general.architecture, as the registry names it
   int n_vocab = 0;
@@ -120,6 +138,7 @@ struct model_hparams {
   std::vector<layer_attention> attn;  // (n_layer,)
   moe_spec moe;                       // every layer's FFN is a mixture of experts when enabled
   delta_net_spec delta_net;           // the recurrent layers' sizes (attn[l].recurrent)
+  encoder_spec encoder;               // enabled: an embedding/reranking model (bert family)
   // What the loader's caller should log about this file (parts not run...).
   std::vector<std::string> notes;
 

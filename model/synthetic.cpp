@@ -78,6 +78,20 @@ const std::vector<synthetic_shape>& synthetic_shapes() {
              x.head_dim = 64; x.n_expert = 32; x.n_expert_used = 4; x.n_ff_exp = 2880; x.sliding_window = 128;
              x.yarn_factor = 32.0f; x.yarn_orig_ctx = 4096;
            }),
+      // Encoders. bge-small-en-v1.5 and bge-base-en-v1.5 (33M / 109M: 12
+      // layers, CLS pooling) with their WordPiece vocabulary; the tiny ones
+      // (the golden tests' files) on its first 4096 tokens, with 512
+      // positions so that a 500-token input fits.
+      with(synthetic_shape{"tiny-bert", "bert", 4096, 512, 32, 2, 4, 4, 64, 10000.0f, 1e-12f, false, "bert-bge"},
+           [](synthetic_shape& x) { x.pooling_type = 1; x.truncate_vocab = true; }),
+      with(synthetic_shape{"tiny-bert-rerank", "bert", 4096, 512, 32, 2, 4, 4, 64, 10000.0f, 1e-12f, false, "bert-bge"},
+           [](synthetic_shape& x) { x.pooling_type = 4; x.truncate_vocab = true; }),
+      with(synthetic_shape{"tiny-nomic-bert", "nomic-bert", 4096, 512, 32, 2, 4, 4, 64, 1000.0f, 1e-12f, false, "bert-bge"},
+           [](synthetic_shape& x) { x.pooling_type = 1; x.truncate_vocab = true; }),
+      with(synthetic_shape{"bge-small", "bert", 30522, 512, 384, 12, 12, 12, 1536, 10000.0f, 1e-12f, false, "bert-bge"},
+           [](synthetic_shape& x) { x.pooling_type = 2; }),
+      with(synthetic_shape{"bge-base", "bert", 30522, 512, 768, 12, 12, 12, 3072, 10000.0f, 1e-12f, false, "bert-bge"},
+           [](synthetic_shape& x) { x.pooling_type = 2; }),
   };
   return shapes;
 }
@@ -202,14 +216,30 @@ void add_vocabulary(gguf::writer& w, int n_vocab) {
 }
 
 // Copies the tokenizer.* keys of a vocabulary-only GGUF, padding its token
-// list (and types, scores) to n_vocab with unused "[PADi]" tokens.
-status add_real_vocabulary(gguf::writer& w, const std::string& path, int n_vocab) {
+// list (and types, scores) to n_vocab with unused "[PADi]" tokens, or with
+// `truncate` cutting a longer list to its first n_vocab tokens.
+status add_real_vocabulary(gguf::writer& w, const std::string& path, int n_vocab, bool truncate) {
   auto f = gguf::file::open(path);
   if (!f) {
     return fail(errc::invalid_param, "vocabulary '" + path + "' cannot be read (" + f.error().message +
                                          "); pass --vocab-dir with the folder of ggml-vocab-*.gguf files");
   }
   const auto* tokens = (*f)->get_string_array("tokenizer.ggml.tokens");
+  if (tokens && truncate && tokens->size() > static_cast<size_t>(n_vocab)) {
+    for (const auto& [key, v] : (*f)->metadata()) {
+      if (key.rfind("tokenizer.", 0) == 0) w.set_value(key, v);
+    }
+    w.set_string_array("tokenizer.ggml.tokens", std::vector<std::string>(tokens->begin(), tokens->begin() + n_vocab));
+    if (auto types = (*f)->get_i32_array("tokenizer.ggml.token_type")) {
+      types->resize(static_cast<size_t>(n_vocab));
+      w.set_i32_array("tokenizer.ggml.token_type", *types);
+    }
+    if (auto scores = (*f)->get_f32_array("tokenizer.ggml.scores")) {
+      scores->resize(static_cast<size_t>(n_vocab));
+      w.set_f32_array("tokenizer.ggml.scores", *scores);
+    }
+    return status::ok();
+  }
   if (!tokens || tokens->size() > static_cast<size_t>(n_vocab)) {
     return fail(errc::invalid_param, "vocabulary '" + path + "' has " + (tokens ? std::to_string(tokens->size()) : "no") +
                                          " tokens, expected at most " + std::to_string(n_vocab));
@@ -294,7 +324,14 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     w.set_string(arch + ".rope.scaling.type", "linear");
     w.set_f32(arch + ".rope.scaling.factor", s.rope_scale_linear);
   }
-  w.set_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+  if (s.pooling_type >= 0) {
+    w.set_f32(arch + ".attention.layer_norm_epsilon", s.rms_eps);
+    w.set_bool(arch + ".attention.causal", false);
+    w.set_u32(arch + ".pooling_type", static_cast<uint32_t>(s.pooling_type));
+    w.set_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(s.n_token_types));
+  } else {
+    w.set_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+  }
   if (s.n_expert > 0) {
     if (s.ssm_conv > 0) w.set_u32(arch + ".expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff));
     w.set_u32(arch + ".expert_count", static_cast<uint32_t>(s.n_expert));
@@ -321,7 +358,7 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
     add_vocabulary(w, s.n_vocab);
   } else {
     const std::string dir = vocab_dir.empty() ? default_vocab_dir : vocab_dir;
-    if (auto st = add_real_vocabulary(w, dir + "/ggml-vocab-" + s.vocab + ".gguf", s.n_vocab); !st) return st;
+    if (auto st = add_real_vocabulary(w, dir + "/ggml-vocab-" + s.vocab + ".gguf", s.n_vocab, s.truncate_vocab); !st) return st;
   }
 
   // The architecture's own tensor table names every tensor, its shape and
@@ -343,6 +380,12 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   hp.moe.n_used = s.n_expert_used;
   hp.moe.n_ff_exp = s.n_ff_exp;
   hp.attn.assign(static_cast<size_t>(s.n_layer), layer_attention{});
+  hp.n_ctx_train = s.n_ctx;
+  if (s.pooling_type >= 0) {
+    hp.encoder.enabled = true;
+    hp.encoder.pooling = static_cast<pooling_kind>(s.pooling_type);
+    hp.encoder.n_token_types = s.n_token_types;
+  }
   if (s.ssm_conv > 0) {
     hp.delta_net = {s.ssm_conv, s.ssm_state, s.ssm_groups, s.ssm_v_heads, s.ssm_state};
     for (int l = 0; l < s.n_layer; ++l) hp.attn[static_cast<size_t>(l)].recurrent = (l + 1) % s.full_attention_interval != 0;

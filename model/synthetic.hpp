@@ -53,6 +53,12 @@ struct synthetic_shape {
   // YaRN: rope.scaling.type yarn with this factor over this trained context.
   float yarn_factor = 0.0f;
   int yarn_orig_ctx = 0;
+  // Encoders (bert family): pooling_type as the file states it (-1: not an
+  // encoder; rms_eps is then the LayerNorm epsilon), the token type count,
+  // and a real vocabulary cut to its first n_vocab tokens (tiny test models).
+  int pooling_type = -1;
+  int n_token_types = 2;
+  bool truncate_vocab = false;
   int head_dim_or_default() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
@@ -65,7 +71,8 @@ std::vector<float> llama3_rope_factors(int head_dim, float freq_base);
 // published shapes of llama-3.1-8b, qwen2.5-7b, mistral-7b (v0.1), qwen3-8b,
 // qwen3-4b, gemma3-4b, gemma3-12b, phi4-mini, smollm3-3b, and the
 // mixtures of experts qwen3-30b-a3b and gpt-oss-20b, and the hybrid
-// qwen3.5-9b.
+// qwen3.5-9b; the encoders tiny-bert, tiny-bert-rerank, tiny-nomic-bert,
+// bge-small and bge-base.
 
 const std::vector<synthetic_shape>& synthetic_shapes();
 const synthetic_shape* find_synthetic_shape(const std::string& name);

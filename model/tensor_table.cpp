@@ -27,6 +27,7 @@ const char* role_name(tensor_role r) {
     case tensor_role::ffn_down_exps: return "ffn_down_exps";
     case tensor_role::attn_sinks: return "attn_sinks";
     case tensor_role::per_layer_embd: return "per_layer_embd";
+    case tensor_role::classifier: return "classifier";
   }
   return "?";
 }

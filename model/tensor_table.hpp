@@ -23,6 +23,7 @@ enum class tensor_role : unsigned char {
   token_embd, output, attn_q, attn_k, attn_v, attn_qkv, attn_output, ffn_gate, ffn_up, ffn_gate_up, ffn_down,
   norm, bias, rope_freqs, ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps, attn_sinks,
   per_layer_embd,  // the matrices of per-layer token embeddings (Gemma 4), the lookup table aside
+  classifier,      // a reranker's classifier head (cls, cls.output)
 };
 const char* role_name(tensor_role r);
 

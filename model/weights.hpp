@@ -51,6 +51,12 @@ struct layer_weights {
   kernels::weight_view per_layer_proj;      // (n_embd, n_embd_per_layer)
   std::vector<float> per_layer_post_norm;   // (n_embd,)
   std::vector<float> out_scale;             // (1,) the layer's output * this (layer_output_scale)
+  // Post-norm encoders (bert): the FFN's biases, and LayerNorm weight and
+  // bias after the attention's residual add and after the FFN's.
+  std::vector<float> b_up;                  // (n_ff,)
+  std::vector<float> b_down;                // (n_embd,)
+  std::vector<float> attn_out_norm, attn_out_norm_b;    // (n_embd,)
+  std::vector<float> layer_out_norm, layer_out_norm_b;  // (n_embd,)
 };
 
 struct model_weights {
@@ -69,6 +75,17 @@ struct model_weights {
   kernels::weight_view per_layer_token_embd;   // (n_vocab, n_layer * P), rows dequantized on lookup
   kernels::weight_view per_layer_model_proj;   // (n_layer * P, n_embd)
   std::vector<float> per_layer_proj_norm;      // (P,)
+  // Encoders (hp.encoder): absolute position and token-type embeddings
+  // (f32 copies, row-major), the LayerNorm of the embedded input, and a
+  // reranker's classifier head (rank pooling): scores = cls_out ·
+  // tanh(cls · h + cls_b) + cls_out_b.
+  std::vector<float> pos_embd;                // (n_ctx_train, n_embd)
+  std::vector<float> type_embd;               // (n_token_types, n_embd)
+  std::vector<float> embd_norm, embd_norm_b;  // (n_embd,)
+  kernels::weight_view cls;                   // (n_embd, n_embd)
+  std::vector<float> cls_b;                   // (n_embd,)
+  kernels::weight_view cls_out;               // (n_cls_out, n_embd)
+  std::vector<float> cls_out_b;               // (n_cls_out,)
   std::vector<layer_weights> layers;
 };
 

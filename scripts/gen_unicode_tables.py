@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Generates text/unicode_tables.cpp: the general category of every code
-point as sorted runs, for the tokenizer pre-splitters (\\p{L}, \\p{N}, ...).
+point as sorted runs, for the tokenizer pre-splitters (\\p{L}, \\p{N}, ...),
+and for WordPiece's BERT normaliser the simple lowercase mapping and the
+first code point of each canonical decomposition (NFD).
 
 Usage: python3 scripts/gen_unicode_tables.py > text/unicode_tables.cpp
 
@@ -11,6 +13,14 @@ Cc/Cf/Co/Cs -> control, L* -> letter, M* -> mark, N* -> number,
 P* -> punctuation, S* -> symbol, Z* -> separator. White space is the
 White_Space property (PropList.txt), which `unicodedata` does not expose;
 it is a short fixed list handled in text/unicode.cpp.
+
+Lowercase: the simple (one code point) mapping of UnicodeData.txt. Python
+exposes the full mapping (str.lower); the two differ only where the full
+mapping has several code points (U+0130 -> "i" + U+0307), whose simple
+mapping is the first of them. NFD: only the first code point of the
+decomposition is kept, as llama.cpp's BERT normaliser does (it then drops
+the combining marks that would follow anyway); runs of consecutive code
+points with the same first code point are stored as one range.
 """
 import sys
 import unicodedata
@@ -49,6 +59,34 @@ def main():
         out.write(f"    {{0x{cpt:06X}, cpt_category::{cat}}},\n")
     out.write("};\n")
     out.write(f"const size_t category_runs_size = {len(runs)};\n\n")
+
+    lower = []
+    nfd = []  # [first, last, first code point of the decomposition]
+    for cpt in range(MAX_CPT):
+        c = chr(cpt)
+        if 0xD800 <= cpt <= 0xDFFF:
+            continue
+        low = c.lower()
+        if low != c:
+            lower.append((cpt, ord(low[0])))
+        d = ord(unicodedata.normalize("NFD", c)[0])
+        if d != cpt:
+            if nfd and nfd[-1][1] == cpt - 1 and nfd[-1][2] == d:
+                nfd[-1][1] = cpt
+            else:
+                nfd.append([cpt, cpt, d])
+    out.write("// Simple lowercase mapping, sorted by code point.\n")
+    out.write("const case_pair lowercase_pairs[] = {\n")
+    for cpt, low in lower:
+        out.write(f"    {{0x{cpt:06X}, 0x{low:06X}}},\n")
+    out.write("};\n")
+    out.write(f"const size_t lowercase_pairs_size = {len(lower)};\n\n")
+    out.write("// Code points [first, last] whose canonical decomposition starts with `nfd`.\n")
+    out.write("const nfd_range nfd_ranges[] = {\n")
+    for first, last, d in nfd:
+        out.write(f"    {{0x{first:06X}, 0x{last:06X}, 0x{d:06X}}},\n")
+    out.write("};\n")
+    out.write(f"const size_t nfd_ranges_size = {len(nfd)};\n\n")
     out.write("}  // namespace cortex::unicode\n")
 
 

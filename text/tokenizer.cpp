@@ -88,7 +88,7 @@ std::string make_piece(const vocab& v, int32_t id) {
   if (v.has_attr(id, attr_control | attr_unknown | attr_user_defined)) return text;
   if (v.has_attr(id, attr_normal)) {
     std::string piece = text;
-    if (v.kind == vocab_kind::spm || v.pre.escape_whitespaces) {
+    if (v.kind == vocab_kind::spm || v.kind == vocab_kind::wpm || v.pre.escape_whitespaces) {
       replace_all(piece, k_escaped_space, " ");
       return piece;
     }
@@ -130,6 +130,19 @@ tokenizer::tokenizer(cortex::vocab v) : vocab_(std::move(v)) {
 std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   std::vector<int32_t> out;
   const std::vector<fragment> frags = partition(vocab_, text, parse_special);
+  if (vocab_.kind == vocab_kind::wpm) {
+    // [CLS] text [SEP], as BERT frames one sequence (vocab checked both exist).
+    if (add_special) out.push_back(vocab_.bos_id);
+    for (const fragment& f : frags) {
+      if (f.token >= 0) {
+        out.push_back(f.token);
+      } else {
+        wpm_encode(vocab_, text.substr(f.begin, f.size), out);
+      }
+    }
+    if (add_special) out.push_back(vocab_.sep_id);
+    return out;
+  }
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos_id);
   if (vocab_.kind == vocab_kind::spm) {
     bool prev_special = true;  // text at the start or after a special token gets a space prefix
@@ -160,6 +173,19 @@ std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, 
     }
   }
   if (add_special && vocab_.add_eos) out.push_back(vocab_.eos_id);
+  return out;
+}
+
+std::vector<int32_t> tokenizer::encode_pair(std::string_view first, std::string_view second) const {
+  const int32_t eos = vocab_.eos_id >= 0 ? vocab_.eos_id : vocab_.sep_id;
+  std::vector<int32_t> out;
+  if (vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
+  const std::vector<int32_t> a = encode(first, false), b = encode(second, false);
+  out.insert(out.end(), a.begin(), a.end());
+  if (vocab_.add_eos && eos >= 0) out.push_back(eos);
+  if (vocab_.add_sep && vocab_.sep_id >= 0) out.push_back(vocab_.sep_id);
+  out.insert(out.end(), b.begin(), b.end());
+  if (vocab_.add_eos && eos >= 0) out.push_back(eos);
   return out;
 }
 

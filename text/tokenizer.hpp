@@ -1,7 +1,7 @@
 // Text <-> token ids for GGUF vocabularies, matching llama.cpp (the source
 // of our golden data): SentencePiece ("llama"), byte-level BPE ("gpt2")
 // with the pre-tokenizers of text/pre_tokenizer.hpp, and Gemma 4's BPE over
-// SentencePiece-style pieces ("gemma4").
+// SentencePiece-style pieces ("gemma4"), and WordPiece ("bert").
 //
 // A tokenizer is immutable after construction; all const methods may be
 // called from any number of threads at once. Nothing here throws.
@@ -30,6 +30,12 @@ class tokenizer {
   // user-defined tokens are always matched. Invalid UTF-8 is accepted (SPM
   // falls back to byte tokens, BPE reads invalid bytes as U+FFFD).
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special = false) const;
+
+  // A text pair as llama-server frames a rerank prompt for a model without a
+  // rerank template: BOS (add_bos), first, EOS (add_eos; SEP when there is
+  // no EOS), SEP (add_sep), second, EOS (add_eos). For WordPiece:
+  // [CLS] first [SEP] second. Special-token text is not parsed.
+  std::vector<int32_t> encode_pair(std::string_view first, std::string_view second) const;
 
   // The bytes token `id` stands for: byte tokens give the raw byte, SPM and
   // Gemma 4 '▁' becomes ' ', byte-level BPE characters map back to bytes;

@@ -1,5 +1,6 @@
 #include "text/tokenizer_algorithms.hpp"
 
+#include <algorithm>
 #include <queue>
 #include <string>
 
@@ -64,7 +65,71 @@ struct bpe_order {
   }
 };
 
+// CJK Unified Ideographs and their extensions and compatibility blocks, as
+// BERT's _is_chinese_char lists them (llama.cpp starts one range at
+// 0x2B920 where BERT says 0x2B820, following Hugging Face's Rust code; the
+// reference's ranges are the contract).
+bool is_cjk_ideograph(uint32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+// BERT's basic tokenizer: normalised words, each as UTF-8.
+std::vector<std::string> wpm_words(const vocab& v, std::string_view text) {
+  std::vector<std::string> words(1);
+  for (uint32_t cpt : unicode::cpts_from_utf8(text)) {
+    if (v.strip_accents) cpt = unicode::nfd_first(cpt);
+    if (unicode::is_whitespace(cpt)) {
+      if (!words.back().empty()) words.emplace_back();
+      continue;
+    }
+    if (cpt == 0 || cpt == 0xFFFD || unicode::is_control(cpt)) continue;
+    if (v.strip_accents && unicode::is_mark(cpt)) continue;
+    const uint32_t out = v.lowercase ? unicode::to_lower(cpt) : cpt;
+    // The class is the one of the character before lowercasing.
+    if (unicode::is_punctuation(cpt) || (cpt < 0x7F && unicode::is_symbol(cpt)) || is_cjk_ideograph(cpt)) {
+      if (!words.back().empty()) words.emplace_back();
+      unicode::append_utf8(words.back(), out);
+      words.emplace_back();
+    } else {
+      unicode::append_utf8(words.back(), out);
+    }
+  }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
 }  // namespace
+
+void wpm_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out) {
+  constexpr std::string_view k_word_start = "\xe2\x96\x81";  // U+2581 '▁'
+  std::string word;
+  for (const std::string& w : wpm_words(v, text)) {
+    word.assign(k_word_start).append(w);
+    const std::string_view s = word;
+    const size_t n = s.size();
+    const size_t n_before = out.size();
+    // Longest token at each byte position (a match may end inside a
+    // character, as the reference's byte-wise search allows).
+    for (size_t i = 0; i < n;) {
+      size_t matched = 0;
+      for (size_t j = std::min(n, i + static_cast<size_t>(v.max_token_len)); j > i; --j) {
+        if (const int32_t id = v.find(s.substr(i, j - i)); id >= 0) {
+          out.push_back(id);
+          matched = j - i;
+          break;
+        }
+      }
+      if (matched == 0) {
+        out.resize(n_before);
+        break;
+      }
+      i += matched;
+    }
+    if (out.size() == n_before) out.push_back(v.unk_id);
+  }
+}
 
 void spm_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out) {
   std::vector<symbol> syms = split_chars(text);

@@ -22,4 +22,12 @@ void spm_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out
 // ties) within each word.
 void bpe_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out);
 
+// WordPiece (llama.cpp's "WPM", BERT): normalises (lowercase and accent
+// stripping as the vocabulary says; control characters dropped), splits
+// into words at white space and around every punctuation character, ASCII
+// symbol and CJK ideograph, then spells each word '▁' + word greedily with
+// the longest token at each byte position. A word that cannot be spelt
+// completely becomes one unk token. Appends to `out`.
+void wpm_encode(const vocab& v, std::string_view text, std::vector<int32_t>& out);
+
 }  // namespace cortex

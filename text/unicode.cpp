@@ -15,6 +15,20 @@ cpt_category category_of(uint32_t cpt) {
   return (it - 1)->category;
 }
 
+uint32_t to_lower(uint32_t cpt) {
+  const case_pair* end = lowercase_pairs + lowercase_pairs_size;
+  const case_pair* it =
+      std::lower_bound(lowercase_pairs, end, cpt, [](const case_pair& p, uint32_t c) { return p.cpt < c; });
+  return it != end && it->cpt == cpt ? it->lower : cpt;
+}
+
+uint32_t nfd_first(uint32_t cpt) {
+  const nfd_range* end = nfd_ranges + nfd_ranges_size;
+  // First range whose last >= cpt.
+  const nfd_range* it = std::lower_bound(nfd_ranges, end, cpt, [](const nfd_range& r, uint32_t c) { return r.last < c; });
+  return it != end && it->first <= cpt ? it->nfd : cpt;
+}
+
 bool is_whitespace(uint32_t cpt) {
   // PropList.txt White_Space (stable since Unicode 6.3).
   if (cpt < 0x80) return (cpt >= 0x09 && cpt <= 0x0D) || cpt == 0x20;

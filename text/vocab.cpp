@@ -74,9 +74,11 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
   } else if (v.model_name == "gemma4") {
     v.kind = vocab_kind::bpe;
     v.pre_name = "gemma4";  // the model implies its pre-tokenizer, whatever the file says
+  } else if (v.model_name == "bert") {
+    v.kind = vocab_kind::wpm;  // tokenizer.ggml.pre (e.g. "bert-bge") does not change WordPiece
   } else {
     return fail(errc::unsupported, std::string(k_model) + " = '" + v.model_name +
-                                           "' is not supported (supported: llama, gpt2, gemma4)");
+                                           "' is not supported (supported: llama, gpt2, gemma4, bert)");
   }
 
   const auto* tokens = f.get_string_array(k_tokens);
@@ -117,6 +119,7 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
       return fail(errc::malformed, std::string(k_tokens) + ": duplicate token '" + text + "' at ids " +
                         std::to_string(first) + " and " + std::to_string(i));
     }
+    v.max_token_len = std::max(v.max_token_len, static_cast<int32_t>(std::min<size_t>(text.size(), INT32_MAX)));
     v.texts.push_back(std::move(text));
   }
 
@@ -126,6 +129,12 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
     v.add_bos = true;  // SentencePiece files without add_bos_token add BOS
     v.add_space_prefix = true;
     v.clean_spaces = false;
+  } else if (v.kind == vocab_kind::wpm) {
+    // BERT's conventional ids: [CLS] 101 as BOS, [UNK] 100, [SEP] 102, [PAD] 0.
+    v.bos_id = 101; v.unk_id = 100; v.sep_id = 102; v.pad_id = 0;
+    v.add_bos = true;
+    v.add_sep = true;
+    v.clean_spaces = true;
   } else {
     const auto* merges = f.get_string_array(k_merges);
     if (!merges) {
@@ -158,6 +167,7 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
       {"tokenizer.ggml.bos_token_id", &v.bos_id},     {"tokenizer.ggml.eos_token_id", &v.eos_id},
       {"tokenizer.ggml.eot_token_id", &v.eot_id},     {"tokenizer.ggml.eom_token_id", &v.eom_id},
       {"tokenizer.ggml.unknown_token_id", &v.unk_id}, {"tokenizer.ggml.padding_token_id", &v.pad_id},
+      {"tokenizer.ggml.seperator_token_id", &v.sep_id},  // sic: the key as GGUF spells it
       {"tokenizer.ggml.fim_pre_token_id", &v.fim_pre_id}, {"tokenizer.ggml.fim_suf_token_id", &v.fim_suf_id},
       {"tokenizer.ggml.fim_mid_token_id", &v.fim_mid_id}, {"tokenizer.ggml.fim_pad_token_id", &v.fim_pad_id},
       {"tokenizer.ggml.fim_rep_token_id", &v.fim_rep_id}, {"tokenizer.ggml.fim_sep_token_id", &v.fim_sep_id},
@@ -170,8 +180,20 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
   }
   for (const auto& [key, flag] : {std::pair<std::string_view, bool*>{"tokenizer.ggml.add_bos_token", &v.add_bos},
                                   {"tokenizer.ggml.add_eos_token", &v.add_eos},
-                                  {"tokenizer.ggml.add_space_prefix", &v.add_space_prefix}}) {
+                                  {"tokenizer.ggml.add_space_prefix", &v.add_space_prefix},
+                                  {"tokenizer.ggml.add_sep_token", &v.add_sep}}) {
     if (status s = read_flag(f, key, *flag); !s) return s;
+  }
+  if (v.kind == vocab_kind::wpm) {
+    if (status s = read_flag(f, "tokenizer.ggml.normalizer.lowercase", v.lowercase); !s) return s;
+    v.strip_accents = v.lowercase;
+    if (status s = read_flag(f, "tokenizer.ggml.normalizer.strip_accents", v.strip_accents); !s) return s;
+    // encode(add_special) frames the text with [CLS] ... [SEP] whatever
+    // add_bos_token says, and a word that cannot be spelt becomes [UNK].
+    if (v.bos_id < 0) return fail(errc::malformed, "bert tokenizer: tokenizer.ggml.bos_token_id ([CLS]) is missing or out of range");
+    if (v.sep_id < 0) return fail(errc::malformed, "bert tokenizer: tokenizer.ggml.seperator_token_id ([SEP]) is missing or out of range");
+    if (v.unk_id < 0) return fail(errc::malformed, "bert tokenizer: tokenizer.ggml.unknown_token_id ([UNK]) is missing or out of range");
+    v.add_bos = true;
   }
   // Gemma 4 files may say false, but its prompts start with BOS (llama.cpp overrides it too).
   if (v.pre_name == "gemma4") v.add_bos = true;
@@ -205,7 +227,9 @@ expected<vocab> vocab::from_gguf(const gguf::file& f) {
     int32_t id = -1;
     char hex[8];
     std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
-    if (v.kind == vocab_kind::spm) {
+    if (v.kind == vocab_kind::wpm) {
+      id = -1;  // WordPiece has no byte tokens: unknown words become [UNK]
+    } else if (v.kind == vocab_kind::spm) {
       id = v.find(hex);
       if (id < 0) id = v.find(std::string(1, static_cast<char>(b)));
       if (id < 0) id = v.unk_id;

@@ -20,6 +20,8 @@ enum class vocab_kind {
   spm,  // "llama": SentencePiece pieces with '▁' for space, scores, <0xXX> bytes
   bpe,  // "gpt2": byte-level BPE with ranked merges and a pre-tokenizer;
         // "gemma4": BPE over SentencePiece-style pieces (pre-tokenizer "gemma4")
+  wpm,  // "bert": WordPiece; word-initial pieces start with '▁', continuation
+        // pieces ("##x" in the original vocabulary) are stored bare
 };
 
 // Token attributes (bit flags). GGUF token_type 1..6 map to normal,
@@ -58,6 +60,15 @@ struct vocab {
   bool add_eos = false;
   bool add_space_prefix = false;  // spm: a space is put before text that starts a fragment
   bool clean_spaces = false;      // detokenize removes " ," " 's" style artifacts
+  bool add_sep = false;           // a pair (query, document) is joined with sep_id (wpm default; tokenizer.ggml.add_sep_token)
+  // wpm: BERT's normaliser (tokenizer.ggml.normalizer.*). Both default to
+  // true; strip_accents defaults to lowercase when only that is given.
+  bool lowercase = true;
+  bool strip_accents = true;
+  // wpm: [SEP], appended after the text by encode(add_special); -1 when absent.
+  int32_t sep_id = -1;
+  // Longest token text in bytes (wpm's greedy match looks no further).
+  int32_t max_token_len = 0;
 
   std::vector<int32_t> eog_ids;  // sorted: ids that end generation
   // Tokens matched verbatim in input text before tokenizing (control,

@@ -90,8 +90,19 @@ void step_runner::compute_mask(constraint& c) {
 status step_runner::check(const engine_step& step) const {
   const int n_vocab = model_->hparams().n_vocab;
   const auto bad = [](const std::string& what) { return fail(errc::internal, "bad step plan: " + what); };
+  const auto& hp = model_->hparams();
   for (const auto& e : step.entries) {
     if (e.tokens.empty()) return bad("empty step entry for request " + std::to_string(e.rid));
+    if (hp.encoder.enabled) {  // whole embed inputs only, no K/V (scheduler_config::whole_inputs)
+      if (!e.embed || e.pos0 != 0 || !e.sample || e.n_draft != 0 || e.n_tokens() > hp.n_ctx_train) {
+        return bad("request " + std::to_string(e.rid) + ": an encoder computes whole embed inputs of at most " +
+                   std::to_string(hp.n_ctx_train) + " tokens in one step");
+      }
+      for (int32_t t : e.tokens) {
+        if (t < 0 || t >= n_vocab) return bad("token id " + std::to_string(t) + " outside the vocabulary");
+      }
+      continue;
+    }
     if (e.n_draft < 0 || e.n_draft >= e.n_tokens() || (e.n_draft > 0 && (!e.sample || e.embed))) {
       return bad("request " + std::to_string(e.rid) + " has " + std::to_string(e.n_draft) + " draft tokens of " +
                  std::to_string(e.n_tokens()));
@@ -141,6 +152,15 @@ status step_runner::check(const engine_step& step) const {
     }
   }
   return status::ok();
+}
+
+void step_runner::finish_encoded(size_t k, const step_entry& e, engine_step_result& res) {
+  std::vector<float>& out = encoded_[k];
+  const auto& hp = model_->hparams();
+  // llama-server's normalisation: the pooled vector to unit length; rank
+  // scores as they are.
+  if (hp.encoder.pooling != pooling_kind::rank) l2_normalize(out.data(), static_cast<int>(out.size()));
+  res.embeddings.push_back({e.rid, std::move(out)});
 }
 
 void step_runner::finish_embedding(const step_entry& e, engine_step_result& res) {
@@ -222,8 +242,21 @@ engine_step_result step_runner::run(const engine_step& step) {
   }
   batch_.clear();
   if (group_tables_.size() < step.entries.size()) group_tables_.resize(step.entries.size());
+  const model_hparams& hp = model_->hparams();
+  if (hp.encoder.enabled) encoded_.resize(step.entries.size());
   for (size_t k = 0; k < step.entries.size(); ++k) {
     const step_entry& e = step.entries[k];
+    if (hp.encoder.enabled) {  // a whole input, pooled into encoded_[k]; no K/V
+      batch_seq s;
+      s.tokens = e.tokens.data();
+      s.n_tokens = static_cast<int32_t>(e.tokens.size());
+      s.logits = logits_mode::none;
+      s.pooling = hp.encoder.pooling;
+      encoded_[k].assign(static_cast<size_t>(pooled_size(hp, s.pooling, s.n_tokens)), 0.0f);
+      s.embd = encoded_[k].data();
+      batch_.push_back(s);
+      continue;
+    }
     batch_seq s;
     s.tokens = e.tokens.data();
     s.n_tokens = static_cast<int32_t>(e.tokens.size());
@@ -264,8 +297,11 @@ engine_step_result step_runner::run(const engine_step& step) {
     std::vector<std::pair<const step_entry*, open_seq*>> todo;
     std::vector<int> row0;
     int n_rows = 0;
-    for (const auto& e : step.entries) {
-      if (e.embed) {
+    for (size_t k = 0; k < step.entries.size(); ++k) {
+      const step_entry& e = step.entries[k];
+      if (hp.encoder.enabled) {
+        finish_encoded(k, e, res);
+      } else if (e.embed) {
         finish_embedding(e, res);
       } else if (e.sample) {
         todo.emplace_back(&e, &seqs_.at(e.rid));

@@ -3,7 +3,10 @@
 // (plain data from the scheduler) into sampled tokens. Embed entries
 // (step_entry::embed) add their tokens' normed hidden rows to a pooled
 // sum per request, across steps; the entry that completes the prompt returns
-// the embedding (model/embedding.hpp) and drops the sum.
+// the embedding (model/embedding.hpp) and drops the sum. An encoder
+// (hp.encoder) gets whole embed inputs only, each pooled as its file says in
+// the step that computes it (L2-normalised; rank scores as they are), and
+// no K/V: its entries carry no block tables.
 //
 // Thread: all calls from one thread (the executor's own).
 #pragma once
@@ -116,6 +119,8 @@ class step_runner {
   // After the forward pass: counts e's tokens into its pooled sum and, when e
   // completes the prompt, appends the embedding to res and drops the sum.
   void finish_embedding(const step_entry& e, engine_step_result& res);
+  // An encoder's entry k: its pooled output (encoded_[k]), normalised, into res.
+  void finish_encoded(size_t k, const step_entry& e, engine_step_result& res);
 
   std::shared_ptr<const model> model_;
   executor_config cfg_;
@@ -130,6 +135,7 @@ class step_runner {
     int32_t n_tokens = 0;
   };
   std::unordered_map<request_id, pooled_sum> sums_;  // embed requests mid-prompt
+  std::vector<std::vector<float>> encoded_;           // an encoder step's outputs, one per entry
   // A recurrent model's state per sequence (batch_seq::state): it covers the
   // sequence's positions [0, n_tokens), so a step must continue exactly
   // there or start over at 0 (a recompute after preemption: the slot is

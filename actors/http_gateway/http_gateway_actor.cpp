@@ -213,7 +213,8 @@ void submit_all(self_ptr self, uint64_t conn, const std::string& peer, openai_re
     reqs[i].client_id = *key;
     ready.push_back(std::move(reqs[i]));
   }
-  if (ready.size() > 1 && rs.group.endpoint() != openai_endpoint::embeddings) {
+  if (ready.size() > 1 && rs.group.endpoint() != openai_endpoint::embeddings &&
+      rs.group.endpoint() != openai_endpoint::rerank) {
     rs.group.hold_back(std::vector<generation_request>(std::make_move_iterator(ready.begin() + 1),
                                                        std::make_move_iterator(ready.end())));
     ready.resize(1);
@@ -283,8 +284,9 @@ void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   auto& req = parsed.request;
   for (auto& g : req.inputs) g.key_id = in.key_id;
   req.request.key_id = in.key_id;
-  if (ep == openai_endpoint::embeddings) {
-    auto group = openai_response_group::embeddings(req.model, req.inputs.size(), req.base64);
+  if (ep == openai_endpoint::embeddings || ep == openai_endpoint::rerank) {
+    auto group = ep == openai_endpoint::rerank ? openai_response_group::rerank(req.model, req.inputs.size(), req.top_n)
+                                               : openai_response_group::embeddings(req.model, req.inputs.size(), req.base64);
     return submit_all(self, in.conn, in.peer, std::move(group), std::move(req.inputs));
   }
   const char* prefix = ep == openai_endpoint::chat_completions ? "chatcmpl-" : "cmpl-";
@@ -359,6 +361,7 @@ void handle_inbound(self_ptr self, http_inbound& in) {
     case http_route_kind::chat_completions: return handle_openai(self, in, openai_endpoint::chat_completions);
     case http_route_kind::completions: return handle_openai(self, in, openai_endpoint::completions);
     case http_route_kind::embeddings: return handle_openai(self, in, openai_endpoint::embeddings);
+    case http_route_kind::rerank: return handle_openai(self, in, openai_endpoint::rerank);
     case http_route_kind::responses: return handle_api(self, in, openai_endpoint::responses);
     case http_route_kind::messages: return handle_api(self, in, openai_endpoint::messages);
     case http_route_kind::messages_count_tokens: return handle_api(self, in, openai_endpoint::count_tokens);
@@ -367,7 +370,7 @@ void handle_inbound(self_ptr self, http_inbound& in) {
     case http_route_kind::unknown:
       return respond_json(self, in.conn, 404,
                           openai_error_body({errc::unknown_type, "no such endpoint: " + in.method + " " + in.target +
-                                                                     " (see /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /v1/messages, /health/*, /metrics)", 0}));
+                                                                     " (see /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/rerank, /v1/responses, /v1/messages, /health/*, /metrics)", 0}));
   }
 }
 

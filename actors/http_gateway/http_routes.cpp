@@ -34,6 +34,8 @@ http_route_match classify_http_route(const std::string& method, const std::strin
       {"/v1/chat/completions", "POST", http_route_kind::chat_completions},
       {"/v1/completions", "POST", http_route_kind::completions},
       {"/v1/embeddings", "POST", http_route_kind::embeddings},
+      {"/v1/rerank", "POST", http_route_kind::rerank},
+      {"/rerank", "POST", http_route_kind::rerank},  // llama-server's and TEI-style clients' path
       {"/v1/responses", "POST", http_route_kind::responses},
       {"/v1/messages", "POST", http_route_kind::messages},
       {"/v1/messages/count_tokens", "POST", http_route_kind::messages_count_tokens},

@@ -6,7 +6,7 @@
 namespace cortex::http {
 
 enum class http_route_kind : uint8_t {
-  chat_completions, completions, embeddings, models, model,
+  chat_completions, completions, embeddings, rerank, models, model,
   responses, messages, messages_count_tokens,
   health_live, health_ready, health_startup, metrics,
   wrong_method,  // a known path with another method (405-like; answered 400 invalid_param)

@@ -1,5 +1,6 @@
 #include "actors/http_gateway/openai_embedding.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,22 @@ std::string openai_embedding_body(const std::string& model, const std::vector<st
                                 {"data", std::move(data)},
                                 {"model", model},
                                 {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}});
+}
+
+std::string openai_rerank_body(const std::string& model, const std::vector<std::vector<float>>& scores,
+                               uint64_t prompt_tokens, uint32_t top_n) {
+  using nlohmann::ordered_json;
+  std::vector<size_t> order(scores.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto score = [&](size_t i) { return scores[i].empty() ? 0.0f : scores[i][0]; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score(a) > score(b); });
+  if (order.size() > top_n) order.resize(top_n);
+  ordered_json results = ordered_json::array();
+  for (size_t i : order) results.push_back(ordered_json{{"index", i}, {"relevance_score", json_float(score(i))}});
+  return dump_json(ordered_json{{"model", model},
+                                {"object", "list"},
+                                {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}},
+                                {"results", std::move(results)}});
 }
 
 }  // namespace cortex::http

@@ -21,4 +21,12 @@ std::string base64_f32le(const float* v, size_t n);
 std::string openai_embedding_body(const std::string& model, const std::vector<std::vector<float>>& embeddings,
                                   uint64_t prompt_tokens, bool base64);
 
+// The /v1/rerank response (http.md "Rerank"), as llama-server answers it:
+//   {"model", "object": "list", "usage": {"prompt_tokens", "total_tokens"},
+//    "results": [{"index", "relevance_score"}]}
+// with scores[i][0] the score of document i, results sorted by score,
+// highest first (equal scores: lower index first), the first top_n of them.
+std::string openai_rerank_body(const std::string& model, const std::vector<std::vector<float>>& scores,
+                               uint64_t prompt_tokens, uint32_t top_n);
+
 }  // namespace cortex::http

@@ -20,6 +20,7 @@ const char* openai_endpoint_path(openai_endpoint e) {
     case openai_endpoint::responses: return "/v1/responses";
     case openai_endpoint::messages: return "/v1/messages";
     case openai_endpoint::count_tokens: return "/v1/messages/count_tokens";
+    case openai_endpoint::rerank: return "/v1/rerank";
   }
   return "";
 }
@@ -32,6 +33,7 @@ const char* openai_endpoint_label(openai_endpoint e) {
     case openai_endpoint::responses: return "responses";
     case openai_endpoint::messages: return "messages";
     case openai_endpoint::count_tokens: return "count_tokens";
+    case openai_endpoint::rerank: return "rerank";
   }
   return "";
 }
@@ -62,6 +64,7 @@ class request_parser {
   bool parse() {
     if (!parse_model()) return false;
     if (out_.endpoint == openai_endpoint::embeddings) return parse_embeddings();
+    if (out_.endpoint == openai_endpoint::rerank) return parse_rerank();
     if (!parse_generation_fields()) return false;
     return out_.endpoint == openai_endpoint::chat_completions ? parse_chat() : parse_completion();
   }
@@ -472,6 +475,42 @@ class request_parser {
       return r_.too_many("input", v->size(), lim_.max_embedding_inputs, "inputs");
     for (size_t i = 0; i < v->size(); ++i)
       if (!add_input((*v)[i], at("input", i))) return false;
+    return true;
+  }
+
+  // {query, documents, top_n}: one engine request per document, the query
+  // as its prompt (intake frames the pair as the reranker's tokenizer says).
+  bool parse_rerank() {
+    const json* q = field(body_, "query");
+    if (!q) return r_.fail(errc::invalid_param, "query", "query is required: the text the documents are ranked against");
+    std::string query;
+    if (!r_.read_string(*q, "query", query)) return false;
+    if (query.empty()) return r_.fail(errc::invalid_param, "query", "query is an empty string");
+    const json* docs = field(body_, "documents");
+    if (!docs) return r_.fail(errc::invalid_param, "documents", "documents is required: an array of strings to rank");
+    if (!docs->is_array()) return r_.expected("documents", "an array of strings", *docs);
+    if (docs->empty()) return r_.fail(errc::invalid_param, "documents", "documents is empty; give at least one");
+    if (docs->size() > lim_.max_embedding_inputs)
+      return r_.too_many("documents", docs->size(), lim_.max_embedding_inputs, "documents");
+    out_.top_n = static_cast<uint32_t>(docs->size());
+    if (const json* v = field(body_, "top_n")) {
+      int64_t n = 0;
+      if (!r_.read_int(*v, "top_n", 1, int64_hi, "an integer >= 1", n)) return false;
+      out_.top_n = static_cast<uint32_t>(std::min<int64_t>(n, static_cast<int64_t>(docs->size())));
+    }
+    for (size_t i = 0; i < docs->size(); ++i) {
+      const json& d = (*docs)[i];
+      const std::string param = at("documents", i);
+      if (!d.is_string()) return r_.expected(param, "a string", d);
+      generation_request g;
+      g.kind = request_kind::embed;
+      g.stream = false;
+      g.want_text = false;
+      g.prompt = query;
+      g.document = d.get<std::string>();
+      if (g.document.empty()) return r_.fail(errc::invalid_param, param, param + " is an empty string");
+      out_.inputs.push_back(std::move(g));
+    }
     return true;
   }
 

@@ -32,12 +32,12 @@ namespace cortex::http {
 
 // The last three are mapped onto a chat request (responses_api.hpp,
 // anthropic_messages.hpp); parse_openai_request takes only the first three.
-enum class openai_endpoint : uint8_t { chat_completions, completions, embeddings, responses, messages, count_tokens };
+enum class openai_endpoint : uint8_t { chat_completions, completions, embeddings, responses, messages, count_tokens, rerank };
 
-// "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", ...
+// "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", ..., "/v1/rerank"
 const char* openai_endpoint_path(openai_endpoint e);
 // "chat_completions", "completions", "embeddings", "responses", "messages",
-// "count_tokens": the `endpoint` label of
+// "count_tokens", "rerank": the `endpoint` label of
 // cortex_requests_total (metrics_registry.hpp).
 const char* openai_endpoint_label(openai_endpoint e);
 
@@ -80,9 +80,11 @@ struct openai_request {
   uint32_t top_logprobs = 0;     // top entries per token in responses (0..max_logprobs)
   std::string user;              // for logs only
   // Embeddings: one request per input, in input order (kind embed; prompt
-  // or tokens; stream false).
+  // or tokens; stream false). Rerank: one per document, in order (kind
+  // embed, prompt the query, document the document).
   std::vector<generation_request> inputs;
   bool base64 = false;           // encoding_format "base64"
+  uint32_t top_n = 0;            // rerank: results returned, 1..documents (default all)
 };
 
 struct openai_parse_result {

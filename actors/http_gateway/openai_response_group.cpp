@@ -26,6 +26,14 @@ openai_response_group openai_response_group::embeddings(std::string model, size_
   return g;
 }
 
+openai_response_group openai_response_group::rerank(std::string model, size_t n_documents, uint32_t top_n) {
+  openai_response_group g(openai_endpoint::rerank);
+  g.model_ = std::move(model);
+  g.embeddings_.resize(n_documents);
+  g.top_n_ = top_n;
+  return g;
+}
+
 openai_response_group openai_response_group::api(openai_endpoint endpoint, std::unique_ptr<api_encoder> encoder) {
   openai_response_group g(endpoint);
   g.api_ = std::move(encoder);
@@ -85,7 +93,10 @@ response_end openai_response_group::finish_embedding(response_io& io, uint32_t i
   embeddings_[index] = f.embedding;
   prompt_tokens_ += f.prompt_tokens;
   if (++n_done_ < embeddings_.size()) return response_end::none;
-  io.respond(200, openai_embedding_body(model_, embeddings_, prompt_tokens_, base64_), {});
+  io.respond(200,
+             endpoint_ == openai_endpoint::rerank ? openai_rerank_body(model_, embeddings_, prompt_tokens_, top_n_)
+                                                  : openai_embedding_body(model_, embeddings_, prompt_tokens_, base64_),
+             {});
   return response_end::complete;
 }
 
@@ -104,7 +115,9 @@ response_end openai_response_group::finish_api(response_io& io, const request_fi
 
 response_end openai_response_group::on_finished(response_io& io, uint32_t index, const request_finished& f) {
   if (!held_back_.empty() && f.reason != finish_reason::error) release_held_back(io);
-  if (endpoint_ == openai_endpoint::embeddings) return finish_embedding(io, index, f);
+  if (endpoint_ == openai_endpoint::embeddings || endpoint_ == openai_endpoint::rerank) {
+    return finish_embedding(io, index, f);
+  }
   if (api_) return finish_api(io, f);
   if (stream_) {
     write(io, stream_->on_finished(index, f));
@@ -123,7 +136,8 @@ response_end openai_response_group::on_finished(response_io& io, uint32_t index,
 }
 
 response_end openai_response_group::on_rejected(response_io& io, uint32_t index, const error_report& e) {
-  if (e.code == errc::draining && index > 0 && endpoint_ != openai_endpoint::embeddings) {
+  if (e.code == errc::draining && index > 0 && endpoint_ != openai_endpoint::embeddings &&
+      endpoint_ != openai_endpoint::rerank) {
     request_finished f;
     f.reason = finish_reason::shutdown;
     return on_finished(io, index, f);

@@ -69,6 +69,9 @@ class openai_response_group {
   static openai_response_group choices(const openai_response_context& ctx, bool stream);
   // The inputs of an embeddings request, answered as one list.
   static openai_response_group embeddings(std::string model, size_t n_inputs, bool base64);
+  // The documents of a rerank request (one score each), answered as the
+  // top_n results, best first.
+  static openai_response_group rerank(std::string model, size_t n_documents, uint32_t top_n);
   // The request of the Responses API (`responses`) or the Messages API
   // (`messages`, `count_tokens`), answered by its encoder.
   static openai_response_group api(openai_endpoint endpoint, std::unique_ptr<api_encoder> encoder);
@@ -102,12 +105,14 @@ class openai_response_group {
   std::optional<openai_stream_encoder> stream_;
   std::optional<openai_response_builder> whole_;
   std::unique_ptr<api_encoder> api_;
-  // Embeddings: one vector per input, and the prompt tokens counted.
+  // Embeddings (rerank: one score per document): one vector per input, and
+  // the prompt tokens counted.
   std::string model_;
   std::vector<std::vector<float>> embeddings_;
   uint64_t prompt_tokens_ = 0;
   size_t n_done_ = 0;
   bool base64_ = false;
+  uint32_t top_n_ = 0;  // rerank: results returned
   std::vector<generation_request> held_back_;
   bool stream_begun_ = false;
 };

@@ -187,6 +187,25 @@ validation_result request_validator::validate(const generation_request& r) {
   if (r.n_logprobs > limits_.max_logprobs)
     return reject(refuse(errc::invalid_param, "want.logprobs must be in 0.." + std::to_string(limits_.max_logprobs) +
                                                 " (0 = off), got " + std::to_string(r.n_logprobs)));
+  if (limits_.embeds_only) {
+    const std::string model = "model '" + limits_.model_name + "'";
+    if (r.kind != request_kind::embed) {
+      return reject(refuse(errc::invalid_param, model + " is an embedding model and only embeds (/v1/embeddings, "
+                                                        "/v1/rerank): it cannot generate text"));
+    }
+    if (limits_.pooling == pooling_kind::none) {
+      return reject(refuse(errc::invalid_param, model + " pools nothing (pooling_type none: one vector per token); "
+                                                        "an embedding request needs a pooled model"));
+    }
+    if (limits_.pooling == pooling_kind::rank && r.document.empty()) {
+      return reject(refuse(errc::invalid_param, model + " is a reranker (pooling_type rank): it scores documents "
+                                                        "against a query (/v1/rerank) and gives no embeddings"));
+    }
+  }
+  if (!r.document.empty() && !(limits_.embeds_only && limits_.pooling == pooling_kind::rank)) {
+    return reject(refuse(errc::invalid_param, "model '" + limits_.model_name + "' is not a reranker (pooling_type rank): "
+                                              "it cannot score documents; use /v1/embeddings"));
+  }
   error_report params = check_params(r.params, limits_);
   if (params.code != errc::none) return reject(std::move(params));
   if (auto e = resolve_grammar(r, out.request.grammar); e.code != errc::none) return reject(std::move(e));
@@ -207,6 +226,16 @@ validation_result request_validator::validate(const generation_request& r) {
     }
     out.request.output = chat.output;
     out.request.chat_stop_ids = chat_->stop_ids;
+  } else if (!r.document.empty()) {
+    if (r.use_tokens || r.prompt.empty())
+      return reject(refuse(errc::invalid_param, "a rerank request gives the query as text (prompt) and the document"));
+    const size_t n_ctx_bytes = static_cast<size_t>(std::max(limits_.n_ctx, 0)) * max_piece_bytes_;
+    if (r.prompt.size() + r.document.size() > n_ctx_bytes)
+      return reject(refuse(errc::context_overflow, "the query and document are " +
+                                                       std::to_string(r.prompt.size() + r.document.size()) +
+                                                       " bytes, more than the context of " + std::to_string(limits_.n_ctx) +
+                                                       " tokens can hold; shorten them"));
+    prompt = tok_.encode_pair(r.prompt, r.document);
   } else if (r.use_tokens) {
     if (!r.prompt.empty()) return reject(refuse(errc::invalid_param, "give exactly one of prompt / tokens, not both"));
     if (r.tokens.empty()) return reject(refuse(errc::invalid_param, "tokens is empty; give at least one token id"));
@@ -225,9 +254,13 @@ validation_result request_validator::validate(const generation_request& r) {
                                std::to_string(r.prompt.size() / max_piece_bytes_) + " tokens, and the context holds " +
                                std::to_string(limits_.n_ctx) + "; shorten it"));
     const bool add_bos = r.add_bos < 0 ? tok_.add_bos() : r.add_bos != 0;
-    if (add_bos) prompt.push_back(tok_.bos_id());
-    const std::vector<int32_t> text_ids = tok_.encode(r.prompt, /*add_special=*/false);
-    prompt.insert(prompt.end(), text_ids.begin(), text_ids.end());
+    if (limits_.embeds_only) {
+      prompt = tok_.encode(r.prompt, /*add_special=*/add_bos);  // framed as the vocabulary says: [CLS] ... [SEP]
+    } else {
+      if (add_bos) prompt.push_back(tok_.bos_id());
+      const std::vector<int32_t> text_ids = tok_.encode(r.prompt, /*add_special=*/false);
+      prompt.insert(prompt.end(), text_ids.begin(), text_ids.end());
+    }
     if (prompt.empty())
       return reject(refuse(errc::invalid_param, "the prompt is empty and add_bos is false: give a prompt or set add_bos"));
   }

@@ -17,6 +17,7 @@
 #include "messages/errors.hpp"
 #include "messages/request.hpp"
 #include "actors/intake/chat_setup.hpp"
+#include "model/hparams.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex {
@@ -29,6 +30,14 @@ struct validation_limits {
   uint32_t max_logit_bias = 1024;     // entries
   uint32_t max_id_bytes = 64;         // client id
   uint32_t max_logprobs = 20;         // top entries per token
+  // Encoders (hp.encoder): the model only embeds. Generation requests are
+  // refused (400 invalid_param), a text is framed with the vocabulary's
+  // special tokens ([CLS] text [SEP] for WordPiece, as llama.cpp tokenizes
+  // it), and the file's pooling must give one vector per input (not none;
+  // rank scores pairs). n_ctx is then what one step computes whole.
+  bool embeds_only = false;
+  pooling_kind pooling = pooling_kind::mean;
+  std::string model_name;             // for the messages
 };
 
 // What a valid request turns into.

@@ -68,6 +68,17 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   // groups hold only their windows' blocks, so a model with windows reaches
   // further in the same memory).
   rt->n_ctx_ = std::min(rt->n_ctx_, groups.max_context(rt->kv_blocks_, c.block_size));
+  if (hp.encoder.enabled) {
+    // An encoder keeps no K/V (its inputs are computed whole, one step each):
+    // the arena is one block the pass holds but never reads, and an input
+    // may be as long as the positions it was trained on and a step computes.
+    rt->kv_blocks_ = 1;
+    rt->n_ctx_ = std::min({c.n_ctx > 0 ? c.n_ctx : hp.n_ctx_train, hp.n_ctx_train, c.max_batch_tokens});
+    static const char* const pooling_names[] = {"none", "mean", "cls", "last", "rank"};
+    spdlog::info("model: an encoder (pooling {}): it only {}; inputs of up to {} tokens, each computed whole in one "
+                 "step, keep no K/V", pooling_names[static_cast<int>(hp.encoder.pooling)],
+                 hp.encoder.pooling == pooling_kind::rank ? "ranks (/v1/rerank)" : "embeds", rt->n_ctx_);
+  }
   if (rt->n_ctx_ < 1) return fail(errc::invalid_param, "option kv-memory-mb is too small for one token of this model's windows");
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
@@ -100,6 +111,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   sc.min_prefill_with_decode = c.min_prefill_with_decode;
   sc.speculative = {c.spec_ngram, c.spec_max_draft};
   sc.adaptive_drafts = c.spec_adaptive;
+  sc.whole_inputs = hp.encoder.enabled;
   kv_cache_config kc;
   kc.n_blocks = rt->kv_blocks_;
   kc.block_size = c.block_size;
@@ -114,6 +126,9 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   intake_config ic;
   ic.limits.n_ctx = rt->n_ctx_;
   ic.limits.n_vocab = hp.n_vocab;
+  ic.limits.embeds_only = hp.encoder.enabled;
+  ic.limits.pooling = hp.encoder.pooling;
+  ic.limits.model_name = rt->model_->name();
   ic.max_waiting = static_cast<uint32_t>(c.max_waiting);
   ic.max_queued_tokens = static_cast<uint64_t>(c.max_queued_tokens);
   ic.chat = std::make_shared<const chat_setup>(std::move(*chat));

@@ -144,6 +144,7 @@ void scheduler_core::limit_prefill(const sched_plan& plan, int32_t& budget) {
 }
 
 int32_t scheduler_core::prefill_chunk(const sequence& s, int32_t budget) const {
+  if (cfg_.whole_inputs) return s.n_tokens_uncomputed() <= budget ? s.n_tokens_uncomputed() : 0;
   int32_t n = std::min(s.n_tokens_uncomputed(), budget);
   if (cfg_.max_prefill_chunk > 0) n = std::min(n, cfg_.max_prefill_chunk);
   if (limit_.active) {
@@ -166,6 +167,7 @@ void scheduler_core::observe_step(const sched_plan& plan, double ms, double roun
 }
 
 int32_t scheduler_core::n_tokens_fitting(const sequence& s, int32_t n_want) const {
+  if (cfg_.whole_inputs) return n_want == s.n_tokens_uncomputed() ? n_want : 0;  // no blocks: whole or nothing
   const int64_t n_blocks = static_cast<int64_t>(kv_.block_table(s.rid).size()) + kv_.n_rows_available();
   const int64_t n_slots = n_blocks * kv_.block_size() - s.n_tokens_computed;
   return static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(n_want, n_slots)));
@@ -173,8 +175,10 @@ int32_t scheduler_core::n_tokens_fitting(const sequence& s, int32_t n_want) cons
 
 void scheduler_core::add_entry(sequence& s, int32_t n_tokens, bool is_decode, sched_plan& plan, int32_t& budget,
                                const std::vector<int32_t>& draft) {
-  const kv_alloc_plan alloc = kv_.plan_allocation({{s.rid, s.n_tokens_computed, n_tokens}});
-  kv_.commit(alloc);  // fits: callers checked n_tokens_fitting against this same state
+  if (!cfg_.whole_inputs) {
+    const kv_alloc_plan alloc = kv_.plan_allocation({{s.rid, s.n_tokens_computed, n_tokens}});
+    kv_.commit(alloc);  // fits: callers checked n_tokens_fitting against this same state
+  }
   step_entry e;
   e.rid = s.rid;
   e.pos0 = s.n_tokens_computed;
@@ -306,8 +310,10 @@ void scheduler_core::update(const sched_plan& plan, const std::vector<sched_samp
     }
     // Only computed tokens that are known (accepted) ones enter the prefix
     // cache; then windowed layers give back what their windows have left.
-    kv_.register_full_blocks(s->rid, s->tokens, s->n_tokens_computed);
-    kv_.release_out_of_window(s->rid, s->n_tokens_computed);
+    if (!cfg_.whole_inputs) {
+      kv_.register_full_blocks(s->rid, s->tokens, s->n_tokens_computed);
+      kv_.release_out_of_window(s->rid, s->n_tokens_computed);
+    }
   }
   end_step();
 }
@@ -401,7 +407,8 @@ std::string scheduler_core::check_invariants() const {
       continue;
     }
     const int64_t slots = static_cast<int64_t>(kv_.block_table(id).size()) * kv_.block_size();
-    if (slots < s->n_tokens_computed) err << "seq " << id << " computed " << s->n_tokens_computed << " tokens but has " << slots << " slots; ";
+    if (cfg_.whole_inputs && slots > 0) err << "seq " << id << " of an encoder holds blocks; ";
+    if (!cfg_.whole_inputs && slots < s->n_tokens_computed) err << "seq " << id << " computed " << s->n_tokens_computed << " tokens but has " << slots << " slots; ";
     if (s->n_tokens_computed >= s->n_tokens()) err << "running seq " << id << " has no token left to compute; ";
   }
   for (const request_id id : waiting_) {

@@ -68,6 +68,11 @@ struct scheduler_config {
   // (draft_governor): speculation turns itself down where it does not pay.
   // false: every draft the lookup finds, up to max_draft (tests of the mechanics).
   bool adaptive_drafts = true;
+  // Encoders (hp.encoder): attention sees a sequence's whole input, so each
+  // is computed in one step, whole (never chunked; it waits for a step with
+  // room), and holds no K/V blocks: the executor reads the step's own rows.
+  // REQUIRES then: every prompt <= max_batch_tokens (intake caps them).
+  bool whole_inputs = false;
 };
 
 struct scheduler_totals {

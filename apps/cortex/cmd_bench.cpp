@@ -98,6 +98,7 @@ int cmd_bench(int argc, char** argv) {
   }
   auto m = load_model(a);
   if (!m) return 1;
+  if (!check_generates(*m, "bench")) return 2;
   const auto& hp = m->hparams();
   kernels::kv_type kv_type;
   if (!read_kv_type(a, *m, kv_type)) return 2;

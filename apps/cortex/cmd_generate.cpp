@@ -85,6 +85,7 @@ int cmd_generate(int argc, char** argv) {
   if (*max_tokens < 0) { std::fprintf(stderr, "cortex: --max-tokens must be >= 0\n"); return 2; }
   auto m = load_model(a);
   if (!m) return 1;
+  if (!check_generates(*m, "generate")) return 2;
   kernels::kv_type kv_type;
   if (!read_kv_type(a, *m, kv_type)) return 2;
   const auto& tok = m->tokenizer();

@@ -68,6 +68,7 @@ int cmd_logits(int argc, char** argv) {
   }
   auto m = load_model(a);
   if (!m) return 1;
+  if (!check_generates(*m, "logits")) return 2;
   const int n_vocab = m->hparams().n_vocab;
   for (int32_t id : ids) {
     if (id >= n_vocab) {

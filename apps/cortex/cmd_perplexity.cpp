@@ -28,6 +28,7 @@ int cmd_perplexity(int argc, char** argv) {
   if (!ctx || *ctx < 8) { std::fprintf(stderr, "cortex: --ctx must be an integer >= 8\n"); return 2; }
   auto m = load_model(a);
   if (!m) return 1;
+  if (!check_generates(*m, "perplexity")) return 2;
   kernels::kv_type kv_type;
   if (!read_kv_type(a, *m, kv_type)) return 2;
   const auto& tok = m->tokenizer();

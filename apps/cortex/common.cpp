@@ -37,6 +37,13 @@ std::unique_ptr<model> load_model(args& a, bool vocab_only) {
   return std::move(*m);
 }
 
+bool check_generates(const model& m, const char* command) {
+  if (!m.hparams().encoder.enabled) return true;
+  std::fprintf(stderr, "cortex: %s: '%s' is an embedding model (architecture %s): it computes no logits; use cortex embed\n",
+               command, m.name().c_str(), m.hparams().arch.c_str());
+  return false;
+}
+
 int thread_count(args& a) {
   auto n = a.get_int("threads");
   if (!n || *n <= 0) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

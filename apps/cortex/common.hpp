@@ -16,6 +16,9 @@ int parse_args(args& a, int argc, char** argv);
 // Loads --model (required), printing a clear error on failure. vocab_only:
 // metadata and tokenizer only (also accepts vocabulary-only GGUF files).
 std::unique_ptr<model> load_model(args& a, bool vocab_only = false);
+// A command that computes logits: false after saying that m is an
+// embedding model (an encoder) and what to use instead.
+bool check_generates(const model& m, const char* command);
 // The --threads value (0 = one per core).
 int thread_count(args& a);
 // The --kv-type option (kv_type_option_spec()) checked against m's head_dim;

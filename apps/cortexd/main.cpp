@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   cortex::cli::args a("cortexd",
                       "The CortexStream server: loads a GGUF model and serves generation requests over ZeroMQ\n"
                       "(protocol v1, msgpack; clients: 'cortex submit', 'cortex chat', clients/python) and over an\n"
-                      "OpenAI-compatible HTTP API (--http; /v1/chat/completions, /v1/completions, /v1/embeddings,\n"
+                      "OpenAI-compatible HTTP API (--http; /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/rerank,\n"
                       "/v1/models, /health/*, /metrics).\n"
                       "Settings: defaults < --config FILE < CORTEX_MODEL < flags.",
                       cortex::daemon_option_specs(), "");

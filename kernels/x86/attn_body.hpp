@@ -366,7 +366,7 @@ void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi)
       tile.q[r] = a.q + at * head_dim;
       tile.out[r] = a.out + at * head_dim;
       tile.lse[r] = a.lse ? a.lse + at : nullptr;
-      tile.limit[r] = a.pos0 + i;
+      tile.limit[r] = a.n_keys > 0 ? a.n_keys - 1 : a.pos0 + i;  // the last position it attends
       tile.first[r] = a.window > 0 ? a.pos0 + i - a.window + 1 : 0;
     }
     constexpr int per_run = slab_count<V> * V::width;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/intake/request_validator.hpp"
+#include "model/gguf.hpp"
 #include "tests/actors/stories_tokenizer.hpp"
 
 namespace cortex {
@@ -324,6 +325,82 @@ TEST(request_validator, a_json_schema_becomes_the_requests_grammar) {
   r = v.validate(req);
   ASSERT_TRUE(r.ok()) << r.error.message;
   EXPECT_EQ(r.request.grammar, "root ::= \"a\"");
+}
+
+// An encoder's limits (embeds_only), with the bert-bge WordPiece vocabulary.
+class encoder_validator : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-bert-bge.gguf");
+    ASSERT_TRUE(f) << f.error().message;
+    file_ = std::move(*f);
+    auto t = tokenizer::from_gguf(*file_);
+    ASSERT_TRUE(t) << t.error().message;
+    tok_ = std::move(*t);
+  }
+  validation_limits encoder_limits(pooling_kind pooling) const {
+    validation_limits l;
+    l.n_ctx = 512;
+    l.n_vocab = tok_->n_vocab();
+    l.embeds_only = true;
+    l.pooling = pooling;
+    l.model_name = "bge";
+    return l;
+  }
+  generation_request embed(const std::string& text) const {
+    generation_request r;
+    r.client_id = "e";
+    r.kind = request_kind::embed;
+    r.prompt = text;
+    return r;
+  }
+  std::unique_ptr<gguf::file> file_;
+  std::unique_ptr<tokenizer> tok_;
+};
+
+TEST_F(encoder_validator, frames_texts_and_refuses_generation) {
+  request_validator v(encoder_limits(pooling_kind::cls), *tok_, 1);
+  auto ok = v.validate(embed("Hello world"));
+  ASSERT_TRUE(ok.ok()) << ok.error.message;
+  EXPECT_EQ(ok.request.tokens_prompt, tok_->encode("Hello world", true));
+  EXPECT_EQ(ok.request.tokens_prompt.front(), 101);  // [CLS]
+  EXPECT_EQ(ok.request.tokens_prompt.back(), 102);   // [SEP]
+
+  auto gen = embed("Hello");
+  gen.kind = request_kind::generate;
+  auto refused = v.validate(gen);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error.code, errc::invalid_param);
+  EXPECT_NE(refused.error.message.find("only embeds"), std::string::npos) << refused.error.message;
+
+  auto doc = embed("query");
+  doc.document = "a document";
+  auto not_reranker = v.validate(doc);
+  ASSERT_FALSE(not_reranker.ok());
+  EXPECT_NE(not_reranker.error.message.find("not a reranker"), std::string::npos) << not_reranker.error.message;
+
+  request_validator none(encoder_limits(pooling_kind::none), *tok_, 1);
+  auto unpooled = none.validate(embed("Hello"));
+  ASSERT_FALSE(unpooled.ok());
+  EXPECT_NE(unpooled.error.message.find("pooling_type none"), std::string::npos) << unpooled.error.message;
+}
+
+TEST_F(encoder_validator, reranker_takes_query_document_pairs) {
+  request_validator v(encoder_limits(pooling_kind::rank), *tok_, 1);
+  auto pair = embed("What is the capital of France?");
+  pair.document = "Paris is the capital of France.";
+  auto ok = v.validate(pair);
+  ASSERT_TRUE(ok.ok()) << ok.error.message;
+  std::vector<int32_t> want{101};
+  for (int32_t id : tok_->encode(pair.prompt, false)) want.push_back(id);
+  want.push_back(102);
+  for (int32_t id : tok_->encode(pair.document, false)) want.push_back(id);
+  EXPECT_EQ(ok.request.tokens_prompt, want) << "[CLS] query [SEP] document, as llama-server frames it";
+  EXPECT_EQ(tok_->encode_pair(pair.prompt, pair.document), want);
+
+  auto plain = v.validate(embed("no document"));
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.error.message.find("reranker"), std::string::npos) << plain.error.message;
 }
 
 }  // namespace

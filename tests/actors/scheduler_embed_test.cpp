@@ -97,5 +97,55 @@ TEST(scheduler_embed, no_answer_for_a_completed_prompt_is_an_error) {
   EXPECT_EQ(kv.stats().n_blocks_used, 0);
 }
 
+// An encoder (scheduler_config::whole_inputs): every input is computed whole
+// in one step, several share a step up to the budget, one that does not fit
+// what is left waits for the next step (it is never chunked), and none holds
+// K/V blocks, during its step or after.
+TEST(scheduler_embed, encoder_inputs_are_whole_hold_no_blocks_and_share_steps) {
+  kv_cache_manager kv(testing::kv_cfg(4, 16, false));  // 64 slots: less than the inputs need together
+  scheduler_config cfg;
+  cfg.max_batch_tokens = 48;
+  cfg.max_prefill_chunk = 7;  // ignored: inputs are never chunked
+  cfg.whole_inputs = true;
+  scheduler_core core(cfg, kv);
+  const int32_t lengths[] = {20, 20, 30, 48, 1};
+  for (request_id id = 1; id <= 5; ++id) {
+    seq_request r;
+    r.rid = id;
+    r.tokens_prompt = iota_tokens(lengths[id - 1], 3);
+    r.embed = true;
+    ASSERT_TRUE(core.add(r).is_ok());
+  }
+  std::vector<std::vector<request_id>> steps;
+  for (int step = 0; step < 10 && core.has_work(); ++step) {
+    const sched_plan plan = core.schedule();
+    std::vector<request_id> ids;
+    int32_t n_tokens = 0;
+    for (const step_entry& e : plan.entries) {
+      ids.push_back(e.rid);
+      EXPECT_EQ(e.pos0, 0);
+      EXPECT_EQ(e.n_tokens(), lengths[e.rid - 1]) << "input " << e.rid << " must be whole";
+      EXPECT_TRUE(e.sample && e.embed);
+      EXPECT_TRUE(e.block_table.empty());
+      n_tokens += e.n_tokens();
+    }
+    EXPECT_LE(n_tokens, cfg.max_batch_tokens);
+    EXPECT_EQ(kv.stats().n_blocks_used, 0);
+    EXPECT_EQ(core.check_invariants(), "");
+    steps.push_back(ids);
+    core.update(plan, answer(plan));
+    EXPECT_EQ(kv.stats().n_blocks_used, 0);
+  }
+  // 20 + 20 fit, 30 waits; then 30 (48 does not fit beside it); 48 alone; then 1.
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0], (std::vector<request_id>{1, 2}));
+  EXPECT_EQ(steps[1], (std::vector<request_id>{3}));
+  EXPECT_EQ(steps[2], (std::vector<request_id>{4}));
+  EXPECT_EQ(steps[3], (std::vector<request_id>{5}));
+  const auto done = core.take_finished();
+  ASSERT_EQ(done.size(), 5u);
+  for (const auto& f : done) EXPECT_EQ(f.reason, finish_reason::stop);
+}
+
 }  // namespace
 }  // namespace cortex

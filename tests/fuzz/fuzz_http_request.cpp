@@ -7,7 +7,8 @@
 //            Authorization header), and for the OpenAI endpoints the body
 //            (parse_openai_request), also for every pipelined request;
 //   1, 2, 3:  the rest is a JSON body for /v1/chat/completions,
-//            /v1/completions, /v1/embeddings (parse_openai_request).
+//            /v1/completions, /v1/embeddings (parse_openai_request); /v1/rerank
+//            through mode 0's routes.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,8 +47,9 @@ void parse_body(http::openai_endpoint ep, const std::string& body) {
     FUZZ_CHECK(!r.error.report.message.empty());
     return;
   }
-  if (ep == http::openai_endpoint::embeddings) {
+  if (ep == http::openai_endpoint::embeddings || ep == http::openai_endpoint::rerank) {
     FUZZ_CHECK(!r.request.inputs.empty() && r.request.inputs.size() <= limits().max_embedding_inputs);
+    if (ep == http::openai_endpoint::rerank) FUZZ_CHECK(r.request.top_n >= 1 && r.request.top_n <= r.request.inputs.size());
   } else {
     FUZZ_CHECK(r.request.n >= 1 && r.request.n <= limits().max_n);
     FUZZ_CHECK(http::choice_requests(r.request).size() == r.request.n);
@@ -62,6 +64,7 @@ void handle(const bhttp::request<bhttp::string_body>& req) {
     case http::http_route_kind::chat_completions: return parse_body(http::openai_endpoint::chat_completions, req.body());
     case http::http_route_kind::completions: return parse_body(http::openai_endpoint::completions, req.body());
     case http::http_route_kind::embeddings: return parse_body(http::openai_endpoint::embeddings, req.body());
+    case http::http_route_kind::rerank: return parse_body(http::openai_endpoint::rerank, req.body());
     default: return;
   }
 }

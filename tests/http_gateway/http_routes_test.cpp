@@ -11,6 +11,9 @@ TEST(http_routes, every_endpoint_of_http_md_with_its_method) {
   EXPECT_EQ(classify_http_route("POST", "/v1/chat/completions").kind, http_route_kind::chat_completions);
   EXPECT_EQ(classify_http_route("POST", "/v1/completions").kind, http_route_kind::completions);
   EXPECT_EQ(classify_http_route("POST", "/v1/embeddings").kind, http_route_kind::embeddings);
+  EXPECT_EQ(classify_http_route("POST", "/v1/rerank").kind, http_route_kind::rerank);
+  EXPECT_EQ(classify_http_route("POST", "/rerank").kind, http_route_kind::rerank);
+  EXPECT_EQ(classify_http_route("GET", "/v1/rerank").kind, http_route_kind::wrong_method);
   EXPECT_EQ(classify_http_route("GET", "/v1/models").kind, http_route_kind::models);
   EXPECT_EQ(classify_http_route("POST", "/v1/responses").kind, http_route_kind::responses);
   EXPECT_EQ(classify_http_route("POST", "/v1/messages").kind, http_route_kind::messages);

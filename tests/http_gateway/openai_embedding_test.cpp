@@ -38,5 +38,18 @@ TEST(OpenaiEmbedding, Base64Body) {
   EXPECT_EQ(j["usage"]["total_tokens"], 2);
 }
 
+// /v1/rerank: results by score, highest first, equal scores in index
+// order, cut to top_n; llama-server's shape.
+TEST(OpenaiRerank, SortedCutToTopN) {
+  const std::vector<std::vector<float>> scores = {{-0.5f}, {2.0f}, {0.25f}, {2.0f}};
+  EXPECT_EQ(json::parse(openai_rerank_body("r", scores, 40, 3)), json::parse(R"({"model":"r","object":"list",
+      "usage":{"prompt_tokens":40,"total_tokens":40},
+      "results":[{"index":1,"relevance_score":2.0},{"index":3,"relevance_score":2.0},
+                 {"index":2,"relevance_score":0.25}]})"));
+  const json all = json::parse(openai_rerank_body("r", scores, 40, 10));
+  ASSERT_EQ(all["results"].size(), 4u);
+  EXPECT_EQ(all["results"][3]["index"], 0);
+}
+
 }  // namespace
 }  // namespace cortex::http

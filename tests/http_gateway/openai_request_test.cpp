@@ -373,5 +373,37 @@ TEST(OpenaiRequest, ResponseFormatBecomesAGrammar) {
   expect_error(completion(R"({"prompt":"x","grammar":5})"), errc::invalid_param, "grammar");
 }
 
+openai_parse_result rerank(const std::string& body) {
+  return parse_openai_request(openai_endpoint::rerank, body, limits());
+}
+
+TEST(OpenaiRequest, RerankOneEngineRequestPerDocument) {
+  const auto r = rerank(R"({"model":"stories260K","query":"capital of France?","documents":["Paris.","Berlin.","Rome."],"top_n":2})");
+  ASSERT_TRUE(r.ok()) << r.error.report.message;
+  EXPECT_EQ(r.request.top_n, 2u);
+  ASSERT_EQ(r.request.inputs.size(), 3u);
+  for (const auto& g : r.request.inputs) {
+    EXPECT_EQ(g.kind, request_kind::embed);
+    EXPECT_EQ(g.prompt, "capital of France?");
+    EXPECT_FALSE(g.stream);
+  }
+  EXPECT_EQ(r.request.inputs[1].document, "Berlin.");
+  // top_n defaults to every document and is capped to their number.
+  EXPECT_EQ(rerank(R"({"query":"q","documents":["a","b"]})").request.top_n, 2u);
+  EXPECT_EQ(rerank(R"({"query":"q","documents":["a","b"],"top_n":9})").request.top_n, 2u);
+}
+
+TEST(OpenaiRequest, RerankInvalidFieldsNameTheField) {
+  expect_error(rerank(R"({"documents":["a"]})"), errc::invalid_param, "query");
+  expect_error(rerank(R"({"query":"","documents":["a"]})"), errc::invalid_param, "query");
+  expect_error(rerank(R"({"query":"q"})"), errc::invalid_param, "documents");
+  expect_error(rerank(R"({"query":"q","documents":[]})"), errc::invalid_param, "documents");
+  expect_error(rerank(R"({"query":"q","documents":"a"})"), errc::invalid_param, "documents");
+  expect_error(rerank(R"({"query":"q","documents":["a",3]})"), errc::invalid_param, "documents[1]");
+  expect_error(rerank(R"({"query":"q","documents":["a",""]})"), errc::invalid_param, "documents[1]");
+  expect_error(rerank(R"({"query":"q","documents":["a"],"top_n":0})"), errc::invalid_param, "top_n");
+  expect_error(rerank(R"({"model":"other","query":"q","documents":["a"]})"), errc::unknown_model, "model");
+}
+
 }  // namespace
 }  // namespace cortex::http

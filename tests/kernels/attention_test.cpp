@@ -27,10 +27,11 @@ struct attention_case {
   float value_range;  // q/k entries drawn from [-r, r]: large r = peaked softmax
 };
 
-// attention_args's window and softcap (0: off).
+// attention_args's window, softcap and n_keys (0: off).
 struct score_rules {
   int window = 0;
   float softcap = 0.0f;
+  int n_keys = 0;
 };
 
 // Largest |x - load(store(x))| a type allows for each element of a row, from
@@ -104,6 +105,7 @@ struct arena_fixture {
     attention_args a;
     a.window = rules.window;
     a.softcap = rules.softcap;
+    a.n_keys = rules.n_keys;
     a.q = q.data();
     a.n_q = c.n_q;
     a.pos0 = c.pos0;
@@ -347,6 +349,25 @@ TEST_P(attention, sliding_window_matches_reference) {
   }
 }
 
+// Encoders: every query attends all n_keys positions, later ones too; the
+// queries may be a tile from the middle of the input (pos0 > 0).
+TEST_P(attention, bidirectional_matches_reference) {
+  if (type() != kv_type::f32) GTEST_SKIP() << "encoders attend over f32 rows";
+  uint64_t seed = 900;
+  for (int block_size : {32, 7}) {
+    for (int group : {1, 3}) {
+      for (int n_q : {1, 6, 40}) {
+        for (int pos0 : {0, 33}) {
+          const attention_case c{block_size, 2, group, 32, n_q, pos0, 1.0f};
+          for (int n_keys : {pos0 + n_q, pos0 + 1}) {
+            expect_paged_matches_reference(c, type(), 0, 2 * group, seed++, {0, 0.0f, n_keys});
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(attention, window_reads_no_position_before_every_row) {
   // A long context and a window of 40: K and V of every position before the
   // first query's window are poisoned (all bits set: NaN in every type, also
@@ -468,6 +489,28 @@ TEST(attention_reference, single_position_returns_its_value) {
   attention_paged(a);
   for (int d = 0; d < 3; ++d) EXPECT_FLOAT_EQ(out[d], v0[d]);
   EXPECT_NEAR(lse, 1.5f, 1e-6);
+}
+
+TEST(attention_reference, bidirectional_by_hand) {
+  // Two positions of head_dim 1, keys 0 and 1, values 2 and 4; the query
+  // at position 0 with q = ln 3 (scale 1): causal it sees only position 0,
+  // bidirectional the weights are e^0 : e^(ln 3) = 1 : 3, output 3.5.
+  std::vector<float> k = {0.0f, 1.0f}, v = {2.0f, 4.0f};
+  const int32_t table[1] = {0};
+  const float q[1] = {std::log(3.0f)};
+  float out[1];
+  attention_args a;
+  a.q = q;
+  a.k_arena = k.data();
+  a.v_arena = v.data();
+  a.block_table = table;
+  a.layout = kv_layout{2, 1, 1, kv_type::f32};
+  a.out = out;
+  attention_reference(a);
+  EXPECT_FLOAT_EQ(out[0], 2.0f);
+  a.n_keys = 2;
+  attention_reference(a);
+  EXPECT_NEAR(out[0], 3.5f, 1e-6);
 }
 
 TEST(attention_reference, window_and_softcap_by_hand) {

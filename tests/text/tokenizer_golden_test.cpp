@@ -3,8 +3,7 @@
 // vectors (llama.cpp-vectors/*.inp|.out, tokenized like test-tokenizer-0:
 // add_special = false, parse_special = false, no added leading space).
 // The first eight vocabularies were made with llama.cpp c392e50 (Feb 2025),
-// the rest (added 2026-09) with de3ff81; bert-bge (WordPiece) is not
-// supported yet.
+// the rest (added 2026-09) with de3ff81, among them bert-bge (WordPiece).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -160,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(AllVocabs, TokenizerGolden,
                          ::testing::Values("llama-spm", "phi-3", "gpt-2", "starcoder", "falcon", "deepseek-llm",
                                            "llama3", "qwen3",  // llama.cpp c392e50
                                            "gemma-4", "qwen35", "command-r", "deepseek-coder", "mpt",
-                                           "refact"),  // llama.cpp de3ff81
+                                           "refact", "bert-bge"),  // llama.cpp de3ff81
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) if (c == '-') c = '_';

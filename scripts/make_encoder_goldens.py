@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Makes the encoder goldens in tests/data/encoder/: tiny random-weight
+encoder files written by `cortex make-model` (F32), and what llama.cpp's
+llama-server computes on them:
+
+  tiny-bert-f32.json,        embeddings of text and token-id inputs (1, 7
+  tiny-nomic-bert-f32.json   and 500 tokens among them), all in one request,
+                             for pooling mean, cls and last (L2-normalised,
+                             the server's default) and none (raw rows)
+  tiny-bert-rerank-f32.json  /v1/rerank scores of documents for a query
+
+Usage: LLAMA_CPP_BIN=DIR [CORTEX_BIN_DIR=build/bin] scripts/make_encoder_goldens.py
+Server settings: -c 2048 -np 4 -b 2048 -ub 2048 -t 2 -fa off (flash attention
+would round K and V to F16). Texts are tokenized by the server's /tokenize
+(with special tokens: [CLS] ... [SEP]); the goldens record those ids.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "data", "encoder")
+SEED = 30
+SERVER_ARGS = ["-c", "2048", "-np", "4", "-b", "2048", "-ub", "2048", "-t", "2", "-fa", "off"]
+
+TEXTS = [
+    "Hello world, this is a test.",
+    "Ça va? Très bien, merci! Straße über Äpfel.",
+    "The quick brown fox jumps over the lazy dog; then it sleeps (for a while) under the old tree.",
+]
+
+
+def id_inputs():
+    # 1, 7 and 500 tokens; the long one is [CLS] + seeded ids + [SEP].
+    state = 12345
+    ids = []
+    for _ in range(498):
+        state = (state * 1103515245 + 12345) % (1 << 31)
+        ids.append(1000 + state % 3096)
+    return [[2023], [101, 1996, 2829, 3899, 1012, 2000, 102], [101] + ids + [102]]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        sys.exit(f"make_encoder_goldens: {path}: {e.code} {e.read().decode()}")
+
+
+class server:
+    def __init__(self, binary, model, extra):
+        self.port = free_port()
+        self.proc = subprocess.Popen([binary, "-m", model, "--port", str(self.port), "--host", "127.0.0.1"] +
+                                     SERVER_ARGS + extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except Exception:
+                time.sleep(0.1)
+        self.proc.kill()
+        sys.exit("make_encoder_goldens: llama-server did not start")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def make_model(cortex, shape, path):
+    subprocess.run([cortex, "make-model", "--shape", shape, "--type", "f32", "--seed", str(SEED), "--out", path],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def embedding_goldens(binary, cortex, shape, made_with):
+    model = os.path.join(OUT, shape + "-f32.gguf")
+    make_model(cortex, shape, model)
+    inputs = []
+    with server(binary, model, ["--embeddings", "--pooling", "mean"]) as s:
+        for t in TEXTS:
+            inputs.append({"text": t, "ids": post(s.port, "/tokenize", {"content": t, "add_special": True})["tokens"]})
+    inputs += [{"ids": ids} for ids in id_inputs()]
+    doc = {"model": shape + "-f32.gguf", "made_with": made_with,
+           "made_by": f"cortex make-model --shape {shape} --type f32 --seed {SEED}",
+           "normalised": {"mean": True, "cls": True, "last": True, "none": False},
+           "inputs": inputs, "embeddings": {}}
+    for pooling in ["mean", "cls", "last", "none"]:
+        with server(binary, model, ["--embeddings", "--pooling", pooling]) as s:
+            res = post(s.port, "/embeddings", {"content": [x["ids"] for x in inputs]})
+            res.sort(key=lambda r: r["index"])
+            rows = [r["embedding"] for r in res]
+            doc["embeddings"][pooling] = [r[0] for r in rows] if pooling != "none" else rows
+    with open(os.path.join(OUT, shape + "-f32.json"), "w") as f:
+        json.dump(doc, f)
+        f.write("\n")
+
+
+def main():
+    bin_dir = os.environ.get("LLAMA_CPP_BIN")
+    if not bin_dir:
+        sys.exit("make_encoder_goldens: set LLAMA_CPP_BIN to the folder of llama-server")
+    binary = os.path.join(bin_dir, "llama-server")
+    cortex = os.path.join(os.environ.get("CORTEX_BIN_DIR", os.path.join(ROOT, "build", "bin")), "cortex")
+    os.makedirs(OUT, exist_ok=True)
+    made_with = ("llama.cpp de3ff81 (2026-09-28) llama-server " + " ".join(SERVER_ARGS) +
+                 " --embeddings --pooling P (rerank: --rerank)")
+
+    for shape in ["tiny-bert", "tiny-nomic-bert"]:
+        embedding_goldens(binary, cortex, shape, made_with)
+
+    model = os.path.join(OUT, "tiny-bert-rerank-f32.gguf")
+    make_model(cortex, "tiny-bert-rerank", model)
+    query = "What is the capital of France?"
+    documents = ["Paris is the capital and largest city of France.", "The quick brown fox jumps over the lazy dog.",
+                 "Berlin is the capital of Germany.", "France is a country in Europe; its capital is Paris.",
+                 "Bananas are rich in potassium."]
+    with server(binary, model, ["--rerank"]) as s:
+        tok = lambda t: post(s.port, "/tokenize", {"content": t, "add_special": False})["tokens"]
+        res = post(s.port, "/v1/rerank", {"model": "tiny", "query": query, "documents": documents, "top_n": 3})
+        full = post(s.port, "/v1/rerank", {"model": "tiny", "query": query, "documents": documents})
+        doc = {"model": "tiny-bert-rerank-f32.gguf", "made_with": made_with,
+               "made_by": f"cortex make-model --shape tiny-bert-rerank --type f32 --seed {SEED}",
+               "prompt": "[CLS] query [SEP] document (llama-server's format for a vocabulary with add_sep and no rerank template)",
+               "query": query, "query_ids": tok(query), "documents": documents,
+               "document_ids": [tok(d) for d in documents],
+               "top_n": 3, "results": res["results"], "results_all": full["results"]}
+    with open(os.path.join(OUT, "tiny-bert-rerank-f32.json"), "w") as f:
+        json.dump(doc, f)
+        f.write("\n")
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()
