@@ -80,7 +80,7 @@ void blocks::attend_bidirectional(int il) {
     const int n_tiles = (batch[static_cast<size_t>(si)].n_tokens + 31) / 32;
     for (int tile = n_tiles - 1; tile >= 0; --tile) {
       const int q_begin = tile * 32, q_end = std::min(batch[static_cast<size_t>(si)].n_tokens, q_begin + 32);
-      for (int g = 0; g < n_kv; ++g) attn_tasks_.push_back({si, g, q_begin, q_end, 0, 0, -1});
+      for (int g = 0; g < n_kv; ++g) attn_tasks_.push_back({si, g, q_begin, q_end, -1});
     }
   }
   const int group = h.n_head / n_kv;
@@ -103,6 +103,7 @@ void blocks::attend_bidirectional(int il) {
     a.scale = spec.scale;
     a.softcap = spec.softcap;
     a.n_keys = s.n_tokens;
+    a.part_keys = kernels::attention_part_keys;  // as causal attention: a row's bits depend on the row alone
     a.out = attn_.data() + first * dq;
     kernels::attention_paged(a);
   });
