@@ -18,18 +18,21 @@ openai_response_group openai_response_group::choices(const openai_response_conte
   return g;
 }
 
-openai_response_group openai_response_group::embeddings(std::string model, size_t n_inputs, bool base64) {
-  openai_response_group g(openai_endpoint::embeddings);
+openai_response_group openai_response_group::inputs(openai_endpoint endpoint, std::string model, size_t n_inputs) {
+  openai_response_group g(endpoint);
   g.model_ = std::move(model);
   g.embeddings_.resize(n_inputs);
+  return g;
+}
+
+openai_response_group openai_response_group::embeddings(std::string model, size_t n_inputs, bool base64) {
+  openai_response_group g = inputs(openai_endpoint::embeddings, std::move(model), n_inputs);
   g.base64_ = base64;
   return g;
 }
 
 openai_response_group openai_response_group::rerank(std::string model, size_t n_documents, uint32_t top_n) {
-  openai_response_group g(openai_endpoint::rerank);
-  g.model_ = std::move(model);
-  g.embeddings_.resize(n_documents);
+  openai_response_group g = inputs(openai_endpoint::rerank, std::move(model), n_documents);
   g.top_n_ = top_n;
   return g;
 }

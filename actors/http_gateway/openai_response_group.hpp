@@ -93,6 +93,8 @@ class openai_response_group {
 
  private:
   explicit openai_response_group(openai_endpoint endpoint) : endpoint_(endpoint) {}
+  // One result per input (embeddings, rerank scores), answered as one list.
+  static openai_response_group inputs(openai_endpoint endpoint, std::string model, size_t n_inputs);
 
   void release_held_back(response_io& io);
   void write(response_io& io, std::string bytes);
