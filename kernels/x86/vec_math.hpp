@@ -1,4 +1,4 @@
-// Internal: ISA-generic per-vector math (exp, tanh, dot products, axpy) and
+// Internal: ISA-generic per-vector math (exp, tanh, scaling, reductions) and
 // the element-wise kernels of ops.cpp built on it (softmax pieces, SwiGLU,
 // GeGLU, softcapping), over a traits type V. Part of vec_body.hpp: the same
 // rules hold (internal linkage, include only from the per-ISA TUs, no std
@@ -60,79 +60,6 @@ inline typename V::vec tanh_v(typename V::vec x) {
   const ivec use_big = ax >= V::set1(0.625f);  // false for NaN: small is NaN
   const ivec r = (reinterpret_cast<ivec>(big) & use_big) | (reinterpret_cast<ivec>(small) & ~use_big);
   return reinterpret_cast<vec>(r | sign);
-}
-
-template <class V>
-float dot_v(const float* a, const float* b, int n) {
-  using vec = typename V::vec;
-  constexpr int w = V::width;
-  vec s0 = V::set1(0.0f), s1 = V::set1(0.0f);
-  int i = 0;
-  for (; i + 2 * w <= n; i += 2 * w) {
-    s0 = V::fmadd(V::load(a + i), V::load(b + i), s0);
-    s1 = V::fmadd(V::load(a + i + w), V::load(b + i + w), s1);
-  }
-  for (; i + w <= n; i += w) s0 = V::fmadd(V::load(a + i), V::load(b + i), s0);
-  float s = V::hsum(s0 + s1);
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-// out[c] = a . b_c for the 4 vectors b_c = b + c * stride (n,): one pass over
-// a, and one 4-way horizontal sum (V::hsum4) instead of four.
-template <class V>
-void dot4_v(const float* a, const float* b, size_t stride, int n, float* out) {
-  using vec = typename V::vec;
-  constexpr int w = V::width;
-  vec s0 = V::set1(0.0f), s1 = V::set1(0.0f), s2 = V::set1(0.0f), s3 = V::set1(0.0f);
-  int i = 0;
-  for (; i + w <= n; i += w) {
-    const vec x = V::load(a + i);
-    s0 = V::fmadd(x, V::load(b + i), s0);
-    s1 = V::fmadd(x, V::load(b + stride + i), s1);
-    s2 = V::fmadd(x, V::load(b + 2 * stride + i), s2);
-    s3 = V::fmadd(x, V::load(b + 3 * stride + i), s3);
-  }
-  V::hsum4(s0, s1, s2, s3, out);
-  for (; i < n; ++i) {
-    for (int c = 0; c < 4; ++c) out[c] += a[i] * b[c * stride + i];
-  }
-}
-
-// y (n,) += sum_j a[j] * x_j (n,) for j < m, x_j = x + j * stride. y stays in
-// registers across the m updates (4 vecs at a time), instead of m round trips
-// through memory.
-template <class V>
-void axpy_many_v(float* y, const float* a, const float* x, size_t stride, int m, int n) {
-  using vec = typename V::vec;
-  constexpr int w = V::width;
-  int i = 0;
-  for (; i + 4 * w <= n; i += 4 * w) {
-    vec y0 = V::load(y + i), y1 = V::load(y + i + w);
-    vec y2 = V::load(y + i + 2 * w), y3 = V::load(y + i + 3 * w);
-    for (int j = 0; j < m; ++j) {
-      const vec aj = V::set1(a[j]);
-      const float* xj = x + j * stride + i;
-      y0 = V::fmadd(aj, V::load(xj), y0);
-      y1 = V::fmadd(aj, V::load(xj + w), y1);
-      y2 = V::fmadd(aj, V::load(xj + 2 * w), y2);
-      y3 = V::fmadd(aj, V::load(xj + 3 * w), y3);
-    }
-    V::store(y + i, y0);
-    V::store(y + i + w, y1);
-    V::store(y + i + 2 * w, y2);
-    V::store(y + i + 3 * w, y3);
-  }
-  for (; i + w <= n; i += w) {
-    vec y0 = V::load(y + i);
-    for (int j = 0; j < m; ++j) y0 = V::fmadd(V::set1(a[j]), V::load(x + j * stride + i), y0);
-    V::store(y + i, y0);
-  }
-  for (; i < n; ++i) {
-    float acc = y[i];
-    for (int j = 0; j < m; ++j) acc += a[j] * x[j * stride + i];
-    y[i] = acc;
-  }
 }
 
 template <class V>
