@@ -5,39 +5,35 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/x86/vec_entries.hpp"
 
 namespace cortex::kernels {
 
 namespace {
 
-// Sums 64-bit words with independent accumulators so the loads, not the
-// adds, are the limit. volatile sink keeps the compiler from dropping it.
-uint64_t read_range(const uint64_t* p, size_t n) {
-  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    a0 += p[i]; a1 += p[i + 1]; a2 += p[i + 2]; a3 += p[i + 3];
-    a4 += p[i + 4]; a5 += p[i + 5]; a6 += p[i + 6]; a7 += p[i + 7];
-  }
-  return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
-}
-
-volatile uint64_t g_sink;
+volatile uint32_t g_sink;
 
 }  // namespace
 
+uint32_t read_pages(const void* p, size_t bytes) {
+  return detail::active_vec_entries().read_streams(static_cast<const float*>(p), bytes / sizeof(float));
+}
+
 double measure_read_bandwidth(thread_pool& pool, size_t bytes, int reps) {
   bytes = bytes / 4096 * 4096;
-  auto* buf = static_cast<uint64_t*>(std::aligned_alloc(4096, bytes));
+  auto* buf = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes));
   if (!buf) return 0;
   std::memset(buf, 1, bytes);  // fault every page in before timing
-  const size_t n_words = bytes / sizeof(uint64_t);
   const int n_tasks = pool.size();
   double best = 0;
   for (int r = 0; r <= reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.parallel_for(n_tasks, [&](int task, int) {
-      const size_t begin = n_words * task / n_tasks, end = n_words * (task + 1) / n_tasks;
-      g_sink = read_range(buf + begin, end - begin);
+      // Whole 4 KiB pages per task, so each of its four streams starts on a
+      // cache line and reads whole vectors.
+      const size_t n_pages = bytes / 4096;
+      const size_t begin = n_pages * task / n_tasks * 4096, end = n_pages * (task + 1) / n_tasks * 4096;
+      g_sink = read_pages(reinterpret_cast<const uint8_t*>(buf) + begin, end - begin);
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0 && bytes / s > best) best = bytes / s;

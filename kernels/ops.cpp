@@ -42,23 +42,32 @@ void layernorm(const float* x, const float* w, const float* b, float* out, int n
 }
 
 namespace {
-// The half-precision GELU table of ggml's CPU backend, built once.
+// The half-precision GELU table of ggml's CPU backend, built once, each half
+// result widened to float so the vector kernels can gather it.
 struct gelu_half_table {
-  uint16_t v[65536];
+  float v[65536];
   gelu_half_table() {
     constexpr float k_sqrt_2_over_pi = 0.79788456080286535587989211986876f;
     constexpr float k_coef_a = 0.044715f;
     for (uint32_t h = 0; h < 65536; ++h) {
       const float x = fp16_to_fp32(static_cast<uint16_t>(h));
       const float g = 0.5f * x * (1.0f + tanhf(k_sqrt_2_over_pi * x * (1.0f + k_coef_a * x * x)));
-      v[h] = fp32_to_fp16(g);
+      v[h] = fp16_to_fp32(fp32_to_fp16(g));
     }
   }
 };
+const gelu_half_table& gelu_table() {
+  static const gelu_half_table table;
+  return table;
+}
 }  // namespace
 
 void gelu_fp16_table(const float* x, float* out, int n) {
-  static const gelu_half_table table;
+  detail::active_vec_entries().gelu_table(gelu_table().v, x, out, n);
+}
+
+void gelu_fp16_table_reference(const float* x, float* out, int n) {
+  const float* table = gelu_table().v;
   for (int i = 0; i < n; ++i) {
     const float xi = x[i];
     if (xi <= -10.0f) {
@@ -66,7 +75,7 @@ void gelu_fp16_table(const float* x, float* out, int n) {
     } else if (xi >= 10.0f) {
       out[i] = xi;
     } else {
-      out[i] = fp16_to_fp32(table.v[fp32_to_fp16(xi)]);
+      out[i] = table[fp32_to_fp16(xi)];
     }
   }
 }

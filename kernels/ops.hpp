@@ -89,6 +89,10 @@ void gelu_mul(const float* gate, const float* up, float* out, int n);
 // relative. out may alias x.
 void gelu_fp16_table(const float* x, float* out, int n);
 
+// gelu_fp16_table one element at a time with the software half rounding:
+// the definition the vector kernels are tested against.
+void gelu_fp16_table_reference(const float* x, float* out, int n);
+
 // gelu_mul computed from the tanh formula in double (absolute error about
 // 1e-16 |x| where 1 + tanh cancels). For tests and benchmarks.
 void gelu_mul_reference(const float* gate, const float* up, float* out, int n);

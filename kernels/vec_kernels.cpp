@@ -40,6 +40,14 @@ struct sse2_traits {
     return _mm_setr_ps(bf16_to_fp32(p[0]), bf16_to_fp32(p[1]), bf16_to_fp32(p[2]), bf16_to_fp32(p[3]));
   }
   static vec load_i8(const int8_t* p) { return _mm_setr_ps(p[0], p[1], p[2], p[3]); }
+  static ivec f16_bits(vec v) {
+    float f[4];
+    _mm_storeu_ps(f, v);
+    return ivec{fp32_to_fp16(f[0]), fp32_to_fp16(f[1]), fp32_to_fp16(f[2]), fp32_to_fp16(f[3])};
+  }
+  static vec gather(const float* table, ivec idx) {
+    return _mm_setr_ps(table[idx[0]], table[idx[1]], table[idx[2]], table[idx[3]]);
+  }
 };
 
 }  // namespace

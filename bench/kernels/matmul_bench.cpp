@@ -25,6 +25,7 @@
 #include "kernels/fp16.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_packed.hpp"
+#include "kernels/memory_bandwidth.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace cortex::kernels {
@@ -49,24 +50,17 @@ void memory_read(benchmark::State& state) {
   thread_pool& pool = pool_of(n_threads);
   aligned_buffer buf(stream_bytes);
   std::memset(buf.data, 1, stream_bytes);
+  // Whole pages per task, read as cortex bench's probe reads them.
   const int n_tasks = 64;
-  std::vector<uint64_t> sums(static_cast<size_t>(n_tasks) * 8);
+  const size_t chunk = stream_bytes / 4096 / n_tasks * 4096;
+  std::vector<uint32_t> sums(static_cast<size_t>(n_tasks) * 16);
   for (auto _ : state) {
     pool.parallel_for(n_tasks, [&](int task, int) {
-      const size_t chunk = stream_bytes / n_tasks / 8;
-      const uint64_t* p = reinterpret_cast<const uint64_t*>(buf.data) + task * chunk;
-      uint64_t a = 0, b = 0, c = 0, d = 0;
-      for (size_t i = 0; i < chunk; i += 4) {
-        a += p[i];
-        b += p[i + 1];
-        c += p[i + 2];
-        d += p[i + 3];
-      }
-      sums[task * 8] = a + b + c + d;
+      sums[static_cast<size_t>(task) * 16] = kernels::read_pages(buf.data + static_cast<size_t>(task) * chunk, chunk);
     });
     benchmark::DoNotOptimize(sums.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(stream_bytes));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(chunk) * n_tasks);
 }
 
 // Where a block keeps its f16 scales (random bytes could be inf/nan, which

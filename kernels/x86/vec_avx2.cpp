@@ -40,6 +40,12 @@ struct avx2_traits {
   static vec load_i8(const int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
+  static ivec f16_bits(vec v) {
+    return reinterpret_cast<ivec>(_mm256_cvtepu16_epi32(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)));
+  }
+  static vec gather(const float* table, ivec idx) {
+    return _mm256_i32gather_ps(table, reinterpret_cast<__m256i>(idx), 4);
+  }
 };
 
 }  // namespace

@@ -39,6 +39,12 @@ struct avx512_traits {
   static vec load_i8(const int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
+  static ivec f16_bits(vec v) {
+    return reinterpret_cast<ivec>(_mm512_cvtepu16_epi32(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)));
+  }
+  static vec gather(const float* table, ivec idx) {
+    return _mm512_i32gather_ps(reinterpret_cast<__m512i>(idx), table, 4);
+  }
 };
 
 }  // namespace

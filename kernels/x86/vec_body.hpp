@@ -16,7 +16,9 @@
 //   vmax(a, b), vmin(a, b), hsum(v), hmax(v), hsum4(a, b, c, d, out) (out[0..3]
 //   = hsum of each),
 //   load_f16(p), load_bf16(p) (width halves / bfloat16 at p, widened),
-//   load_i8(p) (width int8 at p, converted)
+//   load_i8(p) (width int8 at p, converted),
+//   f16_bits(v) (each lane rounded to half, nearest even, its 16 bits
+//   zero-extended), gather(table, idx) (table[idx[j]] in lane j)
 #pragma once
 
 #include "kernels/x86/attn_body.hpp"
@@ -29,7 +31,8 @@ namespace {
 template <class V>
 constexpr vec_entries make_vec_entries() {
   return vec_entries{&attention_paged_v<V>, &exp_shift_sum_v<V>, &max_v<V>, &scale_v<V>,
-                     &silu_mul_v<V>,        &gelu_mul_v<V>,      &softcap_v<V>};
+                     &silu_mul_v<V>,        &gelu_mul_v<V>,      &softcap_v<V>,
+                     &gelu_table_v<V>,      &read_streams_v<V>};
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // Callers go through active_vec_entries(), which follows active_isa().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/attention.hpp"
@@ -27,6 +28,10 @@ struct vec_entries {
   void (*gelu_mul)(const float* gate, const float* up, float* out, int n);
   // See softcap_inplace in ops.hpp.
   void (*softcap)(float* x, int n, float cap);
+  // See gelu_fp16_table in ops.hpp; table: the 65536 half results as floats.
+  void (*gelu_table)(const float* table, const float* x, float* out, int n);
+  // See read_streams_v in vec_math.hpp (the bandwidth probe's loop).
+  uint32_t (*read_streams)(const float* p, size_t n);
 };
 
 extern const vec_entries vec_entries_sse2;

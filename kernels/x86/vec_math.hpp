@@ -157,6 +157,60 @@ void gelu_mul_v(const float* gate, const float* up, float* out, int n) {
   }
 }
 
+// ggml's half-precision GELU (gelu_fp16_table in ops.hpp) over `table`, the
+// 65536 table entries widened to float: x rounded to half (nearest even, as
+// F16C does) indexes it; x <= -10 gives 0 and x >= 10 gives x. Every element,
+// the tail included, takes the same steps, so the bits equal the scalar
+// lookup's.
+template <class V>
+void gelu_table_v(const float* table, const float* x, float* out, int n) {
+  using vec = typename V::vec;
+  using ivec = typename V::ivec;
+  constexpr int w = V::width;
+  const vec lo = V::set1(-10.0f), hi = V::set1(10.0f);
+  const auto one_vec = [&](vec v) {
+    const ivec below = v <= lo, above = v >= hi;
+    const vec looked = V::gather(table, V::f16_bits(v));
+    const ivec mid = reinterpret_cast<ivec>(looked) & ~(below | above);
+    return reinterpret_cast<vec>(mid | (reinterpret_cast<ivec>(v) & above));
+  };
+  int i = 0;
+  for (; i + w <= n; i += w) V::store(out + i, one_vec(V::load(x + i)));
+  if (i < n) {
+    float tail[V::width];
+    for (int j = 0; j < w; ++j) tail[j] = i + j < n ? x[i + j] : 0.0f;
+    V::store(tail, one_vec(V::load(tail)));
+    for (int j = 0; i + j < n; ++j) out[i + j] = tail[j];
+  }
+}
+
+// Reads p[0, n) (n a multiple of 4 * 2 * width) as four streams, one per
+// quarter, two full-width loads from each per pass: the access pattern of
+// the decode kernels, which read four 16-row weight panels at a time. The
+// xor of everything read, so no load can be dropped. For the bandwidth probe.
+template <class V>
+uint32_t read_streams_v(const float* p, size_t n) {
+  using ivec = typename V::ivec;
+  constexpr size_t w = V::width;
+  const size_t q = n / 4;
+  const float *s0 = p, *s1 = p + q, *s2 = p + 2 * q, *s3 = p + 3 * q;
+  ivec a0{}, a1{}, a2{}, a3{}, a4{}, a5{}, a6{}, a7{};
+  for (size_t i = 0; i + 2 * w <= q; i += 2 * w) {
+    a0 ^= reinterpret_cast<ivec>(V::load(s0 + i));
+    a1 ^= reinterpret_cast<ivec>(V::load(s0 + i + w));
+    a2 ^= reinterpret_cast<ivec>(V::load(s1 + i));
+    a3 ^= reinterpret_cast<ivec>(V::load(s1 + i + w));
+    a4 ^= reinterpret_cast<ivec>(V::load(s2 + i));
+    a5 ^= reinterpret_cast<ivec>(V::load(s2 + i + w));
+    a6 ^= reinterpret_cast<ivec>(V::load(s3 + i));
+    a7 ^= reinterpret_cast<ivec>(V::load(s3 + i + w));
+  }
+  const ivec a = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
+  uint32_t r = 0;
+  for (size_t j = 0; j < w; ++j) r ^= static_cast<uint32_t>(a[j]);
+  return r;
+}
+
 // x (n,) in place: x = cap * tanh(x / cap). The tail goes through tanh_v too,
 // so every element gets the same function.
 template <class V>

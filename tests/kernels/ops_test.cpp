@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu_features.hpp"
+#include "kernels/fp16.hpp"
 #include "kernels/x86/vec_entries.hpp"
 #include "tests/kernels/isa_paths.hpp"
 
@@ -326,6 +329,65 @@ TEST_P(vec_ops, softcap_matches_cap_tanh) {
     EXPECT_TRUE(std::signbit(edge[3]));
     EXPECT_EQ(edge[4], cap);
     EXPECT_TRUE(std::isnan(edge[5])) << "a NaN logit stays visible";
+  }
+}
+
+TEST_P(vec_ops, gelu_fp16_table_has_the_scalar_lookups_bits) {
+  // Every finite half value, each midpoint between neighbouring halves (where
+  // rounding to nearest even decides the index) and the floats either side
+  // of it, and the +-10 cut-offs: the vector lookup must give the scalar
+  // definition's bits. A conversion that truncates, or ties away from zero,
+  // picks the other neighbour at the midpoints.
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00u) == 0x7c00u) continue;  // inf and NaN
+    const float a = fp16_to_fp32(static_cast<uint16_t>(h));
+    x.push_back(a);
+    if ((h & 0x7fffu) == 0x7bffu) continue;  // the largest finite magnitude
+    const float b = fp16_to_fp32(static_cast<uint16_t>(h + 1));
+    const float mid = 0.5f * (a + b);
+    x.insert(x.end(), {mid, std::nextafter(mid, a), std::nextafter(mid, b)});
+  }
+  x.insert(x.end(), {-10.0f, 10.0f, std::nextafter(-10.0f, 0.0f), std::nextafter(10.0f, 0.0f), -1e30f, 1e30f});
+  const int n = static_cast<int>(x.size());
+  std::vector<float> want(x.size()), got(x.size());
+  gelu_fp16_table_reference(x.data(), want.data(), n);
+  gelu_fp16_table(x.data(), got.data(), n);
+  int wrong = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0 && ++wrong <= 5) {
+      ADD_FAILURE() << "x=" << x[i] << " want " << want[i] << " got " << got[i];
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  // The tail path, in place: odd lengths from an odd offset.
+  for (int len : {1, 5, 17, 31}) {
+    std::vector<float> y(x.begin() + 3, x.begin() + 3 + len);
+    gelu_fp16_table(y.data(), y.data(), len);
+    EXPECT_EQ(0, std::memcmp(y.data(), want.data() + 3, sizeof(float) * static_cast<size_t>(len))) << "len " << len;
+  }
+}
+
+TEST(gelu_fp16_table, is_the_tanh_gelu_to_half_precision) {
+  // The definition itself, against the formula in double: within two half
+  // ulps of the value at the half-rounded input (the table's two roundings),
+  // or 2e-7 where the table's float 1 + tanh cancels (x near -5 and below);
+  // 0 at and below -10, the identity at and above 10.
+  std::vector<float> x;
+  for (float v = -12.0f; v <= 12.0f; v += 0.01f) x.push_back(v);
+  std::vector<float> y(x.size());
+  gelu_fp16_table_reference(x.data(), y.data(), static_cast<int>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] <= -10.0f) {
+      ASSERT_EQ(y[i], 0.0f) << x[i];
+    } else if (x[i] >= 10.0f) {
+      ASSERT_EQ(y[i], x[i]);
+    } else {
+      const double xh = fp16_to_fp32(fp32_to_fp16(x[i]));
+      const double g = 0.5 * xh * (1.0 + std::tanh(0.7978845608028654 * xh * (1.0 + 0.044715 * xh * xh)));
+      const double half_ulp = std::ldexp(1.0, std::ilogb(std::max(std::fabs(g), 6.1e-5)) - 10);
+      ASSERT_NEAR(y[i], g, std::max(2.0 * half_ulp, 2e-7)) << x[i];
+    }
   }
 }
 
