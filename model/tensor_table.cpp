@@ -62,6 +62,19 @@ void tensor_table::experts(std::string name, int64_t cols, int64_t rows, int64_t
   decls_.push_back(std::move(d));
 }
 
+void tensor_table::gate_up_experts(int layer, int64_t cols, int64_t rows, int64_t n_expert,
+                                   std::vector<kernels::weight_view>* gate, std::vector<kernels::weight_view>* up) {
+  std::string fused_name = layer_tensor(layer, "ffn_gate_up_exps");
+  tensor_decl fused{fused_name, {cols, 2 * rows, n_expert}, tensor_role::ffn_gate_exps, layer, false, {}, nullptr, nullptr};
+  fused.experts = gate;
+  fused.experts_second = up;
+  decls_.push_back(std::move(fused));
+  experts(layer_tensor(layer, "ffn_gate_exps"), cols, rows, n_expert, gate, tensor_role::ffn_gate_exps, layer);
+  decls_.back().unless_present = fused_name;
+  experts(layer_tensor(layer, "ffn_up_exps"), cols, rows, n_expert, up, tensor_role::ffn_up_exps, layer);
+  decls_.back().unless_present = fused_name;
+}
+
 void tensor_table::vecs(std::string name, int64_t n, int64_t n_rows, std::vector<float>* dst, tensor_role role, int layer,
                         bool required) {
   tensor_decl d{std::move(name), {n, n_rows}, role, layer, required, {}, dst, nullptr};
@@ -102,6 +115,7 @@ status check_type(const std::string& name, uint32_t type_id, bool matmul) {
 
 status tensor_table::bind(const gguf::file& f) const {
   for (const auto& d : decls_) {
+    if (!d.unless_present.empty() && f.find_tensor(d.unless_present) != nullptr) continue;
     const gguf::tensor_info* t = f.find_tensor(d.name);
     if (t == nullptr) {
       if (d.fallback != nullptr) {
@@ -139,11 +153,17 @@ status tensor_table::bind(const gguf::file& f) const {
       continue;
     }
     if (d.experts != nullptr) {
-      const int64_t rows = d.ne[1];
+      // Per expert: `experts`' rows, then (fused) `experts_second`'s.
+      const int64_t rows = d.experts_second ? d.ne[1] / 2 : d.ne[1];
+      const auto* base = static_cast<const uint8_t*>(t->data);
       d.experts->clear();
+      if (d.experts_second) d.experts_second->clear();
       for (int64_t e = 0; e < d.ne[2]; ++e) {
-        d.experts->push_back(kernels::weight_view{
-            t->type, rows, cols, static_cast<const uint8_t*>(t->data) + static_cast<size_t>(e * rows) * rb, rb});
+        const uint8_t* first = base + static_cast<size_t>(e * d.ne[1]) * rb;
+        d.experts->push_back(kernels::weight_view{t->type, rows, cols, first, rb});
+        if (d.experts_second) {
+          d.experts_second->push_back(kernels::weight_view{t->type, rows, cols, first + static_cast<size_t>(rows) * rb, rb});
+        }
       }
       continue;
     }

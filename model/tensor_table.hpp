@@ -41,6 +41,12 @@ struct tensor_decl {
   const kernels::weight_view* fallback = nullptr;
   // A 3-D expert tensor (ne = [cols, rows, n_expert]): one view per expert.
   std::vector<kernels::weight_view>* experts = nullptr;
+  // Fused experts (ffn_gate_up_exps): each expert's rows are `experts`' rows,
+  // then these; ne[1] is both together.
+  std::vector<kernels::weight_view>* experts_second = nullptr;
+  // Not needed (and not read) when the file has this tensor instead: the
+  // split form of a fused alternative.
+  std::string unless_present = {};
   bool is_matrix() const { return vec == nullptr; }
   int64_t n_elements() const {
     int64_t n = 1;
@@ -62,6 +68,13 @@ class tensor_table {
   // each: GGUF ne = [cols, rows, n_expert].
   void experts(std::string name, int64_t cols, int64_t rows, int64_t n_expert, std::vector<kernels::weight_view>* dst,
                tensor_role role, int layer);
+  // The experts' gate and up matrices (rows, cols) each: ffn_gate_exps and
+  // ffn_up_exps, or the two fused in one ffn_gate_up_exps (GGUF ne = [cols,
+  // 2 rows, n_expert], each expert's gate rows then its up rows), which
+  // llama.cpp accepts in their place for the families that allow both. The
+  // fused form is optional, so the synthetic writer writes the split one.
+  void gate_up_experts(int layer, int64_t cols, int64_t rows, int64_t n_expert, std::vector<kernels::weight_view>* gate,
+                       std::vector<kernels::weight_view>* up);
   // A vector of n floats (norms, biases, rope factors), stored f32.
   void vec(std::string name, int64_t n, std::vector<float>* dst, tensor_role role, int layer, bool required = true);
   // n_rows vectors of n floats, one after the other (per-expert biases:

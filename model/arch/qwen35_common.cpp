@@ -81,8 +81,7 @@ void hybrid_tensors(const model_hparams& hp, model_weights& w, tensor_table& t) 
     if (hp.moe.enabled()) {  // routed experts, and the shared one in the dense slots
       const int64_t ne = hp.moe.n_expert, fe = hp.moe.n_ff_exp;
       t.matrix(layer_tensor(l, "ffn_gate_inp"), d, ne, &L.ffn_gate_inp, R::ffn_gate_inp, l);
-      t.experts(layer_tensor(l, "ffn_gate_exps"), d, fe, ne, &L.gate_exps, R::ffn_gate_exps, l);
-      t.experts(layer_tensor(l, "ffn_up_exps"), d, fe, ne, &L.up_exps, R::ffn_up_exps, l);
+      t.gate_up_experts(l, d, fe, ne, &L.gate_exps, &L.up_exps);
       t.experts(layer_tensor(l, "ffn_down_exps"), fe, d, ne, &L.down_exps, R::ffn_down_exps, l);
       t.vec(layer_tensor(l, "ffn_gate_inp_shexp"), d, &L.ffn_gate_inp_shexp, R::bias, l);
       gate = "ffn_gate_shexp";

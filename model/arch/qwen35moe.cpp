@@ -4,9 +4,9 @@
 // by probability, weights renormalised to sum 1, SwiGLU experts of
 // expert_feed_forward_length; plus a shared expert of
 // expert_shared_feed_forward_length (feed_forward_length when absent) whose
-// output is scaled by sigmoid(ffn_gate_inp_shexp . x). Files that fuse the
-// experts' gate and up (ffn_gate_up_exps) are refused by the table (a
-// missing tensor) for now.
+// output is scaled by sigmoid(ffn_gate_inp_shexp . x). The experts' gate and
+// up may be fused in one ffn_gate_up_exps, as newer conversions write them
+// (tensor_table::gate_up_experts).
 #include "model/arch/qwen35_common.hpp"
 
 namespace cortex {
