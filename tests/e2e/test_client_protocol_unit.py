@@ -87,6 +87,9 @@ class ClientProtocolTest(unittest.TestCase):
             self.p.submit(prompt="p", id="a")
         self.assertEqual([m["t"] for m in self.drain(s)], ["finished"])
         self.p.submit(prompt="again", id="a")
+        self.feed(t="accepted", id="a")
+        self.assertIsNone(self.p.next_event(s))  # the ended stream takes nothing of the new request
+        self.assertEqual(self.p.next_event(RequestState("a"))["t"], "accepted")
         self.p.abandon("a")
         self.assertEqual(self.p.in_flight(), [])
         self.p.submit(prompt="again", id="a")

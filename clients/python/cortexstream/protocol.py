@@ -55,11 +55,9 @@ def encode(msg: Union[Mapping[str, Any], bytes, bytearray]) -> bytes:
 def decode_frames(frames: Sequence[bytes]) -> Message:
     """The message of one received multipart (a mirrored empty delimiter may
     precede the payload). Raises :class:`ProtocolViolation`."""
-    if not frames:
-        raise ProtocolViolation("server sent an empty multipart message")
     try:
         m = msgpack.unpackb(frames[-1], raw=False, strict_map_key=False)
-    except Exception as e:
+    except Exception as e:  # IndexError too: no frame at all
         raise ProtocolViolation("server sent a frame that is not msgpack: %r" % (e,))
     if not isinstance(m, dict):
         raise ProtocolViolation("server sent %s, not a map" % type(m).__name__)
