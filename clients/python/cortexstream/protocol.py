@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-from typing import (Any, Deque, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple,
+from typing import (Any, Deque, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
                     Union)
 
 import msgpack
