@@ -126,7 +126,7 @@ class AsyncClientUnitTest(unittest.IsolatedAsyncioTestCase):
 
 class AsyncClientCredentialsUnitTest(unittest.IsolatedAsyncioTestCase):
     """CURVE and ``auth`` reach the socket and the submit as in Client (the
-    logic is shared in _core; this checks AsyncClient passes them on)."""
+    logic is shared in protocol.py and _transport.py; this checks AsyncClient passes them on)."""
 
     async def test_curve_client_and_auth(self):
         server_pub, server_secret = zmq.curve_keypair()

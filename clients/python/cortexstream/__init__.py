@@ -27,7 +27,8 @@ Command line: ``python3 -m cortexstream --endpoint tcp://127.0.0.1:5555 "Once up
 (``python3 -m cortexstream --help``).
 """
 
-from ._core import PROTOCOL_VERSION, TERMINAL_TYPES, Message, read_curve_key
+from ._transport import read_curve_key
+from .protocol import PROTOCOL_VERSION, TERMINAL_TYPES, Message
 from .async_client import AsyncClient, AsyncStream
 from .client import Client, Stream
 from .errors import CortexError, CortexTimeout, ProtocolViolation

@@ -15,12 +15,11 @@ from typing import Any, AsyncIterator, Callable, Iterable, List, Mapping, Option
 import zmq
 import zmq.asyncio
 
-from . import _core
-from ._core import Message
-from .errors import CortexTimeout
+from ._transport import Connection, Key
+from .protocol import Call, Message, RequestState
 
 
-class AsyncStream(_core.StreamState):
+class AsyncStream(RequestState):
     """The events of one request (see :class:`cortexstream.Stream`), read
     with ``async for``; :meth:`cancel` and :meth:`result` are coroutines."""
 
@@ -34,10 +33,7 @@ class AsyncStream(_core.StreamState):
     async def __anext__(self) -> Message:
         if self.done:
             raise StopAsyncIteration
-        m = await self.client._next_for(self.id)
-        if self._record(m):
-            self.client._router.untrack(self.id)
-        return m
+        return await self.client._next_event(self)
 
     async def cancel(self) -> None:
         """Asks the server to cancel this request; its stream then ends with
@@ -49,12 +45,10 @@ class AsyncStream(_core.StreamState):
         Raises :class:`CortexError` if the request ended with an ``error``."""
         async for _ in self:
             pass
-        text = self._final_text(self._chunk_texts())
-        assert self.finished is not None
-        return text, self.finished
+        return self.client._proto.result(self)
 
 
-class AsyncClient:
+class AsyncClient(Connection):
     """One DEALER connection to cortexd for asyncio programs::
 
         async with AsyncClient("tcp://127.0.0.1:5555") as c:
@@ -68,26 +62,15 @@ class AsyncClient:
     """
 
     def __init__(self, endpoint: str = "tcp://127.0.0.1:5555", timeout_s: float = 30.0,
-                 context: Optional[zmq.asyncio.Context] = None, server_key: Optional[_core.Key] = None,
-                 public_key: Optional[_core.Key] = None, secret_key: Optional[_core.Key] = None,
+                 context: Optional[zmq.asyncio.Context] = None, server_key: Optional[Key] = None,
+                 public_key: Optional[Key] = None, secret_key: Optional[Key] = None,
                  auth: Optional[str] = None) -> None:
-        curve = _core.curve_options(server_key, public_key, secret_key)
-        self.endpoint = endpoint
-        self.timeout_s = timeout_s
-        self.auth = auth
-        self._ctx = context or zmq.asyncio.Context.instance()
-        self._sock: Optional[zmq.asyncio.Socket] = _core.open_dealer(self._ctx, endpoint, curve, timeout_s)
-        self._router = _core.Router()
+        super().__init__(context or zmq.asyncio.Context.instance(), endpoint, timeout_s, server_key, public_key,
+                         secret_key, auth)
         self._reading = False                          # a task is reading the socket
         self._arrived: Optional[asyncio.Event] = None  # set when the reader files a message or stops
 
-    # -- lifecycle ---------------------------------------------------------
-
-    def close(self) -> None:
-        """Closes the connection at once (see :meth:`Client.close`)."""
-        if self._sock is not None:
-            self._sock.close(linger=0)
-            self._sock = None
+    # -- lifecycle (close: see Connection) ---------------------------------
 
     async def __aenter__(self) -> "AsyncClient":
         return self
@@ -99,25 +82,17 @@ class AsyncClient:
 
     async def send(self, msg: Union[Mapping[str, Any], bytes, bytearray]) -> None:
         """Sends one message as is (see :meth:`Client.send`)."""
-        try:
-            await self._socket().send(_core.encode(msg))
-        except zmq.Again:
-            raise _core.send_timeout(self.endpoint, self.timeout_s) from None
+        await self._send(self._proto.encode(msg))
 
     async def recv(self, timeout_s: Optional[float] = None) -> Message:
         """The next message that belongs to no tracked request (see
         :meth:`Client.recv`)."""
-        return await self._wait(self._router.pop_other, timeout_s)
+        return await self._wait(self._proto.next_unrouted, timeout_s)
 
     def track(self, id: str) -> AsyncStream:
         """An :class:`AsyncStream` for a request submitted with :meth:`send`."""
-        self._router.track(id)
+        self._proto.track(id)
         return AsyncStream(self, id)
-
-    def pending(self, clear: bool = False) -> List[Message]:
-        """Buffered messages that belong to no tracked request (for tests);
-        ``clear`` drops them from the buffer."""
-        return self._router.take_other() if clear else list(self._router.other)
 
     # -- requests ----------------------------------------------------------
 
@@ -130,17 +105,15 @@ class AsyncClient:
                      extra: Optional[Mapping[str, Any]] = None, **params: Any) -> AsyncStream:
         """Sends a ``submit`` and returns its :class:`AsyncStream`; the
         arguments are those of :meth:`Client.submit`."""
-        id = self._router.new_id(id)
-        m = _core.build_submit(id, prompt=prompt, tokens=tokens, messages=messages,
-                               chat_template_kwargs=chat_template_kwargs,
-                               add_generation_prompt=add_generation_prompt, stream=stream, priority=priority,
-                               deadline_ms=deadline_ms, want_token_ids=want_token_ids, logprobs=logprobs, tags=tags,
-                               add_bos=add_bos, extra=extra, auth=self.auth, **params)
-        self._router.open(id)
+        id, data = self._proto.submit(id, prompt=prompt, tokens=tokens, messages=messages,
+                                      chat_template_kwargs=chat_template_kwargs,
+                                      add_generation_prompt=add_generation_prompt, stream=stream, priority=priority,
+                                      deadline_ms=deadline_ms, want_token_ids=want_token_ids, logprobs=logprobs,
+                                      tags=tags, add_bos=add_bos, extra=extra, **params)
         try:
-            await self.send(m)
+            await self._send(data)
         except BaseException:
-            self._router.untrack(id)
+            self._proto.abandon(id)
             raise
         return AsyncStream(self, id)
 
@@ -151,30 +124,36 @@ class AsyncClient:
 
     async def cancel(self, ids: Union[str, Iterable[str]]) -> None:
         """Cancels one id or several (see :meth:`Client.cancel`)."""
-        await self.send(_core.cancel_message(ids))
+        await self._send(self._proto.cancel(ids))
 
     # -- connection-level calls --------------------------------------------
 
     async def ping(self, nonce: Any = None) -> Message:
-        return await self._call(_core.ping_message(nonce), "pong")
+        return await self._call(self._proto.ping(nonce))
 
     async def stats(self) -> Message:
-        return await self._call({"v": _core.PROTOCOL_VERSION, "t": "stats"}, "stats")
+        return await self._call(self._proto.stats())
 
     async def health(self) -> Message:
-        return await self._call({"v": _core.PROTOCOL_VERSION, "t": "health"}, "health")
+        return await self._call(self._proto.health())
 
     async def models(self) -> List[Message]:
-        return (await self._call({"v": _core.PROTOCOL_VERSION, "t": "models"}, "models")).get("models")
+        return await self._call(self._proto.models())
 
     # -- internals -----------------------------------------------------------
 
-    async def _call(self, msg: Message, reply_type: str) -> Message:
-        await self.send(msg)
-        return await self._wait(lambda: self._router.pop_reply(reply_type), None)
+    async def _send(self, data: bytes) -> None:
+        try:
+            await self._socket().send(data)
+        except zmq.Again:
+            raise self._send_timeout() from None
 
-    async def _next_for(self, id: str) -> Message:
-        return await self._wait(lambda: self._router.pop_for(id), None)
+    async def _call(self, call: Call) -> Any:
+        await self._send(call.data)
+        return call.result(await self._wait(lambda: self._proto.take_reply(call), None))
+
+    async def _next_event(self, stream: AsyncStream) -> Message:
+        return await self._wait(lambda: self._proto.next_event(stream), None)
 
     async def _wait(self, pop: Callable[[], Optional[Message]], timeout_s: Optional[float]) -> Message:
         """The first non-None pop(), reading the socket (or waiting for the
@@ -188,7 +167,7 @@ class AsyncClient:
                 return m
             left = deadline - loop.time()
             if left <= 0:
-                raise CortexTimeout("no reply from %s within %.1f s" % (self.endpoint, wait_s))
+                raise self._recv_timeout(wait_s)
             if self._reading:
                 arrived = self._arrival_event()
                 try:
@@ -199,7 +178,7 @@ class AsyncClient:
             self._reading = True
             try:
                 if await self._socket().poll(max(1, int(left * 1000)), zmq.POLLIN):
-                    self._router.deliver(_core.decode_frames(await self._socket().recv_multipart()))
+                    self._proto.receive(await self._socket().recv_multipart())
             finally:
                 self._reading = False
                 self._arrival_event().set()  # wake the waiters: news, or the reader's seat is free
@@ -209,8 +188,3 @@ class AsyncClient:
         if self._arrived is None:  # made lazily: an Event belongs to the running loop
             self._arrived = asyncio.Event()
         return self._arrived
-
-    def _socket(self) -> zmq.asyncio.Socket:
-        if self._sock is None:
-            raise RuntimeError("client is closed")
-        return self._sock

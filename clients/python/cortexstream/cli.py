@@ -8,7 +8,7 @@ import os
 import sys
 from typing import List, Optional
 
-from ._core import read_curve_key
+from ._transport import read_curve_key
 from .client import Client
 from .errors import CortexError, CortexTimeout
 

@@ -7,12 +7,11 @@ from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, S
 
 import zmq
 
-from . import _core
-from ._core import Message
-from .errors import CortexTimeout
+from ._transport import Connection, Key
+from .protocol import Call, Message, RequestState
 
 
-class Stream(_core.StreamState):
+class Stream(RequestState):
     """The events of one request, in order: ``accepted``, ``chunk``\\*, then
     exactly one terminal ``finished`` or ``error`` (a rejected submit yields
     only the ``error``).
@@ -34,10 +33,7 @@ class Stream(_core.StreamState):
     def __next__(self) -> Message:
         if self.done:
             raise StopIteration
-        m = self.client._next_for(self.id)
-        if self._record(m):
-            self.client._router.untrack(self.id)
-        return m
+        return self.client._next_event(self)
 
     def cancel(self) -> None:
         """Asks the server to cancel this request; its stream then ends with
@@ -50,12 +46,10 @@ class Stream(_core.StreamState):
         :class:`CortexError` if the request ended with an ``error``."""
         for _ in self:
             pass
-        text = self._final_text(self._chunk_texts())
-        assert self.finished is not None
-        return text, self.finished
+        return self.client._proto.result(self)
 
 
-class Client:
+class Client(Connection):
     """One DEALER connection to cortexd.
 
     ``endpoint``: a ZeroMQ endpoint such as ``tcp://127.0.0.1:5555`` or
@@ -77,25 +71,13 @@ class Client:
     """
 
     def __init__(self, endpoint: str = "tcp://127.0.0.1:5555", timeout_s: float = 30.0,
-                 context: Optional[zmq.Context] = None, server_key: Optional[_core.Key] = None,
-                 public_key: Optional[_core.Key] = None, secret_key: Optional[_core.Key] = None,
+                 context: Optional[zmq.Context] = None, server_key: Optional[Key] = None,
+                 public_key: Optional[Key] = None, secret_key: Optional[Key] = None,
                  auth: Optional[str] = None) -> None:
-        curve = _core.curve_options(server_key, public_key, secret_key)
-        self.endpoint = endpoint
-        self.timeout_s = timeout_s
-        self.auth = auth
-        self._ctx = context or zmq.Context.instance()
-        self._sock: Optional[zmq.Socket] = _core.open_dealer(self._ctx, endpoint, curve, timeout_s)
-        self._router = _core.Router()
+        super().__init__(context or zmq.Context.instance(), endpoint, timeout_s, server_key, public_key, secret_key,
+                         auth)
 
-    # -- lifecycle ---------------------------------------------------------
-
-    def close(self) -> None:
-        """Closes the connection at once; the server cancels this client's
-        requests when it notices the peer is gone."""
-        if self._sock is not None:
-            self._sock.close(linger=0)
-            self._sock = None
+    # -- lifecycle (close: see Connection) ---------------------------------
 
     def __enter__(self) -> "Client":
         return self
@@ -109,27 +91,19 @@ class Client:
         """Sends one message as is: a dict is packed with msgpack, ``bytes``
         go out unchanged (for tests that send malformed input). Adds nothing,
         not even ``v``."""
-        try:
-            self._socket().send(_core.encode(msg))
-        except zmq.Again:
-            raise _core.send_timeout(self.endpoint, self.timeout_s) from None
+        self._send(self._proto.encode(msg))
 
     def recv(self, timeout_s: Optional[float] = None) -> Message:
         """Returns the next message that belongs to no tracked request (a
         reply, an error, or traffic of a request sent with :meth:`send`), in
         arrival order. Raises :class:`CortexTimeout`."""
-        return self._wait(self._router.pop_other, timeout_s)
+        return self._wait(self._proto.next_unrouted, timeout_s)
 
     def track(self, id: str) -> Stream:
         """Returns a :class:`Stream` for a request submitted with
         :meth:`send`; messages for ``id`` already buffered are moved into it."""
-        self._router.track(id)
+        self._proto.track(id)
         return Stream(self, id)
-
-    def pending(self, clear: bool = False) -> List[Message]:
-        """Buffered messages that belong to no tracked request (for tests);
-        ``clear`` drops them from the buffer."""
-        return self._router.take_other() if clear else list(self._router.other)
 
     # -- requests ----------------------------------------------------------
 
@@ -160,17 +134,15 @@ class Client:
         float-typed ones are sent as floats, None ones are left out.
         ``extra`` adds top-level keys verbatim.
         """
-        id = self._router.new_id(id)
-        m = _core.build_submit(id, prompt=prompt, tokens=tokens, messages=messages,
-                               chat_template_kwargs=chat_template_kwargs,
-                               add_generation_prompt=add_generation_prompt, stream=stream, priority=priority,
-                               deadline_ms=deadline_ms, want_token_ids=want_token_ids, logprobs=logprobs, tags=tags,
-                               add_bos=add_bos, extra=extra, auth=self.auth, **params)
-        self._router.open(id)
+        id, data = self._proto.submit(id, prompt=prompt, tokens=tokens, messages=messages,
+                                      chat_template_kwargs=chat_template_kwargs,
+                                      add_generation_prompt=add_generation_prompt, stream=stream, priority=priority,
+                                      deadline_ms=deadline_ms, want_token_ids=want_token_ids, logprobs=logprobs,
+                                      tags=tags, add_bos=add_bos, extra=extra, **params)
         try:
-            self.send(m)
-        except Exception:
-            self._router.untrack(id)
+            self._send(data)
+        except BaseException:
+            self._proto.abandon(id)
             raise
         return Stream(self, id)
 
@@ -185,59 +157,55 @@ class Client:
         """Cancels one id (str) or several (list). Unknown ids are ignored by
         the server; each cancelled request's stream ends with ``finished``
         reason ``cancelled``. Returns at once (no reply of its own)."""
-        self.send(_core.cancel_message(ids))
+        self._send(self._proto.cancel(ids))
 
     # -- connection-level calls --------------------------------------------
 
     def ping(self, nonce: Any = None) -> Message:
         """Round trip; returns the ``pong`` (``nonce`` echoed, ``server_time_ms``)."""
-        return self._call(_core.ping_message(nonce), "pong")
+        return self._call(self._proto.ping(nonce))
 
     def stats(self) -> Message:
         """Returns the server's ``stats`` map (running, waiting, kv_blocks_used...)."""
-        return self._call({"v": _core.PROTOCOL_VERSION, "t": "stats"}, "stats")
+        return self._call(self._proto.stats())
 
     def health(self) -> Message:
         """Returns the ``health`` reply: ``status`` is starting|ready|draining."""
-        return self._call({"v": _core.PROTOCOL_VERSION, "t": "health"}, "health")
+        return self._call(self._proto.health())
 
     def models(self) -> List[Message]:
         """Returns the list of loaded models (maps with name, arch, n_ctx, n_vocab...)."""
-        return self._call({"v": _core.PROTOCOL_VERSION, "t": "models"}, "models").get("models")
+        return self._call(self._proto.models())
 
-    # -- internals -----------------------------------------------------------
+    # -- internals: the transport -------------------------------------------
 
-    def _call(self, msg: Message, reply_type: str) -> Message:
-        """Sends a connection-level message and returns the first buffered or
-        arriving message of ``reply_type``; an id-less ``error`` is raised."""
-        self.send(msg)
-        return self._wait(lambda: self._router.pop_reply(reply_type))
+    def _send(self, data: bytes) -> None:
+        try:
+            self._socket().send(data)
+        except zmq.Again:
+            raise self._send_timeout() from None
 
-    def _next_for(self, id: str) -> Message:
-        return self._wait(lambda: self._router.pop_for(id))
+    def _call(self, call: Call) -> Any:
+        """Sends a connection-level request and returns the result of the
+        first buffered or arriving reply; an id-less ``error`` is raised."""
+        self._send(call.data)
+        return call.result(self._wait(lambda: self._proto.take_reply(call)))
+
+    def _next_event(self, stream: Stream) -> Message:
+        return self._wait(lambda: self._proto.next_event(stream))
 
     def _wait(self, pop: Callable[[], Optional[Message]], timeout_s: Optional[float] = None) -> Message:
-        """The first non-None pop(), filing arriving messages until then.
-        Raises :class:`CortexTimeout`."""
+        """The first non-None pop(), reading the socket until then. Raises
+        :class:`CortexTimeout`."""
         wait_s = self.timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + wait_s
         while True:
             m = pop()
             if m is not None:
                 return m
-            self._router.deliver(self._read(deadline, wait_s))
-
-    def _socket(self) -> zmq.Socket:
-        if self._sock is None:
-            raise RuntimeError("client is closed")
-        return self._sock
-
-    def _read(self, deadline: float, wait_s: float) -> Message:
-        sock = self._socket()
-        while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
-                if time.monotonic() >= deadline:
-                    raise CortexTimeout("no reply from %s within %.1f s" % (self.endpoint, wait_s))
-                continue
-            return _core.decode_frames(sock.recv_multipart())
+            if left <= 0:
+                raise self._recv_timeout(wait_s)
+            sock = self._socket()
+            if sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
+                self._proto.receive(sock.recv_multipart())
