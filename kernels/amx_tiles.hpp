@@ -108,6 +108,10 @@ float amx_fma_daz_ftz(float a, float b, float c);
 // processor).
 amx_tile_emulator& amx_thread_emulator();
 
+// TMUL instructions (TDP*) all emulators of the process have run: tests
+// use it to see that a tile kernel really ran.
+uint64_t amx_emulated_tmul_count();
+
 namespace {
 
 // The emulation with amx_tiles_hw's interface. Unnamed namespace: each

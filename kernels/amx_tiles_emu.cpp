@@ -6,6 +6,7 @@
 // for a TMUL whose shapes disagree).
 #include "kernels/amx_tiles.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +56,8 @@ float daz(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0
 
 constexpr float min_normal = 0x1p-126f;
 
+std::atomic<uint64_t> tmul_count{0};
+
 }  // namespace
 
 float amx_fma_daz_ftz(float a, float b, float c) {
@@ -81,6 +84,8 @@ float amx_fma_daz_ftz(float a, float b, float c) {
   }
   return r;
 }
+
+uint64_t amx_emulated_tmul_count() { return tmul_count.load(std::memory_order_relaxed); }
 
 amx_tile_emulator& amx_thread_emulator() {
   static thread_local amx_tile_emulator state;
@@ -184,6 +189,7 @@ void amx_tile_emulator::check_tmul(const char* name, int c, int a, int b) const 
   if (cfg_.colsb[a] > 4 * amx_tmul_maxk) fault("#UD", name, "K: colsb of the first source %ld > 4 * tmul_maxk", cfg_.colsb[a]);
   if (k_b > amx_tmul_maxk) fault("#UD", name, "K: rows of the second source %ld > tmul_maxk", k_b);
   if (n_b > 4 * amx_tmul_maxn) fault("#UD", name, "N: colsb of the second source %ld > 4 * tmul_maxn", n_b);
+  tmul_count.fetch_add(1, std::memory_order_relaxed);
 }
 
 template <bool SignedA, bool SignedB>
