@@ -76,7 +76,9 @@ amx_decision decide_amx(const amx_inputs& in) {
   if (!in.cpu.amx_int8) return not_offered("cpu has no amx_int8");
   if (!in.cpu.amx_bf16) return not_offered("cpu has no amx_bf16");
   if (!in.cpu.amx_os_state) return not_offered("the OS does not enable tile state (XCR0 bits 17, 18)");
-  if (!in.hardware_kernels_built) return not_offered("built without the tile kernels (the compiler took no -mamx-int8)");
+  if (!in.hardware_kernels_built) {
+    return not_offered("built without the tile kernels (the compiler took no -mamx-int8)");
+  }
   std::string why = in.request_tile_data ? in.request_tile_data() : "no tile data request";
   if (!why.empty()) return not_offered(why);
   why = in.self_test ? in.self_test(amx_mode::hardware) : "no self-test";
@@ -102,6 +104,10 @@ amx_inputs process_amx_inputs() {
 const amx_decision& process_amx_decision() {
   static const amx_decision d = decide_amx(process_amx_inputs());
   return d;
+}
+
+std::string kernel_path_line() {
+  return std::string("kernels: ") + isa_name(active_isa()) + "; " + process_amx_decision().reason;
 }
 
 amx_mode active_amx_mode() { return static_cast<amx_mode>(mode_slot().load(std::memory_order_relaxed)); }

@@ -74,4 +74,9 @@ amx_mode set_amx_mode_for_testing(amx_mode m);
 // Whether this build has the hardware tile kernels (x86/*_amx.cpp).
 bool amx_hardware_kernels_built();
 
+// The kernel path for logs and `cortex info`: the active isa and the
+// process's AMX reason, "kernels: avx512; amx: not offered: cpu has no
+// amx_tile". Makes the AMX decision if it is not made yet.
+std::string kernel_path_line();
+
 }  // namespace cortex::kernels

@@ -62,7 +62,8 @@ std::string first_difference(ggml_type t, const std::vector<float>& y, const std
       const size_t i = static_cast<size_t>(tok * test_rows + r);
       if (std::memcmp(&y[i], &y_ref[i], 4) == 0) continue;
       char line[160];
-      std::snprintf(line, sizeof line, "%s: row %" PRId64 ", token %d of %d: 0x%08" PRIx32 " where avx512 gives 0x%08" PRIx32,
+      std::snprintf(line, sizeof line,
+                    "%s: row %" PRId64 ", token %d of %d: 0x%08" PRIx32 " where avx512 gives 0x%08" PRIx32,
                     quant_traits_of(t).name, r, tok, n_tokens, fp32_to_bits(y[i]), fp32_to_bits(y_ref[i]));
       return line;
     }
@@ -73,7 +74,8 @@ std::string first_difference(ggml_type t, const std::vector<float>& y, const std
 std::string test_type(const amx_kernel_under_test& k, std::mt19937& rng) {
   const packed_layout& layout = *quant_traits_of(k.type).packed;
   const packed_rows_fn reference = layout.kernels[static_cast<int>(isa::avx512)];
-  const int64_t cols = 3 * layout.cols_per_record / (layout.x == packed_x_format::q8_p ? 2 : 1);  // 3 blocks / super-blocks
+  const int64_t cols =
+      3 * layout.cols_per_record / (layout.x == packed_x_format::q8_p ? 2 : 1);  // 3 blocks / super-blocks
   const std::vector<uint8_t> bytes = random_rows(k.type, cols, rng);
   const weight_view w{k.type, test_rows, cols, bytes.data(), bytes.size() / test_rows};
   const int64_t n_panels = (test_rows + packed_panel_rows - 1) / packed_panel_rows;

@@ -39,12 +39,6 @@ uint32_t load_u32(const uint8_t* p) {
   return v;
 }
 
-float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // make_fp32 of the pseudo-code: the bf16 as the top half of an fp32.
 float bf16_at(const uint8_t* p) {
   uint16_t h;
@@ -111,7 +105,9 @@ void amx_tile_emulator::ldtilecfg(const void* mem) {
   for (int t = 0; t < amx_n_tiles; ++t) {
     if (c.rows[t] > amx_max_rows) fault("#GP", name, "tile %ld: rows %ld > max_rows 16", t, c.rows[t]);
   }
-  if (!all_zero(c.rows + amx_n_tiles, 16 - amx_n_tiles)) fault("#GP", name, "rows of tiles 8..15 (bytes 56..63) are not zero");
+  if (!all_zero(c.rows + amx_n_tiles, 16 - amx_n_tiles)) {
+    fault("#GP", name, "rows of tiles 8..15 (bytes 56..63) are not zero");
+  }
   for (int t = 0; t < amx_n_tiles; ++t) {
     if ((c.rows[t] == 0) != (c.colsb[t] == 0)) {
       fault("#GP", name, "tile %ld: one of rows and colsb is zero but not both (rows %ld)", t, c.rows[t]);
@@ -164,7 +160,9 @@ void amx_tile_emulator::tileloadd(int tdest, const void* base, int64_t stride) {
 void amx_tile_emulator::tilestored(int tsrc, void* base, int64_t stride) {
   check_tile("TILESTORED", tsrc);
   auto* mem = static_cast<uint8_t*>(base);
-  for (int r = cfg_.start_row; r < cfg_.rows[tsrc]; ++r) std::memcpy(mem + r * stride, tiles_[tsrc][r], cfg_.colsb[tsrc]);
+  for (int r = cfg_.start_row; r < cfg_.rows[tsrc]; ++r) {
+    std::memcpy(mem + r * stride, tiles_[tsrc][r], cfg_.colsb[tsrc]);
+  }
   cfg_.start_row = 0;
 }
 
@@ -183,10 +181,14 @@ void amx_tile_emulator::check_tmul(const char* name, int c, int a, int b) const 
   const int m_c = cfg_.rows[c], m_a = cfg_.rows[a];
   const int k_a = cfg_.colsb[a] / 4, k_b = cfg_.rows[b];
   const int n_c = cfg_.colsb[c], n_b = cfg_.colsb[b];
-  if (k_a != k_b) fault("#UD", name, "K: colsb / 4 of the first source (%ld) != rows of the second source (%ld)", k_a, k_b);
+  if (k_a != k_b) {
+    fault("#UD", name, "K: colsb / 4 of the first source (%ld) != rows of the second source (%ld)", k_a, k_b);
+  }
   if (n_c != n_b) fault("#UD", name, "N: colsb of the destination (%ld) != colsb of the second source (%ld)", n_c, n_b);
   if (m_c != m_a) fault("#UD", name, "M: rows of the destination (%ld) != rows of the first source (%ld)", m_c, m_a);
-  if (cfg_.colsb[a] > 4 * amx_tmul_maxk) fault("#UD", name, "K: colsb of the first source %ld > 4 * tmul_maxk", cfg_.colsb[a]);
+  if (cfg_.colsb[a] > 4 * amx_tmul_maxk) {
+    fault("#UD", name, "K: colsb of the first source %ld > 4 * tmul_maxk", cfg_.colsb[a]);
+  }
   if (k_b > amx_tmul_maxk) fault("#UD", name, "K: rows of the second source %ld > tmul_maxk", k_b);
   if (n_b > 4 * amx_tmul_maxn) fault("#UD", name, "N: colsb of the second source %ld > 4 * tmul_maxn", n_b);
   tmul_count.fetch_add(1, std::memory_order_relaxed);
@@ -196,8 +198,12 @@ template <bool SignedA, bool SignedB>
 void amx_tile_emulator::dot_bytes(const char* name, int c, int a, int b) {
   check_tmul(name, c, a, b);
   const int m_rows = cfg_.rows[c], k_dwords = cfg_.colsb[a] / 4, n_dwords = cfg_.colsb[c] / 4;
-  auto byte_a = [](uint8_t v) { return SignedA ? static_cast<int32_t>(static_cast<int8_t>(v)) : static_cast<int32_t>(v); };
-  auto byte_b = [](uint8_t v) { return SignedB ? static_cast<int32_t>(static_cast<int8_t>(v)) : static_cast<int32_t>(v); };
+  auto byte_a = [](uint8_t v) {
+    return SignedA ? static_cast<int32_t>(static_cast<int8_t>(v)) : static_cast<int32_t>(v);
+  };
+  auto byte_b = [](uint8_t v) {
+    return SignedB ? static_cast<int32_t>(static_cast<int8_t>(v)) : static_cast<int32_t>(v);
+  };
   for (int m = 0; m < m_rows; ++m) {
     for (int n = 0; n < n_dwords; ++n) {
       uint32_t acc = load_u32(tiles_[c][m] + 4 * n);
@@ -235,7 +241,7 @@ void amx_tile_emulator::tdpbf16ps(int c, int a, int b) {
     }
     for (int n = 0; n < n_dwords; ++n) {
       const float pair = amx_fma_daz_ftz(t[2 * n], 1.f, t[2 * n + 1]);
-      const float sum = amx_fma_daz_ftz(load_f32(tiles_[c][m] + 4 * n), 1.f, pair);
+      const float sum = amx_fma_daz_ftz(fp32_from_bits(load_u32(tiles_[c][m] + 4 * n)), 1.f, pair);
       std::memcpy(tiles_[c][m] + 4 * n, &sum, 4);
     }
   }

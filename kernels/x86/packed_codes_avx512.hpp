@@ -113,11 +113,13 @@ struct k4_format {
 };
 
 inline __m512 scale_u8(const uint8_t* p, __m512 d) {
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))), d);
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))),
+                       d);
 }
 
 inline __m512 scale_i8(const uint8_t* p, __m512 d) {
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))), d);
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))),
+                       d);
 }
 
 inline __m512 load_half16(const uint8_t* p) {
@@ -134,8 +136,9 @@ inline __m512i k4_min_dots(const __m512i (&mins)[4], const uint8_t* aux) {
 }
 
 inline void k4_load_mins(const uint8_t* rec, __m512i (&mins)[4]) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(rec + 192 + 32 * i)));
+  }
 }
 
 }  // namespace

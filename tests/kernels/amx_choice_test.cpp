@@ -110,7 +110,8 @@ TEST(amx_choice_test, a_build_without_the_tile_kernels_is_not_offered) {
   probes p;
   amx_inputs in = p.inputs(sapphire_rapids());
   in.hardware_kernels_built = false;
-  EXPECT_EQ(decide_amx(in).reason, "amx: not offered: built without the tile kernels (the compiler took no -mamx-int8)");
+  EXPECT_EQ(decide_amx(in).reason,
+            "amx: not offered: built without the tile kernels (the compiler took no -mamx-int8)");
   EXPECT_EQ(p.permission_calls, 0);
 }
 

@@ -212,9 +212,12 @@ TEST(amx_tiles_death_test, tmul_shape_rules_are_undefined_opcode_faults) {
   const amx_tile_config c = config_of({{0, 16, 64}, {1, 16, 32}, {2, 8, 64}, {3, 8, 64}, {4, 4, 64}, {5, 16, 60}});
   e.ldtilecfg(&c);
   e.tdpbsud(0, 1, 2);  // M 16, K 8, N 16: fine
-  EXPECT_DEATH(e.tdpbsud(0, 1, 4), "#UD in TDPBSUD: K: colsb / 4 of the first source \\(8\\) != rows of the second source \\(4\\)");
-  EXPECT_DEATH(e.tdpbusd(5, 1, 2), "#UD in TDPBUSD: N: colsb of the destination \\(60\\) != colsb of the second source \\(64\\)");
-  EXPECT_DEATH(e.tdpbuud(3, 1, 2), "#UD in TDPBUUD: M: rows of the destination \\(8\\) != rows of the first source \\(16\\)");
+  EXPECT_DEATH(e.tdpbsud(0, 1, 4),
+               "#UD in TDPBSUD: K: colsb / 4 of the first source \\(8\\) != rows of the second source \\(4\\)");
+  EXPECT_DEATH(e.tdpbusd(5, 1, 2),
+               "#UD in TDPBUSD: N: colsb of the destination \\(60\\) != colsb of the second source \\(64\\)");
+  EXPECT_DEATH(e.tdpbuud(3, 1, 2),
+               "#UD in TDPBUUD: M: rows of the destination \\(8\\) != rows of the first source \\(16\\)");
   EXPECT_DEATH(e.tdpbssd(2, 1, 2), "#UD in TDPBSSD: the three tiles must differ");
   EXPECT_DEATH(e.tdpbf16ps(0, 1, 7), "#UD in TDPBF16PS: tmm7 is not a valid tile");
   EXPECT_DEATH(e.tileloadd(6, nullptr, 0), "#UD in TILELOADD: tmm6 is not a valid tile");
@@ -261,7 +264,7 @@ TEST(amx_tiles_test, bf16_dot_reads_denormals_as_zero_and_flushes_denormal_resul
   EXPECT_EQ(bf16_dot({0x1p-100f, 0.f}, {0x1p-30f, 0.f}, 0.f), 0.f);      // FTZ: 2^-130
   // FTZ of the stored sum: 1.5 * 2^-126 - 2^-126 = 2^-127, a denormal.
   EXPECT_EQ(bf16_dot({-0x1p-63f, 0.f}, {0x1p-63f, 0.f}, 0x1.8p-126f), 0.f);
-  EXPECT_EQ(bf16_dot({0.f, 0.f}, {0.f, 0.f}, 0x1p-140f), 0.f);  // DAZ on the accumulator too
+  EXPECT_EQ(bf16_dot({0.f, 0.f}, {0.f, 0.f}, 0x1p-140f), 0.f);            // DAZ on the accumulator too
   EXPECT_EQ(bf16_dot({0x1p-63f, 0.f}, {0x1p-63f, 0.f}, 0.f), 0x1p-126f);  // the smallest normal stays
 }
 

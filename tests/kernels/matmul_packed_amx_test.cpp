@@ -90,8 +90,8 @@ TEST_F(matmul_packed_amx_test, tile_kernels_give_the_vnni_bits_for_1_to_64_token
       // A call may start at any panel (a task's share): the lone last panel.
       const std::vector<float> tail = call.run(l.amx_emulated, n, 2, 3);
       for (int tok = 0; tok < n; ++tok) {
-        ASSERT_EQ(0, std::memcmp(&tail[static_cast<size_t>(tok * rows + 32)], &vnni[static_cast<size_t>(tok * rows + 32)],
-                                 5 * 4))
+        ASSERT_EQ(0, std::memcmp(&tail[static_cast<size_t>(tok * rows + 32)],
+                                 &vnni[static_cast<size_t>(tok * rows + 32)], 5 * 4))
             << n << " tokens, token " << tok;
         ASSERT_EQ(tail[static_cast<size_t>(tok * rows)], -7.f) << "a panel outside the call was written";
       }
@@ -121,7 +121,8 @@ TEST_F(matmul_packed_amx_test, tile_kernels_give_the_vnni_bits_at_code_extremes)
       std::vector<float> x(static_cast<size_t>(n * cols));
       for (size_t k = 0; k < x.size(); ++k) x[k] = (k / 16) % 3 == 0 ? -1.f : 1.f;
       direct_call call(w, x, n, pool);
-      ASSERT_TRUE(same_bits(call.run(l.amx_emulated, n, 0, 1), call.run(l.kernels[static_cast<int>(isa::avx512)], n, 0, 1)))
+      ASSERT_TRUE(
+          same_bits(call.run(l.amx_emulated, n, 0, 1), call.run(l.kernels[static_cast<int>(isa::avx512)], n, 0, 1)))
           << "code " << int(code);
     }
   }
@@ -142,7 +143,9 @@ TEST_F(matmul_packed_amx_test, matmul_packed_under_amx_runs_tiles_from_min_token
     std::vector<std::vector<uint8_t>> bytes;
     std::vector<weight_view> parts;
     for (int64_t r : rows) bytes.push_back(random_weights(t, r, cols, rng));
-    for (size_t i = 0; i < rows.size(); ++i) parts.push_back({t, rows[i], cols, bytes[i].data(), matmul_row_bytes(t, cols)});
+    for (size_t i = 0; i < rows.size(); ++i) {
+      parts.push_back({t, rows[i], cols, bytes[i].data(), matmul_row_bytes(t, cols)});
+    }
     const packed_matrix m = pack_matrix(parts.data(), 3, pools[0]);
     for (int n : {1, 31, 32, 33, 64, 70}) {
       const std::vector<float> x = random_x(n, cols, rng);
