@@ -105,12 +105,26 @@ inline __m512i amx_dots_of(const amx_dots& d, int i, int t) {
   return _mm512_load_si512(d.v[i][t / amx_group_tokens][t % amx_group_tokens]);
 }
 
-// Runs panels [p, p + NP) against every token in chunks of 32: chunk(t0,
-// nt, two_groups, acc) leaves each token's 16 outputs per panel in
-// acc[i][t] (zeroed before), which go to the panels' rows.
+// What a kernel computes at a time: panels [p, p + NP) against the chunk's
+// tokens, each token's 16 outputs per panel left in acc.
+template <int NP>
+struct amx_chunk {
+  const uint8_t* panel[NP];
+  const uint8_t* xt;                   // the activations of the chunk's first token
+  int nt;                              // its tokens, 1..32
+  bool two_groups;                     // nt > 16
+  float (*acc)[amx_chunk_tokens][16];  // acc[i][t]: panel i, token t; zero at the start
+};
+
+// Runs panels [p, p + NP) against every token in chunks of 32: chunk(c)
+// fills c.acc, which goes to the panels' rows.
 template <class Tiles, int NP, class Chunk>
-void amx_for_each_chunk(const packed_view& w, int n_tokens, int64_t p, amx_groups& shape, Chunk&& chunk) {
+void amx_for_each_chunk(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p, amx_groups& shape,
+                        Chunk&& chunk) {
   alignas(64) float acc[NP][amx_chunk_tokens][16];
+  amx_chunk<NP> c;
+  for (int i = 0; i < NP; ++i) c.panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
+  c.acc = acc;
   for (int t0 = 0; t0 < n_tokens; t0 += amx_chunk_tokens) {
     const int nt = n_tokens - t0 < amx_chunk_tokens ? n_tokens - t0 : amx_chunk_tokens;
     const amx_groups g{nt < amx_group_tokens ? nt : amx_group_tokens,
@@ -121,7 +135,10 @@ void amx_for_each_chunk(const packed_view& w, int n_tokens, int64_t p, amx_group
     }
     for (int i = 0; i < NP; ++i)
       for (int t = 0; t < nt; ++t) _mm512_store_ps(acc[i][t], _mm512_setzero_ps());
-    chunk(t0, nt, g.m1 > 0, acc);
+    c.xt = x.data + static_cast<size_t>(t0) * x.stride;
+    c.nt = nt;
+    c.two_groups = g.m1 > 0;
+    chunk(static_cast<const amx_chunk<NP>&>(c));
     for (int i = 0; i < NP; ++i) {
       const packed_dest d = packed_dest_of(w, p + i);
       const __mmask16 m = panel_rows_mask(d.valid);
@@ -159,36 +176,32 @@ struct amx_q8p {
     // Every block of the last record, the zero padding block too: the VNNI
     // kernels add its (zero) product as well, and -0 + 0 is +0.
     const int64_t n_blocks = 2 * ((w.cols / 32 + 1) / 2);
-    const uint8_t* panel[NP];
-    for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
     const __m512i lut = lut_vector<Fmt>();
     alignas(64) uint8_t buf[NP][512];
     amx_dots dots;
-    amx_for_each_chunk<Tiles, NP>(
-        w, n_tokens, p, shape, [&](int t0, int nt, bool two_groups, float(*acc)[amx_chunk_tokens][16]) {
-          const uint8_t* xt = x.data + static_cast<size_t>(t0) * x.stride;
-          for (int64_t b = 0; b < n_blocks; ++b) {
-            const uint8_t* bt[NP];
-            __m512 dw[NP];
-            for (int i = 0; i < NP; ++i) {
-              const uint8_t* rec = panel[i] + (b / 2) * record;
-              bt[i] = amx_b_tile<Fmt>(rec + record_header + (b % 2) * Fmt::block_code_bytes, lut, buf[i]);
-              dw[i] = block_scales<Fmt>(rec + (b % 2) * 32);
-            }
-            amx_block_dots<Tiles, NP>(bt, xt + b * 32, x.stride, two_groups, dots);
-            // The VNNI epilogue: acc += float(corr + dot) * (dw * dx).
-            for (int t = 0; t < nt; ++t) {
-              const uint8_t* xr = xt + static_cast<size_t>(t) * x.stride;
-              const __m512i corr = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(xr + x.aux_offset)[b]);
-              const __m512 dx = _mm512_set1_ps(reinterpret_cast<const float*>(xr + x.d_offset)[b]);
-              for (int i = 0; i < NP; ++i) {
-                const __m512i ia = _mm512_add_epi32(corr, amx_dots_of(dots, i, t));
-                _mm512_store_ps(acc[i][t], _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(dw[i], dx),
-                                                           _mm512_load_ps(acc[i][t])));
-              }
-            }
+    amx_for_each_chunk<Tiles, NP>(w, x, n_tokens, p, shape, [&](const amx_chunk<NP>& c) {
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* bt[NP];
+        __m512 dw[NP];
+        for (int i = 0; i < NP; ++i) {
+          const uint8_t* rec = c.panel[i] + (b / 2) * record;
+          bt[i] = amx_b_tile<Fmt>(rec + record_header + (b % 2) * Fmt::block_code_bytes, lut, buf[i]);
+          dw[i] = block_scales<Fmt>(rec + (b % 2) * 32);
+        }
+        amx_block_dots<Tiles, NP>(bt, c.xt + b * 32, x.stride, c.two_groups, dots);
+        // The VNNI epilogue: acc += float(corr + dot) * (dw * dx).
+        for (int t = 0; t < c.nt; ++t) {
+          const uint8_t* xr = c.xt + static_cast<size_t>(t) * x.stride;
+          const __m512i corr = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(xr + x.aux_offset)[b]);
+          const __m512 dx = _mm512_set1_ps(reinterpret_cast<const float*>(xr + x.d_offset)[b]);
+          for (int i = 0; i < NP; ++i) {
+            const __m512i ia = _mm512_add_epi32(corr, amx_dots_of(dots, i, t));
+            _mm512_store_ps(c.acc[i][t], _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(dw[i], dx),
+                                                         _mm512_load_ps(c.acc[i][t])));
           }
-        });
+        }
+      }
+    });
   }
 };
 
@@ -200,64 +213,60 @@ struct amx_k4 {
   static void run(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p, amx_groups& shape) {
     using fmt = k4_format<High>;
     const int64_t nb = w.cols / 256;
-    const uint8_t* panel[NP];
-    for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     alignas(64) uint8_t buf[NP][2][512];  // B tiles of sub-blocks 2 pr and 2 pr + 1
     alignas(64) float sum[NP][amx_chunk_tokens][16];
     amx_dots dots;
-    amx_for_each_chunk<Tiles, NP>(
-        w, n_tokens, p, shape, [&](int t0, int nt, bool two_groups, float(*acc)[amx_chunk_tokens][16]) {
-          const uint8_t* xt = x.data + static_cast<size_t>(t0) * x.stride;
-          for (int64_t b = 0; b < nb; ++b) {
-            const uint8_t* rec[NP];
-            for (int i = 0; i < NP; ++i) rec[i] = panel[i] + b * fmt::record;
-            for (int i = 0; i < NP; ++i)
-              for (int t = 0; t < nt; ++t) _mm512_store_ps(sum[i][t], _mm512_setzero_ps());
-            for (int pr = 0; pr < 4; ++pr) {
-              __m512 s[NP][2];
-              for (int i = 0; i < NP; ++i) {
-                const __m512 d = load_half16(rec[i]);
-                s[i][0] = scale_u8(rec[i] + 64 + 16 * (2 * pr), d);
-                s[i][1] = scale_u8(rec[i] + 64 + 16 * (2 * pr + 1), d);
-                for (int g = 0; g < 8; ++g) {
-                  const __m512i v = _mm512_load_si512(rec[i] + 320 + (pr * 8 + g) * 64);
-                  __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-                  fmt::add_high_bits(rec[i], pr, g, lo, hi);
-                  _mm512_store_si512(buf[i][0] + 64 * g, lo);
-                  _mm512_store_si512(buf[i][1] + 64 * g, hi);
-                }
-              }
-              // Sub-blocks 2 pr then 2 pr + 1, as the VNNI kernels sum them:
-              // sum += float(dot) * (d * scale).
-              for (int h = 0; h < 2; ++h) {
-                const uint8_t* bt[NP];
-                for (int i = 0; i < NP; ++i) bt[i] = buf[i][h];
-                amx_block_dots<Tiles, NP>(bt, xt + b * 256 + 64 * pr + 32 * h, x.stride, two_groups, dots);
-                for (int t = 0; t < nt; ++t) {
-                  for (int i = 0; i < NP; ++i) {
-                    _mm512_store_ps(sum[i][t], _mm512_fmadd_ps(_mm512_cvtepi32_ps(amx_dots_of(dots, i, t)), s[i][h],
-                                                               _mm512_load_ps(sum[i][t])));
-                  }
-                }
-              }
+    amx_for_each_chunk<Tiles, NP>(w, x, n_tokens, p, shape, [&](const amx_chunk<NP>& c) {
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* rec[NP];
+        for (int i = 0; i < NP; ++i) rec[i] = c.panel[i] + b * fmt::record;
+        for (int i = 0; i < NP; ++i)
+          for (int t = 0; t < c.nt; ++t) _mm512_store_ps(sum[i][t], _mm512_setzero_ps());
+        for (int pr = 0; pr < 4; ++pr) {
+          __m512 s[NP][2];
+          for (int i = 0; i < NP; ++i) {
+            const __m512 d = load_half16(rec[i]);
+            s[i][0] = scale_u8(rec[i] + 64 + 16 * (2 * pr), d);
+            s[i][1] = scale_u8(rec[i] + 64 + 16 * (2 * pr + 1), d);
+            for (int g = 0; g < 8; ++g) {
+              const __m512i v = _mm512_load_si512(rec[i] + 320 + (pr * 8 + g) * 64);
+              __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+              fmt::add_high_bits(rec[i], pr, g, lo, hi);
+              _mm512_store_si512(buf[i][0] + 64 * g, lo);
+              _mm512_store_si512(buf[i][1] + 64 * g, hi);
             }
-            // The mins and the token's scale, as the VNNI kernels:
-            // acc += (sum - float(mins . bsum32) * dmin) * dx.
-            for (int i = 0; i < NP; ++i) {
-              __m512i mins[4];
-              k4_load_mins(rec[i], mins);
-              const __m512 dmin = load_half16(rec[i] + 32);
-              for (int t = 0; t < nt; ++t) {
-                const uint8_t* xr = xt + static_cast<size_t>(t) * x.stride;
-                const __m512i msum = k4_min_dots(mins, xr + x.aux_offset + b * 128);
-                const __m512 st = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin, _mm512_load_ps(sum[i][t]));
-                const float dx = reinterpret_cast<const float*>(xr + x.d_offset)[b];
-                _mm512_store_ps(acc[i][t], _mm512_fmadd_ps(st, _mm512_set1_ps(dx), _mm512_load_ps(acc[i][t])));
+          }
+          // Sub-blocks 2 pr then 2 pr + 1, as the VNNI kernels sum them:
+          // sum += float(dot) * (d * scale).
+          for (int h = 0; h < 2; ++h) {
+            const uint8_t* bt[NP];
+            for (int i = 0; i < NP; ++i) bt[i] = buf[i][h];
+            amx_block_dots<Tiles, NP>(bt, c.xt + b * 256 + 64 * pr + 32 * h, x.stride, c.two_groups, dots);
+            for (int t = 0; t < c.nt; ++t) {
+              for (int i = 0; i < NP; ++i) {
+                _mm512_store_ps(sum[i][t], _mm512_fmadd_ps(_mm512_cvtepi32_ps(amx_dots_of(dots, i, t)), s[i][h],
+                                                           _mm512_load_ps(sum[i][t])));
               }
             }
           }
-        });
+        }
+        // The mins and the token's scale, as the VNNI kernels:
+        // acc += (sum - float(mins . bsum32) * dmin) * dx.
+        for (int i = 0; i < NP; ++i) {
+          __m512i mins[4];
+          k4_load_mins(rec[i], mins);
+          const __m512 dmin = load_half16(rec[i] + 32);
+          for (int t = 0; t < c.nt; ++t) {
+            const uint8_t* xr = c.xt + static_cast<size_t>(t) * x.stride;
+            const __m512i msum = k4_min_dots(mins, xr + x.aux_offset + b * 128);
+            const __m512 st = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin, _mm512_load_ps(sum[i][t]));
+            const float dx = reinterpret_cast<const float*>(xr + x.d_offset)[b];
+            _mm512_store_ps(c.acc[i][t], _mm512_fmadd_ps(st, _mm512_set1_ps(dx), _mm512_load_ps(c.acc[i][t])));
+          }
+        }
+      }
+    });
   }
 };
 
