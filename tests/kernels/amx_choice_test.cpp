@@ -115,12 +115,19 @@ TEST(amx_choice_test, a_build_without_the_tile_kernels_is_not_offered) {
   EXPECT_EQ(p.permission_calls, 0);
 }
 
-TEST(amx_choice_test, cortex_amx_off_turns_it_off_without_probing) {
-  probes p;
-  const amx_decision d = decide_amx(p.inputs(sapphire_rapids(), "off"));
-  EXPECT_EQ(d.mode, amx_mode::off);
-  EXPECT_EQ(d.reason, "amx: off (CORTEX_AMX=off)");
-  EXPECT_EQ(p.permission_calls + p.self_test_calls, 0);
+// CORTEX_AMX=off, and a value that is none of on, off, emulate (named in
+// the reason), keep AMX off on an AMX CPU without probing anything.
+TEST(amx_choice_test, cortex_amx_off_or_a_bad_value_keeps_it_off_without_probing) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"off", "amx: off (CORTEX_AMX=off)"},
+      {"yes please", "amx: not offered: CORTEX_AMX=yes please is not one of on, off, emulate"}};
+  for (const auto& [env, reason] : cases) {
+    probes p;
+    const amx_decision d = decide_amx(p.inputs(sapphire_rapids(), env));
+    EXPECT_EQ(d.mode, amx_mode::off) << env;
+    EXPECT_EQ(d.reason, reason);
+    EXPECT_EQ(p.permission_calls + p.self_test_calls, 0) << env;
+  }
 }
 
 TEST(amx_choice_test, cortex_amx_emulate_runs_the_emulation_after_its_self_test_on_any_avx512_cpu) {
@@ -136,14 +143,6 @@ TEST(amx_choice_test, cortex_amx_emulate_runs_the_emulation_after_its_self_test_
   cpu_features no_avx512 = zen4();
   no_avx512.avx512f = false;
   EXPECT_EQ(decide_amx(p.inputs(no_avx512, "emulate")).mode, amx_mode::off);
-}
-
-TEST(amx_choice_test, a_bad_cortex_amx_value_is_named_in_the_reason) {
-  probes p;
-  const amx_decision d = decide_amx(p.inputs(sapphire_rapids(), "yes please"));
-  EXPECT_EQ(d.mode, amx_mode::off);
-  EXPECT_EQ(d.reason, "amx: not offered: CORTEX_AMX=yes please is not one of on, off, emulate");
-  EXPECT_EQ(p.permission_calls + p.self_test_calls, 0);
 }
 
 TEST(amx_choice_test, cortex_isa_below_amx_caps_it) {
