@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/amx_choice.hpp"
+
 namespace cortex::kernels {
 
 namespace {
@@ -43,15 +45,25 @@ cpu_features detect() {
     f.avx512vl = (ebx >> 31) & 1;
     f.avx512_vnni = (ecx >> 11) & 1;
   }
+  f.amx_bf16 = (edx >> 22) & 1;
+  f.amx_tile = (edx >> 24) & 1;
+  f.amx_int8 = (edx >> 25) & 1;
+  f.amx_os_state = ((xcr0 >> 17) & 3) == 3;
   return f;
 }
 
+// The best isa below amx.
 isa detect_best() {
   const cpu_features& f = detected_cpu_features();
   const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
   if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni) return isa::avx512;
   if (avx2) return isa::avx2;
   return isa::scalar;
+}
+
+isa vector_isa() {
+  static const isa best = detect_best();
+  return best;
 }
 
 isa clamp_isa(isa requested) {
@@ -65,7 +77,7 @@ isa initial_isa() {
   if (std::strcmp(env, "scalar") == 0) return isa::scalar;
   if (std::strcmp(env, "avx2") == 0) return clamp_isa(isa::avx2);
   if (std::strcmp(env, "avx512") == 0) return clamp_isa(isa::avx512);
-  return best_supported_isa();
+  return best_supported_isa();  // amx, or a value amx_choice.cpp reports
 }
 
 std::atomic<int>& active_isa_slot() {
@@ -81,8 +93,8 @@ const cpu_features& detected_cpu_features() {
 }
 
 isa best_supported_isa() {
-  static const isa best = detect_best();
-  return best;
+  const isa best = vector_isa();
+  return best == isa::avx512 && active_amx_mode() != amx_mode::off ? isa::amx : best;
 }
 
 isa active_isa() { return static_cast<isa>(active_isa_slot().load(std::memory_order_relaxed)); }
@@ -98,6 +110,7 @@ const char* isa_name(isa i) {
     case isa::scalar: return "scalar";
     case isa::avx2: return "avx2";
     case isa::avx512: return "avx512";
+    case isa::amx: return "amx";
   }
   return "unknown";
 }

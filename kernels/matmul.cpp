@@ -144,6 +144,7 @@ const activation_kernels activation_by_isa[n_kernel_isas] = {
     {quantize_block_q8_32, round_to_f16, to_f16},
     {quantize_block_q8_32, round_to_f16_avx2, to_f16_avx2},
     {quantize_block_q8_32_avx512, round_to_f16_avx2, to_f16_avx2},
+    {quantize_block_q8_32_avx512, round_to_f16_avx2, to_f16_avx2},  // amx: avx512's
 };
 
 struct quantize_job {

@@ -129,6 +129,17 @@ packed_dest packed_dest_of(const packed_view& w, int64_t p);
 //   per super-block b, 128 bytes at aux_offset + 128 b:
 //     int16 bsum32[8]   at +0          sums of each 32 consecutive qs
 //     int32 corr16[16]  at +64         -32 * sum of each 16 consecutive qs
+struct packed_x_layout {
+  size_t stride, d_offset, aux_offset;
+};
+// The q8_p / q8_kp layout of `cols` activations for packed weights of type t.
+packed_x_layout packed_x_layout_of(ggml_type t, int64_t cols);
+// Quantizes one token's `cols` activations x into `out` (l.stride bytes, l
+// = packed_x_layout_of(t, cols)) with q8_32 (the scalar quantize_block_q8_32
+// or a bit-identical SIMD one).
+void quantize_packed_token(ggml_type t, int64_t cols, const float* x, uint8_t* out,
+                           float (*q8_32)(const float*, int8_t*, int*));
+
 // Computes y for panels [panel_begin, panel_end) and tokens [0, n_tokens).
 using packed_rows_fn = void (*)(const packed_view& w, const quantized_x& x, int n_tokens, int64_t panel_begin,
                                 int64_t panel_end);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/amx_choice.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/fp16.hpp"
 #include "kernels/matmul_packed_k.hpp"
@@ -225,27 +226,17 @@ size_t panel_bytes_for(ggml_type t, int64_t cols) {
   return round_up(n_records * l.record_bytes, 64);
 }
 
-packed_rows_fn pick_packed(ggml_type t, isa i) { return kernel_for_isa(layout_of(t).kernels, static_cast<int>(i)); }
-
-struct x_layout {
-  size_t stride, d_offset, aux_offset;
-};
-
-x_layout layout_for(ggml_type t, int64_t cols) {
-  if (is_k(t)) {
-    const size_t nb = static_cast<size_t>(cols / 256);
-    x_layout l;
-    l.d_offset = nb * 256;
-    l.aux_offset = round_up(l.d_offset + nb * 4, 64);
-    l.stride = l.aux_offset + nb * 128;
-    return l;
+// The kernel of a step of n_tokens on isa i: under amx, the tile kernel
+// (real or emulated, as active_amx_mode() says) from amx_min_tokens tokens
+// on where the type has one, avx512's otherwise.
+packed_rows_fn pick_packed(ggml_type t, isa i, int n_tokens) {
+  const packed_layout& l = layout_of(t);
+  if (i == isa::amx) {
+    const amx_mode mode = active_amx_mode();
+    if (n_tokens >= amx_min_tokens && mode == amx_mode::emulated && l.amx_emulated != nullptr) return l.amx_emulated;
+    if (n_tokens < amx_min_tokens || mode != amx_mode::hardware) i = isa::avx512;
   }
-  const size_t nbp = round_up(static_cast<size_t>(cols / 32), 2);
-  x_layout l;
-  l.d_offset = nbp * 32;
-  l.aux_offset = l.d_offset + nbp * 4;
-  l.stride = round_up(l.aux_offset + nbp * 4, 64);
-  return l;
+  return kernel_for_isa(l.kernels, static_cast<int>(i));
 }
 
 struct matmul_job {
@@ -257,6 +248,25 @@ struct matmul_job {
   int n_panel_tasks;
   int tokens_per_task;
 };
+
+void quantize_token_k(int64_t cols, const float* xt, const packed_x_layout& l, uint8_t* out) {
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* d = reinterpret_cast<float*>(out + l.d_offset);
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    int8_t* q = qs + b * 256;
+    d[b] = quantize_block_q8_256(xt + b * 256, q);
+    uint8_t* aux = out + l.aux_offset + static_cast<size_t>(b) * 128;
+    auto* bsum32 = reinterpret_cast<int16_t*>(aux);
+    auto* corr16 = reinterpret_cast<int32_t*>(aux + 64);
+    for (int g = 0; g < 16; ++g) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
+      corr16[g] = -32 * sum;
+      if (g % 2 == 0) bsum32[g / 2] = static_cast<int16_t>(sum);
+      else bsum32[g / 2] = static_cast<int16_t>(bsum32[g / 2] + sum);
+    }
+  }
+}
 
 void run_task(void* ctx, int task, int /*thread*/) {
   const auto& j = *static_cast<const matmul_job*>(ctx);
@@ -280,6 +290,47 @@ void run_task(void* ctx, int task, int /*thread*/) {
 }
 
 }  // namespace
+
+packed_x_layout packed_x_layout_of(ggml_type t, int64_t cols) {
+  if (is_k(t)) {
+    const size_t nb = static_cast<size_t>(cols / 256);
+    packed_x_layout l;
+    l.d_offset = nb * 256;
+    l.aux_offset = round_up(l.d_offset + nb * 4, 64);
+    l.stride = l.aux_offset + nb * 128;
+    return l;
+  }
+  const size_t nbp = round_up(static_cast<size_t>(cols / 32), 2);
+  packed_x_layout l;
+  l.d_offset = nbp * 32;
+  l.aux_offset = l.d_offset + nbp * 4;
+  l.stride = round_up(l.aux_offset + nbp * 4, 64);
+  return l;
+}
+
+void quantize_packed_token(ggml_type t, int64_t cols, const float* xt, uint8_t* out,
+                           float (*q8_32)(const float*, int8_t*, int*)) {
+  const packed_x_layout l = packed_x_layout_of(t, cols);
+  if (is_k(t)) {
+    quantize_token_k(cols, xt, l, out);
+    return;
+  }
+  const int64_t nb = cols / 32;
+  const int zp = quant_traits_of(t).zero_point;
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* d = reinterpret_cast<float*>(out + l.d_offset);
+  auto* corr = reinterpret_cast<int32_t*>(out + l.aux_offset);
+  for (int64_t b = 0; b < nb; ++b) {
+    int sum = 0;
+    d[b] = q8_32(xt + b * 32, qs + b * 32, &sum);
+    corr[b] = -zp * sum;
+  }
+  if (nb % 2 == 1) {
+    std::memset(qs + nb * 32, 0, 32);
+    d[nb] = 0.f;
+    corr[nb] = 0;
+  }
+}
 
 packed_dest packed_dest_of(const packed_view& w, int64_t p) {
   int s = 0;
@@ -311,7 +362,7 @@ bool packed_supported(ggml_type type) {
 
 bool packed_is_faster(ggml_type type) {
   if (!packed_supported(type) || active_isa() < isa::avx2) return false;
-  return pick_packed(type, active_isa()) != pick_packed(type, isa::scalar);
+  return pick_packed(type, active_isa(), 1) != pick_packed(type, isa::scalar, 1);
 }
 
 packed_matrix pack_matrix(const weight_view* parts, int n_parts, thread_pool& pool) {
@@ -349,56 +400,17 @@ void matmul_packed(const packed_matrix& w, const float* x, int n_tokens, float* 
                    matmul_scratch& scratch) {
   const activation_kernels& set = active_activation_kernels();
   matmul_job job{};
-  job.fn = pick_packed(w.type(), active_isa());
+  job.fn = pick_packed(w.type(), active_isa(), n_tokens);
   packed_segment segs[8];
   const int n_segs = w.n_parts() < 8 ? w.n_parts() : 8;
   for (int s = 0; s < n_segs; ++s) segs[s] = {w.part_panel_begin(s), w.part_rows(s), ys[s], w.part_rows(s)};
   job.view = {w.type(), w.cols(), w.n_panels(), w.data(), w.panel_bytes(), segs, n_segs};
 
-  const x_layout l = layout_for(w.type(), w.cols());
+  const packed_x_layout l = packed_x_layout_of(w.type(), w.cols());
   uint8_t* buf = scratch.reserve(l.stride * static_cast<size_t>(n_tokens));
-  const int64_t nb = w.cols() / 32;
-  const int zp = quant_traits_of(w.type()).zero_point;
-  auto quantize_one_k = [&](int t, int) {
-    uint8_t* out = buf + static_cast<size_t>(t) * l.stride;
-    auto* qs = reinterpret_cast<int8_t*>(out);
-    auto* d = reinterpret_cast<float*>(out + l.d_offset);
-    const float* xt = x + static_cast<int64_t>(t) * w.cols();
-    for (int64_t b = 0; b < w.cols() / 256; ++b) {
-      int8_t* q = qs + b * 256;
-      d[b] = quantize_block_q8_256(xt + b * 256, q);
-      uint8_t* aux = out + l.aux_offset + static_cast<size_t>(b) * 128;
-      auto* bsum32 = reinterpret_cast<int16_t*>(aux);
-      auto* corr16 = reinterpret_cast<int32_t*>(aux + 64);
-      for (int g = 0; g < 16; ++g) {
-        int sum = 0;
-        for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
-        corr16[g] = -32 * sum;
-        if (g % 2 == 0) bsum32[g / 2] = static_cast<int16_t>(sum);
-        else bsum32[g / 2] = static_cast<int16_t>(bsum32[g / 2] + sum);
-      }
-    }
-  };
-  auto quantize_one = [&](int t, int thread) {
-    if (is_k(w.type())) {
-      quantize_one_k(t, thread);
-      return;
-    }
-    uint8_t* out = buf + static_cast<size_t>(t) * l.stride;
-    auto* qs = reinterpret_cast<int8_t*>(out);
-    auto* d = reinterpret_cast<float*>(out + l.d_offset);
-    auto* corr = reinterpret_cast<int32_t*>(out + l.aux_offset);
-    const float* xt = x + static_cast<int64_t>(t) * w.cols();
-    for (int64_t b = 0; b < nb; ++b) {
-      int sum = 0;
-      d[b] = set.quantize_q8_32(xt + b * 32, qs + b * 32, &sum);
-      corr[b] = -zp * sum;
-    }
-    if (nb % 2 == 1) {
-      std::memset(qs + nb * 32, 0, 32);
-      d[nb] = 0.f;
-      corr[nb] = 0;
-    }
+  auto quantize_one = [&](int t, int) {
+    quantize_packed_token(w.type(), w.cols(), x + static_cast<int64_t>(t) * w.cols(), buf + static_cast<size_t>(t) * l.stride,
+                          set.quantize_q8_32);
   };
   if (n_tokens == 1) {
     quantize_one(0, 0);

@@ -56,7 +56,7 @@ void quantize_row_mxfp4(const float*, void*, int64_t);
 
 namespace kernels {
 
-static_assert(static_cast<int>(isa::avx512) + 1 == n_kernel_isas, "one kernel slot per isa");
+static_assert(static_cast<int>(isa::amx) + 1 == n_kernel_isas, "one kernel slot per isa");
 
 // ---- matmul kernels: scalar (matmul_scalar.cpp), x86/matmul_avx2.cpp,
 // x86/matmul_avx512.cpp, x86/matmul_k_avx2.cpp, x86/matmul_k_avx512.cpp ----
@@ -102,6 +102,24 @@ CORTEX_PACKED_KERNELS(q4_k);
 CORTEX_PACKED_KERNELS(q5_k);
 CORTEX_PACKED_KERNELS(q6_k);
 #undef CORTEX_PACKED_KERNELS
+// ---- AMX tile kernels: x86/matmul_packed_amx.cpp (real tiles, built where
+// the compiler takes the AMX flags: CORTEX_AMX_HW), and the same kernels on
+// the emulated tiles (x86/matmul_packed_amx_emu_avx512.cpp) -----------------
+#if defined(CORTEX_AMX_HW)
+#define CORTEX_AMX_KERNELS(t) extern const packed_rows_fn packed_amx_##t, packed_amx_emu_##t
+#define CORTEX_AMX_HW_KERNEL(t) packed_amx_##t
+#else
+#define CORTEX_AMX_KERNELS(t) extern const packed_rows_fn packed_amx_emu_##t
+#define CORTEX_AMX_HW_KERNEL(t) nullptr
+#endif
+CORTEX_AMX_KERNELS(q4_0);
+CORTEX_AMX_KERNELS(q5_0);
+CORTEX_AMX_KERNELS(q8_0);
+CORTEX_AMX_KERNELS(iq4_nl);
+CORTEX_AMX_KERNELS(mxfp4);
+CORTEX_AMX_KERNELS(q4_k);
+CORTEX_AMX_KERNELS(q5_k);
+#undef CORTEX_AMX_KERNELS
 
 }  // namespace kernels
 
@@ -114,6 +132,10 @@ using xf = x_format;
   { matmul_scalar_##t, matmul_avx2_##t, matmul_avx512_##t }
 #define CORTEX_PACKED(t) \
   pack_panel_##t, unpack_row_##t, { packed_scalar_##t, packed_avx2_##t, packed_avx512_##t }
+// A layout with AMX tile kernels (avx2: its AVX2 kernel or nullptr).
+#define CORTEX_PACKED_AMX(t, avx2)                                                          \
+  pack_panel_##t, unpack_row_##t, {packed_scalar_##t, avx2, packed_avx512_##t, CORTEX_AMX_HW_KERNEL(t)}, \
+      packed_amx_emu_##t
 
 // Built on first use: the kernel pointers are other TUs' constants.
 struct trait_table {
@@ -121,19 +143,18 @@ struct trait_table {
   // 320 / 512 code bytes per block) or one 256-column super-block. q5_0 has
   // no AVX2 packed kernel (its 5-bit codes would saturate maddubs' int16
   // block sums): packed_is_faster says no there, and matmul runs it.
-  const packed_layout packed_q4_0{packed_x_format::q8_p, 64, 64 + 2 * 256, CORTEX_PACKED(q4_0)};
-  const packed_layout packed_q5_0{packed_x_format::q8_p, 64, 64 + 2 * 320, pack_panel_q5_0, unpack_row_q5_0,
-                                  {packed_scalar_q5_0, nullptr, packed_avx512_q5_0}};
-  const packed_layout packed_q8_0{packed_x_format::q8_p, 64, 64 + 2 * 512, CORTEX_PACKED(q8_0)};
+  //
+  // AMX: q6_k has no tile kernel (its scales are per 16 columns, half a
+  // TDPBSUD's K), so it stays on avx512 under amx.
+  const packed_layout packed_q4_0{packed_x_format::q8_p, 64, 64 + 2 * 256, CORTEX_PACKED_AMX(q4_0, packed_avx2_q4_0)};
+  const packed_layout packed_q5_0{packed_x_format::q8_p, 64, 64 + 2 * 320, CORTEX_PACKED_AMX(q5_0, nullptr)};
+  const packed_layout packed_q8_0{packed_x_format::q8_p, 64, 64 + 2 * 512, CORTEX_PACKED_AMX(q8_0, packed_avx2_q8_0)};
   // Table-driven nibbles: an AVX-512 kernel only (vpshufb on 64 bytes).
-  const packed_layout packed_iq4_nl{packed_x_format::q8_p, 64, 64 + 2 * 256, pack_panel_iq4_nl, unpack_row_iq4_nl,
-                                    {packed_scalar_iq4_nl, nullptr, packed_avx512_iq4_nl}};
-  const packed_layout packed_mxfp4{packed_x_format::q8_p, 64, 64 + 2 * 256, pack_panel_mxfp4, unpack_row_mxfp4,
-                                   {packed_scalar_mxfp4, nullptr, packed_avx512_mxfp4}};
-  const packed_layout packed_q4_k{packed_x_format::q8_kp, 256, packed_record_q4_k, CORTEX_PACKED(q4_k)};
+  const packed_layout packed_iq4_nl{packed_x_format::q8_p, 64, 64 + 2 * 256, CORTEX_PACKED_AMX(iq4_nl, nullptr)};
+  const packed_layout packed_mxfp4{packed_x_format::q8_p, 64, 64 + 2 * 256, CORTEX_PACKED_AMX(mxfp4, nullptr)};
+  const packed_layout packed_q4_k{packed_x_format::q8_kp, 256, packed_record_q4_k, CORTEX_PACKED_AMX(q4_k, packed_avx2_q4_k)};
   // As q5_0: AVX-512 only, matmul runs q5_k elsewhere.
-  const packed_layout packed_q5_k{packed_x_format::q8_kp, 256, packed_record_q5_k, pack_panel_q5_k, unpack_row_q5_k,
-                                  {packed_scalar_q5_k, nullptr, packed_avx512_q5_k}};
+  const packed_layout packed_q5_k{packed_x_format::q8_kp, 256, packed_record_q5_k, CORTEX_PACKED_AMX(q5_k, nullptr)};
   const packed_layout packed_q6_k{packed_x_format::q8_kp, 256, packed_record_q6_k, CORTEX_PACKED(q6_k)};
 
   // type, name, block size, bytes per block, dequantize, quantize,
@@ -220,6 +241,8 @@ struct trait_table {
 
 #undef CORTEX_MATMUL
 #undef CORTEX_PACKED
+#undef CORTEX_PACKED_AMX
+#undef CORTEX_AMX_HW_KERNEL
 
 const trait_table& table() {
   static const trait_table t;

@@ -34,8 +34,8 @@ enum class x_format : uint8_t { none, f32, f16, bf16, q8_32, q8_256, q8_1 };
 enum class packed_x_format : uint8_t { q8_p, q8_kp };
 
 // Number of isas kernels are indexed by (kernels/cpu_features.hpp: scalar,
-// avx2, avx512). A nullptr entry falls back to the isa below it.
-constexpr int n_kernel_isas = 3;
+// avx2, avx512, amx). A nullptr entry falls back to the isa below it.
+constexpr int n_kernel_isas = 4;
 
 // Rows [first_row, first_row + 16) of w into a zeroed panel; rows past
 // w.rows stay zero.
@@ -50,7 +50,13 @@ struct packed_layout {
   size_t record_bytes;      // bytes of one record (16 rows)
   pack_panel_fn pack_panel;
   unpack_row_fn unpack_row;
-  packed_rows_fn kernels[n_kernel_isas];  // [0] (scalar) is never nullptr
+  // [0] (scalar) is never nullptr. [amx]: the AMX tile kernel on the real
+  // tiles (x86/matmul_packed_amx.cpp; nullptr where the build has none),
+  // for steps of amx_min_tokens and more (kernels/amx_choice.hpp).
+  packed_rows_fn kernels[n_kernel_isas];
+  // The same tile kernel on the emulated tiles (CORTEX_AMX=emulate); nullptr
+  // for a type without a tile kernel.
+  packed_rows_fn amx_emulated = nullptr;
 };
 
 }  // namespace kernels

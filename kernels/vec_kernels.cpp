@@ -56,6 +56,7 @@ const vec_entries vec_entries_sse2 = make_vec_entries<sse2_traits>();
 
 const vec_entries& active_vec_entries() {
   switch (active_isa()) {
+    case isa::amx:
     case isa::avx512: return vec_entries_avx512;
     case isa::avx2: return vec_entries_avx2;
     default: return vec_entries_sse2;

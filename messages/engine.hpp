@@ -120,6 +120,7 @@ struct engine_stats {
   uint32_t kv_blocks_total = 0;
   uint32_t kv_blocks_cached = 0;
   std::string kv_type;               // element type of the K/V cache ("f16")
+  std::string kernel_isa;            // the kernels' path (kernels/cpu_features.hpp: "avx512", "amx")
   uint32_t kv_bytes_per_token = 0;   // K and V of one token over all layers
   // Memory kinds (model/kv_groups.hpp): what the blocks in use hold, what
   // the same sequences would hold with no block released out of a sliding

@@ -148,7 +148,7 @@ typename Inspector::result_type inspect(Inspector& f, session_update& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_stats& x) {
   return f(caf::meta::type_name("engine_stats"), x.running, x.waiting, x.kv_blocks_used, x.kv_blocks_total,
-           x.kv_blocks_cached, x.kv_type, x.kv_bytes_per_token, x.kv_bytes_used, x.kv_bytes_full, x.kv_bytes_total,
+           x.kv_blocks_cached, x.kv_type, x.kernel_isa, x.kv_bytes_per_token, x.kv_bytes_used, x.kv_bytes_full, x.kv_bytes_total,
            x.kv_group_windows, x.kv_group_layers, x.kv_group_blocks_used, x.kv_group_blocks_released, x.prefix_cache_hit_rate, x.prefix_tokens_queried, x.prefix_tokens_hit, x.prefix_cache_enabled, x.state_slots_used, x.state_bytes_per_slot, x.tokens_generated, x.tokens_prefilled, x.steps, x.preemptions,
            x.failed_steps, x.spec_drafted_tokens, x.spec_accepted_tokens, x.step_batch_tokens_mean, x.step_seqs_mean, x.step_seqs_max, x.finished_by_reason);
 }

@@ -4,6 +4,17 @@
 
 namespace cortex::cluster {
 
+namespace {
+
+// A worker's value of a setting the cluster reports as one: the workers'
+// when they agree, "mixed" when they do not.
+void agree(std::string& cluster, const std::string& worker) {
+  if (cluster.empty()) cluster = worker;
+  else if (cluster != worker) cluster = "mixed";
+}
+
+}  // namespace
+
 engine_stats sum_engine_stats(const std::vector<engine_stats>& workers) {
   engine_stats s;
   double batch_tokens = 0, batch_seqs = 0;
@@ -30,10 +41,11 @@ engine_stats sum_engine_stats(const std::vector<engine_stats>& workers) {
     s.kv_bytes_used += w.kv_bytes_used;
     s.kv_bytes_full += w.kv_bytes_full;
     s.kv_bytes_total += w.kv_bytes_total;
-    // The KV element type and size are the workers' when they agree; a
-    // cluster of mixed types says so and reports the largest size.
-    if (s.kv_type.empty()) s.kv_type = w.kv_type;
-    else if (s.kv_type != w.kv_type) s.kv_type = "mixed";
+    // The KV element type, its size and the kernel path are the workers'
+    // when they agree; a cluster of mixed types says so and reports the
+    // largest size.
+    agree(s.kv_type, w.kv_type);
+    agree(s.kernel_isa, w.kernel_isa);
     s.kv_bytes_per_token = std::max(s.kv_bytes_per_token, w.kv_bytes_per_token);
     s.running += w.running;
     s.waiting += w.waiting;

@@ -70,6 +70,7 @@ void metrics_registry::set_requests_waiting(double v) { locked([&] { waiting_ = 
 void metrics_registry::set_kv_blocks_used(double v) { locked([&] { kv_used_ = v; }); }
 void metrics_registry::set_kv_blocks_total(double v) { locked([&] { kv_total_ = v; }); }
 void metrics_registry::set_kv_bytes_per_token(double v) { locked([&] { kv_bytes_per_token_ = v; }); }
+void metrics_registry::set_kernel_isa(std::string_view isa) { locked([&] { kernel_isa_ = std::string(isa); }); }
 void metrics_registry::set_kv_bytes(double used, double full, double total) {
   locked([&] {
     kv_bytes_used_ = used;
@@ -166,6 +167,10 @@ std::string metrics_registry::render() const {
   }
   by_label(w, "cortex_connections", "gauge", "Open client connections, by gateway.", "gateway", connections_);
   gauge(w, "cortex_model_loaded", "1 once the model is loaded.", model_loaded_);
+  if (!kernel_isa_.empty()) {
+    by_label(w, "cortex_kernel_isa_info", "gauge", "1 for the kernels' instruction set path (avx512, amx...).", "isa",
+             std::map<std::string, double>{{kernel_isa_, 1.0}});
+  }
   if (!workers_.empty()) {
     const std::pair<const char*, double worker_gauges::*> per_worker[] = {
         {"cortex_worker_requests_running", &worker_gauges::running},

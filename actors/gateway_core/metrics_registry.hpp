@@ -14,7 +14,8 @@
 //              cortex_kv_group_blocks_used{group, window}, cortex_kv_group_blocks_released{group, window}
 //              (memory kinds: one series per K/V group, window "0" for full attention;
 //              the families appear once the groups were set), cortex_connections{gateway},
-//              cortex_model_loaded;
+//              cortex_model_loaded, cortex_kernel_isa_info{isa} (1 for the kernels'
+//              path, "avx512", "amx"...; the family appears once it was set);
 //              on a router (issue 14), per worker "host:port": cortex_worker_up{worker},
 //              cortex_worker_requests_running{worker}, cortex_worker_requests_waiting{worker},
 //              cortex_worker_kv_blocks_used{worker}, cortex_worker_requests_in_flight{worker}
@@ -81,6 +82,7 @@ class metrics_registry {
   void set_kv_groups(const std::vector<kv_group_gauges>& groups);
   void set_connections(std::string_view gateway, double v);
   void set_model_loaded(bool loaded);
+  void set_kernel_isa(std::string_view isa);  // empty: not known (the family stays out)
   // A router's worker (its last stats; in_flight: the router's requests on it).
   struct worker_gauges {
     bool up = false;
@@ -127,6 +129,7 @@ class metrics_registry {
   double kv_bytes_used_ = 0, kv_bytes_full_ = 0, kv_bytes_total_ = 0;
   std::vector<kv_group_gauges> kv_groups_;
   std::map<std::string, double> connections_;    // by gateway
+  std::string kernel_isa_;
   std::map<std::string, worker_gauges> workers_;  // by worker (router only)
   std::map<std::string, double> affinity_picks_;  // by outcome (router only)
   histogram ttft_, itl_, duration_, queue_, step_duration_, step_batch_tokens_;

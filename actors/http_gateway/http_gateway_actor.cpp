@@ -310,6 +310,7 @@ void handle_metrics(self_ptr self, uint64_t conn) {
       reg->set_kv_blocks_used(e->kv_blocks_used);
       reg->set_kv_blocks_total(e->kv_blocks_total);
       reg->set_kv_bytes_per_token(e->kv_bytes_per_token);
+      reg->set_kernel_isa(e->kernel_isa);
       reg->set_kv_bytes(static_cast<double>(e->kv_bytes_used), static_cast<double>(e->kv_bytes_full),
                         static_cast<double>(e->kv_bytes_total));
       std::vector<http::metrics_registry::kv_group_gauges> groups;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/scheduler/request_slots.hpp"
+#include "kernels/cpu_features.hpp"
 #include "messages/caf_status.hpp"
 #include "text/tokenizer.hpp"
 
@@ -136,6 +137,7 @@ engine_stats make_stats(const scheduler_state& st) {
   s.kv_blocks_total = static_cast<uint32_t>(kv.n_blocks_total);
   s.kv_blocks_cached = static_cast<uint32_t>(kv.n_blocks_cached);
   s.kv_type = st.kv->kv_type();
+  s.kernel_isa = kernels::isa_name(kernels::active_isa());
   s.kv_bytes_per_token = st.kv->kv_bytes_per_token();
   s.kv_bytes_used = kv.n_bytes_used();
   s.kv_bytes_full = kv.n_bytes_full();

@@ -7,6 +7,7 @@
 
 #include "apps/cortex/commands.hpp"
 #include "apps/cortex/common.hpp"
+#include "kernels/amx_choice.hpp"
 #include "kernels/thread_pool.hpp"
 #include "model/single_sequence.hpp"
 #include "text/tokenizer.hpp"
@@ -150,6 +151,7 @@ int cmd_info(int argc, char** argv) {
                 hp.has_own_kv(il) ? "" : (", K/V of layer " + std::to_string(hp.kv_layer_of(il))).c_str());
   }
   std::printf("weights streamed per decoded token: %.2f MiB\n", m->bytes_per_token() / 1048576.0);
+  std::printf("%s\n", kernels::kernel_path_line().c_str());
   std::printf("K/V cache bytes per token:");
   for (auto t : {kernels::kv_type::f32, kernels::kv_type::f16, kernels::kv_type::bf16, kernels::kv_type::q8_0}) {
     if (kv_type_fits(hp, t)) std::printf(" %s %zu", kernels::kv_type_name(t), kv_arena::bytes_per_token(hp, t));

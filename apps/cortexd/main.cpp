@@ -30,6 +30,7 @@
 #include "text/tokenizer.hpp"
 #include "apps/cortexd/cluster_roles.hpp"
 #include "apps/cortexd/daemon_options.hpp"
+#include "kernels/amx_choice.hpp"
 
 namespace {
 
@@ -278,6 +279,7 @@ int main(int argc, char** argv) {
     cluster = cortex::start_router(sys, opts, std::move(ready), std::move(serving), metrics);
     front = caf::actor_cast<cortex::intake_actor>(cluster);
   } else {
+    spdlog::info("{}", cortex::kernels::kernel_path_line());
     opts.runtime.on_step = [metrics](double duration_s, uint32_t n_tokens) { metrics->observe_step(duration_s, n_tokens); };
     auto started = cortex::runtime::start(sys, opts.runtime);
     if (!started) {

@@ -21,54 +21,16 @@
 #include "kernels/x86/dpbusd_inplace.hpp"
 #include "kernels/x86/even_split.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/packed_codes_avx512.hpp"
 #include "kernels/x86/prefetch_ahead.hpp"
 
 namespace cortex::kernels {
 
 namespace {
 
-inline __m512i broadcast_dword(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-// Fmt's table offset by its zero point, in every 128-bit lane (a
-// vpshufb operand); unused for plain nibbles.
-template <class Fmt>
-inline __m512i lut_vector() {
-  if constexpr (Fmt::lut != nullptr) {
-    alignas(16) int8_t t[16];
-    for (int k = 0; k < 16; ++k) t[k] = static_cast<int8_t>(Fmt::lut[k] + Fmt::zero_point);
-    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
-  } else {
-    return _mm512_setzero_si512();
-  }
-}
-
-// Nibbles (0..15 per byte) to Fmt's unsigned codes.
-template <class Fmt>
-inline __m512i nibble_codes(__m512i nib, __m512i lut) {
-  if constexpr (Fmt::lut != nullptr) return _mm512_shuffle_epi8(lut, nib);
-  return nib;
-}
-
-// The 16 rows' scales of one block (Fmt's scale slots) as floats.
-template <class Fmt>
-inline __m512 block_scales(const uint8_t* slot) {
-  const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(slot));
-  if constexpr (Fmt::bf16_scale) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  return _mm512_cvtph_ps(h);
-}
-
 // y for panels [p, p + NP) and tokens [t, t + NT).
 template <class Fmt, int NP, int NT>
 void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
-  // q5_0: left rotations taking bit 2g (2g + 1) of each byte to bit 4.
-  const __m512i rot_lo[4] = {_mm512_set1_epi32(4), _mm512_set1_epi32(2), _mm512_set1_epi32(0),
-                             _mm512_set1_epi32(30)};
-  const __m512i rot_hi[4] = {_mm512_set1_epi32(3), _mm512_set1_epi32(1), _mm512_set1_epi32(31),
-                             _mm512_set1_epi32(29)};
   constexpr int64_t record = record_header + 2 * Fmt::block_code_bytes;
   const int64_t nb = w.cols / 32;
   const int64_t n_records = (nb + 1) / 2;
@@ -81,7 +43,6 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
   __m512 acc[NP][NT];
   for (int i = 0; i < NP; ++i)
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i lut = lut_vector<Fmt>();
 
   for (int64_t rec = 0; rec < n_records; ++rec) {
@@ -95,25 +56,11 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
         for (int i = 0; i < NP; ++i) ia[i][j] = c;
       }
       if constexpr (Fmt::block_code_bytes == 256 || Fmt::block_code_bytes == 320) {
-        constexpr bool fifth_bits = Fmt::block_code_bytes == 320;
         __m512i bits[NP];
-        if constexpr (fifth_bits) {
-          for (int i = 0; i < NP; ++i) bits[i] = _mm512_load_si512(codes[i] + 256);
-        }
+        for (int i = 0; i < NP; ++i) bits[i] = fifth_bits_of<Fmt>(codes[i]);
         for (int g = 0; g < 4; ++g) {
           __m512i lo[NP], hi[NP];
-          for (int i = 0; i < NP; ++i) {
-            const __m512i v = _mm512_load_si512(codes[i] + 64 * g);
-            lo[i] = nibble_codes<Fmt>(_mm512_and_si512(v, low4), lut);
-            hi[i] = nibble_codes<Fmt>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), lut);
-            if constexpr (fifth_bits) {
-              // Bits 2g and 2g + 1 of each byte to bit 4 (a 32-bit rotate
-              // never carries another byte's bit into bit 4).
-              const __m512i bit4 = _mm512_set1_epi8(0x10);
-              lo[i] = _mm512_or_si512(lo[i], _mm512_and_si512(_mm512_rolv_epi32(bits[i], rot_lo[g]), bit4));
-              hi[i] = _mm512_or_si512(hi[i], _mm512_and_si512(_mm512_rolv_epi32(bits[i], rot_hi[g]), bit4));
-            }
-          }
+          for (int i = 0; i < NP; ++i) nibble_group<Fmt>(codes[i], bits[i], g, lut, lo[i], hi[i]);
           for (int j = 0; j < NT; ++j) {
             const __m512i xl = broadcast_dword(xq[j] + b * 32 + 4 * g);
             const __m512i xh = broadcast_dword(xq[j] + b * 32 + 16 + 4 * g);
@@ -146,7 +93,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
 
   for (int i = 0; i < NP; ++i) {
     const packed_dest d = packed_dest_of(w, p + i);
-    const __mmask16 m = static_cast<__mmask16>(d.valid == 16 ? 0xffff : (1u << d.valid) - 1);
+    const __mmask16 m = panel_rows_mask(d.valid);
     for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(d.y + (t + j) * d.ld, m, acc[i][j]);
   }
 }
@@ -219,7 +166,6 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
   const int64_t n_records = (w.cols / 32 + 1) / 2;
   const uint8_t* panel[NP];
   for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i lut = lut_vector<Fmt>();
   alignas(64) float acc[NP * q4_panel_max_tokens * 16];
   for (int t0 = 0; t0 < n_tokens; t0 += q4_panel_max_tokens) {
@@ -241,11 +187,7 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
         __m512 dw[NP];
         for (int i = 0; i < NP; ++i) {
           const uint8_t* codes = panel[i] + rec * record + record_header + h * Fmt::block_code_bytes;
-          for (int g = 0; g < 4; ++g) {
-            const __m512i v = _mm512_load_si512(codes + 64 * g);
-            wl[i][g] = nibble_codes<Fmt>(_mm512_and_si512(v, low4), lut);
-            wh[i][g] = nibble_codes<Fmt>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), lut);
-          }
+          for (int g = 0; g < 4; ++g) nibble_group<Fmt>(codes, _mm512_setzero_si512(), g, lut, wl[i][g], wh[i][g]);
           dw[i] = block_scales<Fmt>(panel[i] + rec * record + h * 32);
         }
         for (int k = 0, j = 0; k < groups.count; ++k) {
@@ -257,7 +199,7 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
     }
     for (int i = 0; i < NP; ++i) {
       const packed_dest d = packed_dest_of(w, p + i);
-      const __mmask16 m = static_cast<__mmask16>(d.valid == 16 ? 0xffff : (1u << d.valid) - 1);
+      const __mmask16 m = panel_rows_mask(d.valid);
       for (int j = 0; j < nt; ++j)
         _mm512_mask_storeu_ps(d.y + (t0 + j) * d.ld, m, _mm512_load_ps(acc + (i * q4_panel_max_tokens + j) * 16));
     }

@@ -21,51 +21,12 @@
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/dpbusd_inplace.hpp"
 #include "kernels/x86/even_split.hpp"
+#include "kernels/x86/packed_codes_avx512.hpp"
 #include "kernels/x86/prefetch_ahead.hpp"
 
 namespace cortex::kernels {
 
 namespace {
-
-constexpr int64_t record_q4_k = 2368;
-constexpr int64_t record_q5_k = 2880;  // q4_k's record, then 8 groups of qh
-constexpr int64_t record_q6_k = 3392;
-
-// q4_k (High false) / q5_k (High true): record size, and the fifth bits of
-// code group g of sub-block pair pr ORed into its low (sub-block 2 pr) and
-// high (2 pr + 1) nibbles: bits 2 pr and 2 pr + 1 of each byte of qh group g
-// rotated to bit 4 (a 32-bit rotate never carries another byte's bit there).
-template <bool High>
-struct k4_format {
-  static constexpr int64_t record = High ? record_q5_k : record_q4_k;
-  static void add_high_bits(const uint8_t* rec, int pr, int g, __m512i& lo, __m512i& hi) {
-    if constexpr (High) {
-      const __m512i bits = _mm512_load_si512(rec + record_q4_k + 64 * g);
-      const __m512i bit4 = _mm512_set1_epi8(0x10);
-      const __m512i to_lo = _mm512_set1_epi32((4 - 2 * pr) & 31), to_hi = _mm512_set1_epi32((3 - 2 * pr) & 31);
-      lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_rolv_epi32(bits, to_lo), bit4));
-      hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_rolv_epi32(bits, to_hi), bit4));
-    }
-  }
-};
-
-inline __m512i broadcast_dword(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-inline __m512 scale_u8(const uint8_t* p, __m512 d) {
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))), d);
-}
-
-inline __m512 scale_i8(const uint8_t* p, __m512 d) {
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)))), d);
-}
-
-inline __m512 load_half16(const uint8_t* p) {
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-}
 
 struct x_token {
   const int8_t* q;
@@ -86,7 +47,7 @@ template <int NP, int NT>
 void store_tile(const packed_view& w, int64_t p, int t, const __m512 (&acc)[NP][NT]) {
   for (int i = 0; i < NP; ++i) {
     const packed_dest d = packed_dest_of(w, p + i);
-    const __mmask16 m = static_cast<__mmask16>(d.valid == 16 ? 0xffff : (1u << d.valid) - 1);
+    const __mmask16 m = panel_rows_mask(d.valid);
     for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(d.y + (t + j) * d.ld, m, acc[i][j]);
   }
 }
@@ -140,23 +101,13 @@ void tile_k4(const packed_view& w, const quantized_x& x, int64_t p, int t) {
         }
       }
     }
-    __m512i msum[NP][NT];
-    for (int i = 0; i < NP; ++i)
-      for (int j = 0; j < NT; ++j) msum[i][j] = _mm512_setzero_si512();
-    for (int k = 0; k < 4; ++k) {
-      __m512i mins[NP];
-      for (int i = 0; i < NP; ++i) {
-        mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(rec[i] + 192 + 32 * k)));
-      }
-      for (int j = 0; j < NT; ++j) {
-        const __m512i bs = broadcast_dword(xt[j].aux + b * 128 + 4 * k);
-        for (int i = 0; i < NP; ++i) msum[i][j] = _mm512_dpwssd_epi32(msum[i][j], mins[i], bs);
-      }
-    }
     for (int i = 0; i < NP; ++i) {
+      __m512i mins[4];
+      k4_load_mins(rec[i], mins);
       const __m512 dmin = load_half16(rec[i] + 32);
       for (int j = 0; j < NT; ++j) {
-        const __m512 s = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[i][j]), dmin, sum[i][j]);
+        const __m512i msum = k4_min_dots(mins, xt[j].aux + b * 128);
+        const __m512 s = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin, sum[i][j]);
         acc[i][j] = _mm512_fmadd_ps(s, _mm512_set1_ps(xt[j].d[b]), acc[i][j]);
       }
     }
@@ -312,7 +263,7 @@ CORTEX_INLINE void k_panel_chunks(const packed_view& w, const quantized_x& x, in
                           record_ahead(panel, panel + w.panel_bytes, nb, Record, b + 2), Record});
     }
     const packed_dest dst = packed_dest_of(w, p);
-    const __mmask16 m = static_cast<__mmask16>(dst.valid == 16 ? 0xffff : (1u << dst.valid) - 1);
+    const __mmask16 m = panel_rows_mask(dst.valid);
     for (int j = 0; j < nt; ++j) _mm512_mask_storeu_ps(dst.y + (t0 + j) * dst.ld, m, _mm512_load_ps(acc + 16 * j));
   }
 }
@@ -343,13 +294,10 @@ void k4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
       }
     }
     __m512i mins[4];
-    for (int i = 0; i < 4; ++i)
-      mins[i] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(k.rec + 192 + 32 * i)));
+    k4_load_mins(k.rec, mins);
     const __m512 dmin = load_half16(k.rec + 32);
     for (int j = 0; j < k.nt; ++j) {
-      const uint8_t* aux = k.xt + j * x.stride + x.aux_offset + k.b * 128;
-      __m512i msum = _mm512_setzero_si512();
-      for (int i = 0; i < 4; ++i) msum = _mm512_dpwssd_epi32(msum, mins[i], broadcast_dword(aux + 4 * i));
+      const __m512i msum = k4_min_dots(mins, k.xt + j * x.stride + x.aux_offset + k.b * 128);
       const __m512 sj = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), dmin, _mm512_load_ps(k.sum + 16 * j));
       const float dx = reinterpret_cast<const float*>(k.xt + j * x.stride + x.d_offset)[k.b];
       _mm512_store_ps(k.acc + 16 * j, _mm512_fmadd_ps(sj, _mm512_set1_ps(dx), _mm512_load_ps(k.acc + 16 * j)));

@@ -235,12 +235,13 @@ wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<ui
 
 wire_bytes encode_stats(const std::string& id, uint64_t seq, const server_stats& s) {
   const engine_stats& e = s.engine;
-  message_writer w("stats", id, seq, s.access_control ? 26 : 25);
+  message_writer w("stats", id, seq, s.access_control ? 27 : 26);
   w.key("running").pack(e.running);
   w.key("waiting").pack(e.waiting);
   w.key("kv_blocks_used").pack(e.kv_blocks_used);
   w.key("kv_blocks_total").pack(e.kv_blocks_total);
   w.key("kv_type").pack(e.kv_type);
+  w.key("kernel_isa").pack(e.kernel_isa);
   w.key("kv_bytes_per_token").pack(e.kv_bytes_per_token);
   w.key("kv_bytes_used").pack(e.kv_bytes_used);
   w.key("kv_bytes_full").pack(e.kv_bytes_full);

@@ -134,12 +134,16 @@ TEST(cluster_stats, sums_counts_pools_the_hit_rate_and_weights_the_means) {
   EXPECT_DOUBLE_EQ(sum_engine_stats({}).prefix_cache_hit_rate, 0.0);
 }
 
-TEST(cluster_stats, kv_type_is_the_workers_when_they_agree) {
+TEST(cluster_stats, kv_type_and_kernel_isa_are_the_workers_when_they_agree) {
   engine_stats a, b;
   a.kv_type = b.kv_type = "f16";
+  a.kernel_isa = b.kernel_isa = "amx";
   a.kv_bytes_per_token = b.kv_bytes_per_token = 640;
   EXPECT_EQ(sum_engine_stats({a, b}).kv_type, "f16");
   EXPECT_EQ(sum_engine_stats({a, b}).kv_bytes_per_token, 640u);
+  EXPECT_EQ(sum_engine_stats({a, b}).kernel_isa, "amx");
+  b.kernel_isa = "avx512";
+  EXPECT_EQ(sum_engine_stats({a, b}).kernel_isa, "mixed");
   b.kv_type = "q8_0";
   b.kv_bytes_per_token = 170;
   EXPECT_EQ(sum_engine_stats({a, b}).kv_type, "mixed");

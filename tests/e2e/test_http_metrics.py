@@ -20,7 +20,9 @@ GAUGES = ["cortex_requests_running", "cortex_requests_waiting", "cortex_kv_block
           "cortex_kv_bytes_per_token", "cortex_connections", "cortex_model_loaded",
           # K/V memory kinds (an extension beyond http.md): bytes held, without window release, in the arena; per group
           "cortex_kv_bytes_used", "cortex_kv_bytes_full", "cortex_kv_bytes_total",
-          "cortex_kv_group_blocks_used", "cortex_kv_group_blocks_released"]
+          "cortex_kv_group_blocks_used", "cortex_kv_group_blocks_released",
+          # AMX (issue 28, an extension beyond http.md): the kernels' path as a label
+          "cortex_kernel_isa_info"]
 HISTOGRAMS = ["cortex_time_to_first_token_seconds", "cortex_inter_token_latency_seconds",
               "cortex_request_duration_seconds", "cortex_queue_time_seconds", "cortex_step_duration_seconds",
               "cortex_step_batch_tokens"]
@@ -178,6 +180,8 @@ class HttpMetricsTest(support.ServerTestCase):
         self.assertEqual(g("cortex_kv_bytes_total"), self.stats["kv_bytes_total"])
         self.assertEqual(g("cortex_kv_bytes_used"), 0)
         self.assertEqual(g("cortex_kv_bytes_full"), 0)
+        self.assertIn(self.stats["kernel_isa"], ("scalar", "avx2", "avx512", "amx"))
+        self.assertEqual(g("cortex_kernel_isa_info", isa=self.stats["kernel_isa"]), 1)
         self.assertEqual(g("cortex_kv_group_blocks_used", group="0", window="0"), 0)
         self.assertEqual(g("cortex_kv_group_blocks_released", group="0", window="0"), 0)
         self.assertEqual(g("cortex_requests_running"), 0)

@@ -42,7 +42,7 @@ class ReplyTest(support.ServerTestCase):
         before = c.stats()
         for k in ("running", "waiting", "kv_blocks_used", "kv_blocks_total", "prefix_cache_hit_rate",
                   "tokens_generated", "tokens_prefilled", "requests_finished", "preemptions",
-                  "malformed_messages", "step_batch_tokens_mean", "ttft_ms", "itl_ms", "uptime_s"):
+                  "malformed_messages", "step_batch_tokens_mean", "ttft_ms", "itl_ms", "uptime_s", "kernel_isa"):
             self.assertIn(k, before)
         for k in ("ttft_ms", "itl_ms"):
             for p in ("p50", "p90", "p99"):

@@ -117,6 +117,7 @@ TEST(MetricsRegistry, RecordedValuesParseBack) {
   m.set_connections("http", 7);
   m.set_connections("zmq", 1);
   m.set_model_loaded(true);
+  m.set_kernel_isa("amx");
   m.observe_step(0.02, 48);
   m.observe_step(0.5, 512);
   // A label value that needs escaping survives the round trip.
@@ -146,6 +147,7 @@ TEST(MetricsRegistry, RecordedValuesParseBack) {
   EXPECT_EQ(value(f, "cortex_connections", "cortex_connections", {{"gateway", "http"}}), 7);
   EXPECT_EQ(value(f, "cortex_connections", "cortex_connections", {{"gateway", "zmq"}}), 1);
   EXPECT_EQ(value(f, "cortex_model_loaded", "cortex_model_loaded", json::object()), 1);
+  EXPECT_EQ(value(f, "cortex_kernel_isa_info", "cortex_kernel_isa_info", {{"isa", "amx"}}), 1);
 
   const std::string ttft = "cortex_time_to_first_token_seconds";
   EXPECT_EQ(value(f, ttft, ttft + "_bucket", {{"le", "0.1"}}), 0);

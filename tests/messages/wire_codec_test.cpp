@@ -281,6 +281,7 @@ TEST(wire_codec, stats_every_field) {
   s.engine.kv_blocks_total = 64;
   s.engine.kv_type = "q8_0";
   s.engine.kv_bytes_per_token = 3740;
+  s.engine.kernel_isa = "amx";
   s.engine.kv_bytes_used = 4000;
   s.engine.kv_bytes_full = 12000;
   s.engine.kv_bytes_total = 64000;
@@ -303,7 +304,7 @@ TEST(wire_codec, stats_every_field) {
   s.uptime_s = 42.5;
   const server_message m = read(encode_stats("", 0, s));
   EXPECT_EQ(keys_of(m), (std::vector<std::string>{"v", "t", "running", "waiting", "kv_blocks_used", "kv_blocks_total",
-                                                  "kv_type", "kv_bytes_per_token", "kv_bytes_used", "kv_bytes_full", "kv_bytes_total",
+                                                  "kv_type", "kernel_isa", "kv_bytes_per_token", "kv_bytes_used", "kv_bytes_full", "kv_bytes_total",
                                                   "kv_groups", "prefix_cache_hit_rate", "prefix_cache_enabled", "state_slots_used",
                                                   "state_bytes_per_slot", "tokens_generated", "tokens_prefilled",
                                                   "requests_finished", "preemptions", "spec_drafted_tokens",
@@ -315,6 +316,7 @@ TEST(wire_codec, stats_every_field) {
   EXPECT_EQ(m.get_uint("kv_blocks_used"), 50u);
   EXPECT_EQ(m.get_uint("kv_blocks_total"), 64u);
   EXPECT_EQ(m.get_string("kv_type"), "q8_0");
+  EXPECT_EQ(m.get_string("kernel_isa"), "amx");
   EXPECT_EQ(m.get_uint("kv_bytes_per_token"), 3740u);
   EXPECT_EQ(m.get_uint("kv_bytes_used"), 4000u);
   EXPECT_EQ(m.get_uint("kv_bytes_full"), 12000u);
