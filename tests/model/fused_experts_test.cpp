@@ -18,6 +18,7 @@
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
 #include "model/synthetic.hpp"
+#include "tests/support/all_logits.hpp"
 
 namespace cortex {
 namespace {
@@ -70,15 +71,6 @@ void fuse_experts(const std::string& src, const std::string& dst, bool swap_halv
   ASSERT_TRUE(st) << st.message;
 }
 
-std::vector<std::vector<float>> logits_of(const model& m, const std::vector<int32_t>& tokens) {
-  kernels::thread_pool pool(2);
-  single_sequence seq(m, pool, 64, kernels::kv_type::f32);
-  const int rows = seq.feed(tokens, logits_mode::all);
-  std::vector<std::vector<float>> out;
-  for (int r = 0; r < rows; ++r) out.emplace_back(seq.logits(r), seq.logits(r) + m.hparams().n_vocab);
-  return out;
-}
-
 class fused_gate_up_experts : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(fused_gate_up_experts, give_the_split_files_logits_bit_for_bit) {
@@ -100,8 +92,8 @@ TEST_P(fused_gate_up_experts, give_the_split_files_logits_bit_for_bit) {
   ASSERT_TRUE(b) << b.error().message;
   ASSERT_GT((*b)->hparams().moe.n_expert, 1);
   const std::vector<int32_t> tokens = {1, 17, 300, 42, 999, 5, 77, 123, 256, 8, 64, 3};
-  const auto la = logits_of(**a, tokens);
-  const auto lb = logits_of(**b, tokens);
+  const auto la = testing::all_logits(**a, tokens);
+  const auto lb = testing::all_logits(**b, tokens);
   ASSERT_EQ(la.size(), tokens.size());
   ASSERT_EQ(lb.size(), tokens.size());
   for (size_t r = 0; r < la.size(); ++r) {
@@ -126,7 +118,7 @@ TEST(fused_gate_up_experts, gate_rows_come_first) {
   ASSERT_TRUE(a) << a.error().message;
   ASSERT_TRUE(b) << b.error().message;
   const std::vector<int32_t> tokens = {1, 17, 300, 42};
-  EXPECT_NE(logits_of(**a, tokens), logits_of(**b, tokens));
+  EXPECT_NE(testing::all_logits(**a, tokens), testing::all_logits(**b, tokens));
 }
 
 TEST(fused_gate_up_experts, a_wrong_shape_or_neither_form_is_refused_by_name) {

@@ -16,6 +16,7 @@
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
 #include "model/synthetic.hpp"
+#include "tests/support/all_logits.hpp"
 
 namespace cortex {
 namespace {
@@ -61,15 +62,6 @@ void rewrite(const std::string& src, const std::string& dst, const std::function
 }
 
 // All logits rows of `tokens` fed from position 0.
-std::vector<std::vector<float>> logits_of(const model& m, const std::vector<int32_t>& tokens) {
-  kernels::thread_pool pool(2);
-  single_sequence seq(m, pool, 64, kernels::kv_type::f32);
-  const int rows = seq.feed(tokens, logits_mode::all);
-  std::vector<std::vector<float>> out;
-  for (int r = 0; r < rows; ++r) out.emplace_back(seq.logits(r), seq.logits(r) + m.hparams().n_vocab);
-  return out;
-}
-
 TEST(rope_scaling, llama3_factors_follow_the_published_rule) {
   // head_dim 128, base 500000 (Llama 3.1 8B). Pair i has wavelength
   // 2*pi*base^(2i/128): below 8192/4 tokens it keeps 1, above 8192 it gets
@@ -112,8 +104,8 @@ TEST(rope_scaling, rope_freqs_is_loaded_and_changes_every_position_but_the_first
   // Same weights (same seed): at position 0 RoPE rotates by 0 whatever the
   // factors, so the first row is equal bit for bit; later rows must differ.
   const std::vector<int32_t> tokens = {1, 17, 300, 42, 999, 5};
-  const auto la = logits_of(**a, tokens);
-  const auto lb = logits_of(**b, tokens);
+  const auto la = testing::all_logits(**a, tokens);
+  const auto lb = testing::all_logits(**b, tokens);
   ASSERT_EQ(la.size(), tokens.size());
   ASSERT_EQ(lb.size(), tokens.size());
   EXPECT_EQ(la[0], lb[0]);
@@ -132,7 +124,7 @@ TEST(rope_scaling, rope_freqs_of_ones_changes_nothing) {
   std::remove(ones.c_str());
   ASSERT_TRUE(b) << b.error().message;
   const std::vector<int32_t> tokens = {1, 17, 300, 42};
-  EXPECT_EQ(logits_of(**a, tokens), logits_of(**b, tokens));
+  EXPECT_EQ(testing::all_logits(**a, tokens), testing::all_logits(**b, tokens));
 }
 
 TEST(rope_scaling, linear_factor_is_read_from_either_key) {
