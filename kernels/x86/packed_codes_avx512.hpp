@@ -54,6 +54,12 @@ inline __m512i nibble_codes(__m512i nib, __m512i lut) {
 template <class Fmt>
 constexpr bool has_fifth_bits = Fmt::block_code_bytes == 320;
 
+// codes | (fifth & 0x10 in every byte): one vpternlogd (A | (B & C), table
+// 0xF8) where an and and an or would take two.
+inline __m512i or_bit4(__m512i codes, __m512i fifth) {
+  return _mm512_ternarylogic_epi32(codes, fifth, _mm512_set1_epi8(0x10), 0xF8);
+}
+
 // Group g (0..3) of a nibble block's codes, 4 per row of the 16: lo holds
 // columns 4g .. 4g + 3, hi columns 16 + 4g .. (the high nibbles), as Fmt's
 // unsigned codes. q5_0: bits 2g and 2g + 1 of each byte of the block's fifth
@@ -66,10 +72,9 @@ inline void nibble_group(const uint8_t* codes, __m512i bits, int g, __m512i lut,
   lo = nibble_codes<Fmt>(_mm512_and_si512(v, low4), lut);
   hi = nibble_codes<Fmt>(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), lut);
   if constexpr (has_fifth_bits<Fmt>) {
-    const __m512i bit4 = _mm512_set1_epi8(0x10);
     const __m512i rot_lo = _mm512_set1_epi32((4 - 2 * g) & 31), rot_hi = _mm512_set1_epi32((3 - 2 * g) & 31);
-    lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_rolv_epi32(bits, rot_lo), bit4));
-    hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_rolv_epi32(bits, rot_hi), bit4));
+    lo = or_bit4(lo, _mm512_rolv_epi32(bits, rot_lo));
+    hi = or_bit4(hi, _mm512_rolv_epi32(bits, rot_hi));
   }
 }
 
@@ -104,10 +109,9 @@ struct k4_format {
   static void add_high_bits(const uint8_t* rec, int pr, int g, __m512i& lo, __m512i& hi) {
     if constexpr (High) {
       const __m512i bits = _mm512_load_si512(rec + record_q4_k + 64 * g);
-      const __m512i bit4 = _mm512_set1_epi8(0x10);
       const __m512i to_lo = _mm512_set1_epi32((4 - 2 * pr) & 31), to_hi = _mm512_set1_epi32((3 - 2 * pr) & 31);
-      lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_rolv_epi32(bits, to_lo), bit4));
-      hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_rolv_epi32(bits, to_hi), bit4));
+      lo = or_bit4(lo, _mm512_rolv_epi32(bits, to_lo));
+      hi = or_bit4(hi, _mm512_rolv_epi32(bits, to_hi));
     }
   }
 };
