@@ -19,9 +19,7 @@ namespace {
 
 amx_decision not_offered(const std::string& why) { return {amx_mode::off, "amx: not offered: " + why}; }
 
-bool runs_avx512(const cpu_features& f) {
-  return f.avx2 && f.fma && f.f16c && f.bmi2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni;
-}
+bool runs_avx512(const cpu_features& f) { return best_vector_isa(f) == isa::avx512; }
 
 // Linux hands out tile data (8 KiB of state per thread) on request only; a
 // tile instruction before the grant is a SIGILL.

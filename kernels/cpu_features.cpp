@@ -52,17 +52,8 @@ cpu_features detect() {
   return f;
 }
 
-// The best isa below amx.
-isa detect_best() {
-  const cpu_features& f = detected_cpu_features();
-  const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
-  if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni) return isa::avx512;
-  if (avx2) return isa::avx2;
-  return isa::scalar;
-}
-
 isa vector_isa() {
-  static const isa best = detect_best();
+  static const isa best = best_vector_isa(detected_cpu_features());
   return best;
 }
 
@@ -86,6 +77,13 @@ std::atomic<int>& active_isa_slot() {
 }
 
 }  // namespace
+
+isa best_vector_isa(const cpu_features& f) {
+  const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
+  if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_vnni) return isa::avx512;
+  if (avx2) return isa::avx2;
+  return isa::scalar;
+}
 
 const cpu_features& detected_cpu_features() {
   static const cpu_features features = detect();

@@ -30,6 +30,10 @@ enum class isa { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
 // What this CPU and OS support (cpuid, plus xgetbv for saved register state).
 const cpu_features& detected_cpu_features();
 
+// The best vector isa (avx512, avx2 or scalar; never amx) a CPU with these
+// features runs: the one rule for what each kernel set requires.
+isa best_vector_isa(const cpu_features& f);
+
 // Best isa the CPU supports: amx where active_amx_mode() is not off (the
 // first call makes the process's AMX decision, kernels/amx_choice.hpp).
 isa best_supported_isa();
