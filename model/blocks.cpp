@@ -132,6 +132,8 @@ void blocks::ensure_capacity(int n_tokens) {
     moe_out_.resize(T * K * h.n_embd);
     moe_slots_.resize(static_cast<size_t>(h.moe.n_expert));
     moe_order_.resize(static_cast<size_t>(h.moe.n_expert));
+    side_.resize(T * h.n_embd);
+    router_in_.resize(T * h.n_embd);
   }
   capacity_tokens_ = n_tokens;
 }
@@ -162,6 +164,16 @@ void blocks::norm(const float* in, const std::vector<float>& w, float* out) {
   for (int t = 0; t < n_tokens_; ++t) {
     kernels::rmsnorm(in + static_cast<size_t>(t) * d, w.data(), out + static_cast<size_t>(t) * d, d, hp().rms_eps);
   }
+}
+
+void blocks::norm_scaled(const float* in, const std::vector<float>& w, float factor, float* out) {
+  norm(in, w, out);
+  const size_t n = static_cast<size_t>(n_tokens_) * hp().n_embd;
+  for (size_t i = 0; i < n; ++i) out[i] *= factor;
+}
+
+void blocks::add_to_out(const float* in) {
+  kernels::add_inplace(tmp_.data(), in, n_tokens_ * hp().n_embd);
 }
 
 void blocks::residual() {
@@ -335,10 +347,16 @@ void blocks::split_query_gate(int hd) {
 
 void blocks::ffn(int il, ffn_activation act) {
   if (hp().moe.enabled()) {
-    moe_ffn(il, act);
+    moe_ffn(il, act, xn_.data());
     if (!weights(il).ffn_gate_inp_shexp.empty()) shared_expert(il, act);
     return;
   }
+  ffn_dense(il, act);
+}
+
+void blocks::experts(int il, ffn_activation act, const float* router_in) { moe_ffn(il, act, router_in); }
+
+void blocks::ffn_dense(int il, ffn_activation act) {
   const auto& LL = linears_[static_cast<size_t>(il)];
   float* const gate_up[2] = {gate_.data(), up_.data()};
   run_group(LL.gate_up, xn_.data(), n_tokens_, gate_up);
@@ -498,12 +516,17 @@ void pre_norm_layer(blocks& b, int il, ffn_activation act) {
   b.residual();
 }
 
-void sandwich_norm_layer(blocks& b, int il, ffn_activation act) {
+void sandwich_attention(blocks& b, int il) {
   const layer_weights& L = b.weights(il);
   b.norm(b.x(), L.attn_norm, b.xn());
   b.attention(il);
   b.norm(b.out(), L.post_attn_norm, b.out());
   b.residual();
+}
+
+void sandwich_norm_layer(blocks& b, int il, ffn_activation act) {
+  const layer_weights& L = b.weights(il);
+  sandwich_attention(b, il);
   b.norm(b.x(), L.ffn_norm, b.xn());
   b.ffn(il, act);
   b.norm(b.out(), L.post_ffn_norm, b.out());

@@ -103,9 +103,18 @@ class blocks {
   float* x() { return x_.data(); }      // (T, n_embd) the residual stream
   float* xn() { return xn_.data(); }    // (T, n_embd) a normed copy, the blocks' input
   float* out() { return tmp_.data(); }  // (T, n_embd) a block's output
+  // (T, n_embd) each: rows a layer keeps aside while it runs other blocks
+  // (Gemma 4: its dense FFN's output and its router's input). Sized with the
+  // step when the model has experts; else empty.
+  float* side() { return side_.data(); }
+  float* router_input() { return router_in_.data(); }
 
   // out (T, n_embd) = rmsnorm(in) * w per token; in may alias out.
   void norm(const float* in, const std::vector<float>& w, float* out);
+  // out = rmsnorm(in) * factor * w per token; in may alias out.
+  void norm_scaled(const float* in, const std::vector<float>& w, float factor, float* out);
+  // out() += in (T, n_embd).
+  void add_to_out(const float* in);
   // Self-attention of layer il on xn(), into out(): q/k/v projections (with
   // biases where the layer has them), per-head q/k norms where it has them,
   // rope as hp().attn[il] says, this step's K/V into the arena, attention
@@ -115,6 +124,14 @@ class blocks {
   // for a mixture-of-experts model (hp().moe), the same for each token's
   // chosen experts, weighed (model/moe_ffn.cpp).
   void ffn(int il, ffn_activation act);
+  // The dense gated FFN of layer il on xn(), into out(), also in a model
+  // with experts (Gemma 4 runs it beside them).
+  void ffn_dense(int il, ffn_activation act);
+  // The experts of layer il on xn(), into out(), routed on router_in (T,
+  // n_embd) instead of xn() (Gemma 4 routes on its own norm of the residual
+  // stream); each expert's output times its down_exps_s where the layer has
+  // them, then times its weight.
+  void experts(int il, ffn_activation act, const float* router_in);
   // The gated delta net of recurrent layer il on xn(), into out(): conv1d
   // + SiLU over the fused q/k/v projection, L2-normed q and k, per value
   // head the decayed delta-rule update of the sequence's state and its
@@ -159,14 +176,14 @@ class blocks {
     linear_group router;                               // MoE: ffn_gate_inp
     std::vector<linear_group> exp_gate_up, exp_down;   // MoE: per expert
   };
-  void moe_ffn(int il, ffn_activation act);
+  void moe_ffn(int il, ffn_activation act, const float* router_in);
   // out() += sigmoid(x . ffn_gate_inp_shexp) * down(act(gate x) * up x), the dense FFN weights being the shared expert.
   void shared_expert(int il, ffn_activation act);
   // One sequence's tokens of a delta-net layer: conv and recurrence over its state.
   void delta_net_conv(int il, const batch_seq& s, int first);
   void delta_net_head(int il, const batch_seq& s, int first, int v_head);
   // The router: each token's chosen experts (moe_sel_) and weights (moe_w_).
-  void moe_route(int il);
+  void moe_route(int il, const float* router_in);
   void activate(float* gate, const float* up, int n, ffn_activation act);
   void ensure_capacity(int n_tokens);
   void rope_qk(int il);
@@ -211,6 +228,7 @@ class blocks {
   std::vector<float> gate_;   // (T, n_ff)
   std::vector<float> up_;     // (T, n_ff)
   std::vector<float> tmp_;    // (T, n_embd)
+  std::vector<float> side_, router_in_;  // (T, n_embd) when hp().moe
   std::vector<float> ple_;       // (T, n_layer, P) per-layer inputs of the step's tokens
   std::vector<float> ple_gate_;  // (T, P)
   std::vector<float> ones_;      // (head_dim,) the weight of an unweighted RMS norm
@@ -262,5 +280,7 @@ void add_bias_rows(float* y, const std::vector<float>& b, int n_tokens);
 void pre_norm_layer(blocks& b, int il, ffn_activation act);
 // Sandwich (gemma): x += post_norm(attn(norm(x))); x += post_norm(ffn(norm(x))).
 void sandwich_norm_layer(blocks& b, int il, ffn_activation act);
+// Its first half: x += post_attn_norm(attention(attn_norm(x))).
+void sandwich_attention(blocks& b, int il);
 
 }  // namespace cortex

@@ -15,12 +15,12 @@
 
 namespace cortex {
 
-void blocks::moe_route(int il) {
+void blocks::moe_route(int il, const float* router_in) {
   const moe_spec& moe = hp().moe;
   const layer_weights& L = weights(il);
   const int E = moe.n_expert, K = moe.n_used;
   float* const logits_out[1] = {moe_logits_.data()};
-  run_group(linears_[static_cast<size_t>(il)].router, xn_.data(), n_tokens_, logits_out);
+  run_group(linears_[static_cast<size_t>(il)].router, router_in, n_tokens_, logits_out);
   std::vector<int32_t>& order = moe_order_;  // (n_expert,) sized once: no allocation per layer
   for (int t = 0; t < n_tokens_; ++t) {
     float* logits = moe_logits_.data() + static_cast<size_t>(t) * E;
@@ -49,12 +49,12 @@ void blocks::moe_route(int il) {
   }
 }
 
-void blocks::moe_ffn(int il, ffn_activation act) {
+void blocks::moe_ffn(int il, ffn_activation act, const float* router_in) {
   const moe_spec& moe = hp().moe;
   const layer_weights& L = weights(il);
   const auto& LL = linears_[static_cast<size_t>(il)];
   const int d = hp().n_embd, F = moe.n_ff_exp, K = moe.n_used;
-  moe_route(il);
+  moe_route(il, router_in);
   for (auto& slots : moe_slots_) slots.clear();
   for (int s = 0; s < n_tokens_ * K; ++s) moe_slots_[static_cast<size_t>(moe_sel_[static_cast<size_t>(s)])].push_back(s);
   for (int e = 0; e < moe.n_expert; ++e) {
@@ -81,7 +81,12 @@ void blocks::moe_ffn(int il, ffn_activation act) {
       if (!L.down_exps_b.empty()) kernels::add_inplace(y, L.down_exps_b.data() + static_cast<size_t>(e) * d, d);
       const float w = moe_w_[static_cast<size_t>(slots[i])];
       float* dst = moe_out_.data() + static_cast<size_t>(slots[i]) * d;
-      for (int j = 0; j < d; ++j) dst[j] = y[j] * w;
+      if (!L.down_exps_s.empty()) {
+        const float s = L.down_exps_s[static_cast<size_t>(e)];  // llama.cpp: (down · h) * scale, then * weight
+        for (int j = 0; j < d; ++j) dst[j] = (y[j] * s) * w;
+      } else {
+        for (int j = 0; j < d; ++j) dst[j] = y[j] * w;
+      }
     }
   }
   for (int t = 0; t < n_tokens_; ++t) {

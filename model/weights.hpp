@@ -34,6 +34,12 @@ struct layer_weights {
   // A shared expert beside the routed ones (qwen35moe): w_gate / w_up /
   // w_down hold it, and its output is scaled by sigmoid(x . this) per token.
   std::vector<float> ffn_gate_inp_shexp;             // (n_embd,)
+  // Gemma 4's experts beside its dense FFN (model/arch/gemma4.cpp): the
+  // router's input scale, each expert's output scale, and the norms before
+  // the experts and after the dense FFN and the experts.
+  std::vector<float> ffn_gate_inp_s;                 // (n_embd,)
+  std::vector<float> down_exps_s;                    // (n_expert,)
+  std::vector<float> ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2;  // (n_embd,)
   // Gated delta net (hp.attn[l].recurrent, hp.delta_net): the fused [q; k; v]
   // input projection, the output gate z, beta and alpha (decay) per value
   // head, the depthwise conv, the decay's bias and -exp(A_log), the gated

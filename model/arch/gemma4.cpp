@@ -14,7 +14,15 @@
 //    after each layer's FFN (blocks::per_layer_input), then the layer's
 //    output * layer_output_scale;
 //  - embeddings * sqrt(n_embd); final logit softcapping; output tied unless
-//    the file has output.weight.
+//    the file has output.weight;
+//  - experts (26B-A4B: expert_count > 0), in every layer beside the dense
+//    FFN, as llama.cpp's gemma4 graph runs them: the dense FFN on
+//    ffn_norm(h) then post_ffw_norm_1; the experts (GeGLU; gate and up
+//    split or fused in ffn_gate_up_exps; ffn_down_exps.scale per expert) on
+//    pre_ffw_norm_2(h), routed by softmax over ffn_gate_inp ·
+//    (rmsnorm(h) / sqrt(n_embd) * ffn_gate_inp.scale), the top
+//    expert_used_count renormalised to sum 1, then post_ffw_norm_2; the sum
+//    through post_ffw_norm. h is the residual stream after attention.
 #include <cmath>
 
 #include "model/arch.hpp"
@@ -44,6 +52,9 @@ status read(hparam_reader& r, model_hparams& hp) {
   if (auto st = r.f32("rope.freq_base_swa", base_swa); !st) return st;
   if (auto st = r.u32("attention.shared_kv_layers", shared, false); !st) return st;
   if (auto st = r.u32("embedding_length_per_layer_input", hp.n_embd_per_layer, false); !st) return st;
+  if (r.file().find(r.key("expert_count")) != nullptr) {
+    if (auto st = r.read_moe(hp, moe_gating::softmax, /*norm_weights=*/true); !st) return st;
+  }
   const auto pattern = r.file().get_i32_array(r.key("attention.sliding_window_pattern"));
   if (!pattern || pattern->size() != static_cast<size_t>(hp.n_layer)) {
     return bad("attention.sliding_window_pattern", "is missing or not one bool per layer");
@@ -98,6 +109,17 @@ void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
   for (int l = 0; l < hp.n_layer; ++l) {
     layer_weights& L = w.layers[static_cast<size_t>(l)];
     t.vec(layer_tensor(l, "layer_output_scale"), 1, &L.out_scale, R::norm, l, false);
+    if (hp.moe.enabled()) {
+      const int64_t ne = hp.moe.n_expert, fe = hp.moe.n_ff_exp;
+      t.matrix(layer_tensor(l, "ffn_gate_inp"), d, ne, &L.ffn_gate_inp, R::ffn_gate_inp, l);
+      t.vec(layer_tensor(l, "ffn_gate_inp", "scale"), d, &L.ffn_gate_inp_s, R::norm, l);
+      t.gate_up_experts(l, d, fe, ne, &L.gate_exps, &L.up_exps);
+      t.experts(layer_tensor(l, "ffn_down_exps"), fe, d, ne, &L.down_exps, R::ffn_down_exps, l);
+      t.vec(layer_tensor(l, "ffn_down_exps", "scale"), ne, &L.down_exps_s, R::norm, l, false);
+      t.vec(layer_tensor(l, "pre_ffw_norm_2"), d, &L.ffn_pre_norm_2, R::norm, l);
+      t.vec(layer_tensor(l, "post_ffw_norm_1"), d, &L.ffn_post_norm_1, R::norm, l);
+      t.vec(layer_tensor(l, "post_ffw_norm_2"), d, &L.ffn_post_norm_2, R::norm, l);
+    }
     if (P == 0) continue;
     t.matrix(layer_tensor(l, "inp_gate"), d, P, &L.per_layer_inp_gate, R::per_layer_embd, l);
     t.matrix(layer_tensor(l, "proj"), P, d, &L.per_layer_proj, R::per_layer_embd, l);
@@ -105,8 +127,30 @@ void tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
   }
 }
 
+// Attention as sandwich_norm_layer, then the dense FFN and the experts side
+// by side (see the top of the file).
+void experts_layer(blocks& b, int il) {
+  const layer_weights& L = b.weights(il);
+  constexpr ffn_activation act = ffn_activation::gelu_tanh;
+  sandwich_attention(b, il);
+  b.norm(b.x(), L.ffn_norm, b.xn());
+  b.ffn_dense(il, act);
+  b.norm(b.out(), L.ffn_post_norm_1, b.side());
+  b.norm_scaled(b.x(), L.ffn_gate_inp_s, 1.0f / std::sqrt(static_cast<float>(b.hp().n_embd)), b.router_input());
+  b.norm(b.x(), L.ffn_pre_norm_2, b.xn());
+  b.experts(il, act, b.router_input());
+  b.norm(b.out(), L.ffn_post_norm_2, b.out());
+  b.add_to_out(b.side());
+  b.norm(b.out(), L.post_ffn_norm, b.out());
+  b.residual();
+}
+
 void layer(blocks& b, int il) {
-  sandwich_norm_layer(b, il, ffn_activation::gelu_tanh);
+  if (b.hp().moe.enabled()) {
+    experts_layer(b, il);
+  } else {
+    sandwich_norm_layer(b, il, ffn_activation::gelu_tanh);
+  }
   if (b.hp().n_embd_per_layer > 0) b.per_layer_input(il);
   b.scale_output(il);
 }

@@ -70,7 +70,9 @@ struct arch_checks {
 class arch_golden : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const std::string dir = testing::shared_dir() + "/golden/arch/";
+    // ../shared's files, then the ones made here with the reference (tests/data/arch, scripts/golden).
+    std::string dir = testing::shared_dir() + "/golden/arch/";
+    if (!testing::file_exists(dir + GetParam() + ".json")) dir = std::string(CORTEX_SOURCE_DIR) + "/tests/data/arch/";
     golden_ = testing::load_json(dir + GetParam() + ".json");
     ASSERT_FALSE(golden_.is_discarded()) << "cannot read " << dir << GetParam() << ".json";
     auto m = model::load(dir + golden_["model"].get<std::string>());
@@ -207,7 +209,8 @@ INSTANTIATE_TEST_SUITE_P(dense, arch_golden,
 // Hybrid recurrent files.
 INSTANTIATE_TEST_SUITE_P(hybrid, arch_golden, ::testing::Values("qwen35-f32"), param_name);
 
-INSTANTIATE_TEST_SUITE_P(moe, arch_golden, ::testing::Values("qwen3moe-f32", "gpt-oss-f32", "gpt-oss-mxfp4"), param_name);
+INSTANTIATE_TEST_SUITE_P(moe, arch_golden,
+                         ::testing::Values("qwen3moe-f32", "gpt-oss-f32", "gpt-oss-mxfp4", "gemma4-moe-f32"), param_name);
 
 }  // namespace
 }  // namespace cortex
