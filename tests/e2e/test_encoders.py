@@ -61,15 +61,17 @@ class WireEmbedTest(EncoderServerCase):
 
     def test_embed_matches_llama_server_by_text_and_by_ids(self):
         g = golden("tiny-bert-f32.json")
-        msgs = []
+        msgs, index = [], {}
         for i, inp in enumerate(g["inputs"]):
             msgs.append({"t": "embed", "id": "ids%d" % i, "tokens": inp["ids"]})
+            index["ids%d" % i] = i
             if "text" in inp:
                 msgs.append({"t": "embed", "id": "text%d" % i, "prompt": inp["text"], "tags": {"i": str(i)}})
+                index["text%d" % i] = i
         events = self.run_all(msgs)
         lengths = set()
         for m in msgs:
-            i = int(m["id"].lstrip("idstx"))
+            i = index[m["id"]]
             evs = events[m["id"]]
             with self.subTest(id=m["id"]):
                 self.assertEqual([e["t"] for e in evs], ["accepted", "finished"])
