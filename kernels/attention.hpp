@@ -76,7 +76,18 @@ struct attention_args {
   float softcap = 0.0f;   // score cap; 0: none
   int part_keys = 0;      // > 0: keys taken in parts of this many positions (below); 0: in one pass
   int n_keys = 0;         // > 0: bidirectional over positions [0, n_keys); 0: causal
+  // (n_heads,) or nullptr. ALiBi: head h's scaled (and capped) score of the
+  // key at position p, for the query at position i, gets
+  // -alibi_slopes[h] * |i - p| added. REQUIRES window == 0 with it.
+  const float* alibi_slopes = nullptr;
 };
+
+// ALiBi slopes as ggml computes them for soft_max's max_bias (llama.cpp's
+// f_max_alibi_bias): with n2 the largest power of two <= n_heads,
+// m0 = 2^(-max_bias / n2), m1 = 2^(-max_bias / 2 / n2), head h < n2 gets
+// m0^(h + 1), head h >= n2 m1^(2 (h - n2) + 1). out (n_heads,).
+// REQUIRES: n_heads >= 1, max_bias > 0.
+void alibi_slopes(int n_heads, float max_bias, float* out);
 
 // Key parts, for batch invariance. With part_keys = P > 0, a row's keys are
 // cut at the absolute positions j * P; each part is normalised on its own
@@ -98,6 +109,8 @@ constexpr int attention_part_keys = 1024;
 //   softcap >= 0, block_table has at
 //   least ceil((pos0+n_q)/block_size) valid entries, out does not alias q
 //   or the arena.
+// With alibi_slopes, a row at a time in one pass over its keys (a portable
+// body: ALiBi models are small encoders), the same contract.
 void attention_paged(const attention_args& a);
 
 // Same contract, computed naively (K/V rows loaded with the type's scalar

@@ -329,6 +329,10 @@ void blocks::activate(float* gate, const float* up, int n, ffn_activation act) {
     case ffn_activation::gelu_tanh: kernels::gelu_mul(gate, up, gate, n); break;
     case ffn_activation::silu: kernels::silu_mul(gate, up, gate, n); break;
     case ffn_activation::swiglu_oai: kernels::swiglu_oai(gate, up, gate, n, 1.702f, 7.0f); break;
+    case ffn_activation::gelu_fp16:
+      kernels::gelu_fp16_table(gate, gate, n);
+      for (int i = 0; i < n; ++i) gate[i] *= up[i];
+      break;
   }
 }
 

@@ -83,8 +83,10 @@ linear_group make_linear_group(const std::vector<const kernels::weight_view*>& p
                                const gguf::file& f);
 
 // silu: SwiGLU; gelu_tanh: GeGLU; swiglu_oai: gpt-oss's clamped SwiGLU,
-// min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1).
-enum class ffn_activation : uint8_t { silu, gelu_tanh, swiglu_oai };
+// min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1);
+// gelu_fp16: GeGLU with the GELU of llama.cpp's CPU backend
+// (kernels::gelu_fp16_table), as its encoders' ggml_geglu computes it.
+enum class ffn_activation : uint8_t { silu, gelu_tanh, swiglu_oai, gelu_fp16 };
 
 class blocks {
  public:
@@ -269,6 +271,7 @@ class blocks {
   std::vector<const float*> part_outs_, part_lses_;  // merge_key_parts' part pointers
   std::vector<float> lse_;       // (capacity T, n_head) the whole rows' log-sum-exp, for sinks
   std::vector<int32_t> identity_table_;  // 0, 1, 2, ...: a step's own K/V rows as an arena of contiguous blocks
+  std::vector<float> alibi_slopes_;      // (n_head,) for hp().encoder.alibi_max_bias > 0, else empty
 };
 
 // y (n_tokens, b.size()) += b per row; nothing when b is empty (a bias the

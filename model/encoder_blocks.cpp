@@ -73,6 +73,10 @@ void blocks::attend_bidirectional(int il) {
     std::iota(identity_table_.begin(), identity_table_.end(), 0);
   }
   const kernels::kv_layout layout{block_size, n_kv, hd, kernels::kv_type::f32};
+  if (h.encoder.alibi_max_bias > 0.0f && alibi_slopes_.empty()) {
+    alibi_slopes_.resize(static_cast<size_t>(h.n_head));
+    kernels::alibi_slopes(h.n_head, h.encoder.alibi_max_bias, alibi_slopes_.data());
+  }
   // Tasks: per sequence, KV head and 32-query tile, longest first.
   attn_tasks_.clear();
   n_key_parts_ = 1;
@@ -103,6 +107,7 @@ void blocks::attend_bidirectional(int il) {
     a.scale = spec.scale;
     a.softcap = spec.softcap;
     a.n_keys = s.n_tokens;
+    a.alibi_slopes = alibi_slopes_.empty() ? nullptr : alibi_slopes_.data();
     a.part_keys = kernels::attention_part_keys;  // as causal attention: a row's bits depend on the row alone
     a.out = attn_.data() + first * dq;
     kernels::attention_paged(a);

@@ -106,6 +106,10 @@ struct encoder_spec {
   int n_token_types = 0;   // rows of token_types.weight (tokenizer.ggml.token_type_count)
   int n_cls_out = 1;       // rank: scores per input (classifier.output_labels, else 1)
   float norm_eps = 1e-12f; // attention.layer_norm_epsilon of every LayerNorm
+  // > 0: ALiBi instead of position embeddings (jina-bert-v2): head h's
+  // scores get -slope_h * |query position - key position|, the slopes
+  // ggml's for this maximum bias (kernels::alibi_slopes).
+  float alibi_max_bias = 0.0f;
 };
 
 struct model_hparams {

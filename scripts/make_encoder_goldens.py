@@ -9,7 +9,14 @@ llama-server computes on them:
                              the server's default) and none (raw rows)
   tiny-bert-rerank-f32.json  /v1/rerank scores of documents for a query
 
-Usage: LLAMA_CPP_BIN=DIR [CORTEX_BIN_DIR=build/bin] scripts/make_encoder_goldens.py
+and the same embeddings for tiny-jina-bert-v2-f32.gguf, a file written here
+with llama.cpp's gguf-py (not by cortex): architecture jina-bert-v2 (ALiBi,
+a GEGLU FFN whose ffn_up holds [gate; up]), 3 heads so that both of ggml's
+ALiBi slope series are used, and the bert-bge WordPiece vocabulary cut to
+4096 tokens, as the real jina-embeddings-v2-*-en files use WordPiece.
+
+Usage: LLAMA_CPP_BIN=DIR PYTHONPATH=<llama.cpp>/gguf-py [CORTEX_BIN_DIR=build/bin]
+       [CORTEX_SHARED_DIR=../shared] scripts/make_encoder_goldens.py [SHAPE...]
 Server settings: -c 2048 -np 4 -b 2048 -ub 2048 -t 2 -fa off (flash attention
 would round K and V to F16). Texts are tokenized by the server's /tokenize
 (with special tokens: [CLS] ... [SEP]); the goldens record those ids.
@@ -89,16 +96,78 @@ def make_model(cortex, shape, path):
                    check=True, stdout=subprocess.DEVNULL)
 
 
-def embedding_goldens(binary, cortex, shape, made_with):
+def write_tiny_jina(path, vocab_path):
+    """tiny-jina-bert-v2: 2 layers, 24 wide, 3 heads, FFN 32 (ffn_up 64 rows:
+    [gate; up], no bias), 512 positions, pooling mean; seeded normals."""
+    import numpy as np
+    import gguf
+    n_vocab, n_embd, n_head, n_ff, n_layer = 4096, 24, 3, 32, 2
+    src = gguf.GGUFReader(vocab_path)
+    field = lambda k: src.fields[k].contents()
+    w = gguf.GGUFWriter(path, "jina-bert-v2")
+    w.add_name("synthetic tiny-jina-bert-v2 f32 (random weights)")
+    w.add_context_length(512)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_layer_norm_eps(1e-12)
+    w.add_causal_attention(False)
+    w.add_pooling_type(gguf.PoolingType.MEAN)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_tokenizer_model("bert")
+    w.add_tokenizer_pre("jina-v2-en")  # what the real jina-embeddings-v2-*-en files say
+    w.add_token_list(field("tokenizer.ggml.tokens")[:n_vocab])
+    w.add_token_types(field("tokenizer.ggml.token_type")[:n_vocab])
+    w.add_token_type_count(2)
+    for key in ("unknown", "seperator", "padding", "cls", "mask"):  # the vocabulary's special tokens, as it has them
+        w.add_uint32(f"tokenizer.ggml.{key}_token_id", int(field(f"tokenizer.ggml.{key}_token_id")))
+    rng = np.random.default_rng(SEED)
+    mat = lambda rows, cols: (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
+    norm = lambda: (1.0 + 0.1 * rng.standard_normal(n_embd)).astype(np.float32)
+    bias = lambda n: (0.02 * rng.standard_normal(n)).astype(np.float32)
+    w.add_tensor("token_embd.weight", rng.standard_normal((n_vocab, n_embd)).astype(np.float32))
+    w.add_tensor("token_types.weight", rng.standard_normal((2, n_embd)).astype(np.float32))
+    w.add_tensor("token_embd_norm.weight", norm())
+    w.add_tensor("token_embd_norm.bias", bias(n_embd))
+    for i in range(n_layer):
+        for t in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            w.add_tensor(f"blk.{i}.{t}.weight", mat(n_embd, n_embd) * (2.0 if t == "attn_q" else 1.0))
+            w.add_tensor(f"blk.{i}.{t}.bias", bias(n_embd))
+        w.add_tensor(f"blk.{i}.attn_output_norm.weight", norm())
+        w.add_tensor(f"blk.{i}.attn_output_norm.bias", bias(n_embd))
+        w.add_tensor(f"blk.{i}.ffn_up.weight", mat(2 * n_ff, n_embd))
+        w.add_tensor(f"blk.{i}.ffn_down.weight", mat(n_embd, n_ff))
+        w.add_tensor(f"blk.{i}.ffn_down.bias", bias(n_embd))
+        w.add_tensor(f"blk.{i}.layer_output_norm.weight", norm())
+        w.add_tensor(f"blk.{i}.layer_output_norm.bias", bias(n_embd))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def rounded(x):
+    """Floats to 8 significant digits (the goldens are compared within 1e-4)."""
+    if isinstance(x, list):
+        return [rounded(v) for v in x]
+    return float("%.8g" % x)
+
+
+def embedding_goldens(binary, cortex, shape, made_with, write=None):
     model = os.path.join(OUT, shape + "-f32.gguf")
-    make_model(cortex, shape, model)
+    made_by = f"cortex make-model --shape {shape} --type f32 --seed {SEED}"
+    if write:
+        made_by = write(model)
+    else:
+        make_model(cortex, shape, model)
     inputs = []
     with server(binary, model, ["--embeddings", "--pooling", "mean"]) as s:
         for t in TEXTS:
             inputs.append({"text": t, "ids": post(s.port, "/tokenize", {"content": t, "add_special": True})["tokens"]})
     inputs += [{"ids": ids} for ids in id_inputs()]
     doc = {"model": shape + "-f32.gguf", "made_with": made_with,
-           "made_by": f"cortex make-model --shape {shape} --type f32 --seed {SEED}",
+           "made_by": made_by,
            "normalised": {"mean": True, "cls": True, "last": True, "none": False},
            "inputs": inputs, "embeddings": {}}
     for pooling in ["mean", "cls", "last", "none"]:
@@ -106,7 +175,8 @@ def embedding_goldens(binary, cortex, shape, made_with):
             res = post(s.port, "/embeddings", {"content": [x["ids"] for x in inputs]})
             res.sort(key=lambda r: r["index"])
             rows = [r["embedding"] for r in res]
-            doc["embeddings"][pooling] = [r[0] for r in rows] if pooling != "none" else rows
+            rows = [r[0] for r in rows] if pooling != "none" else rows
+            doc["embeddings"][pooling] = rounded(rows) if write else rows
     with open(os.path.join(OUT, shape + "-f32.json"), "w") as f:
         json.dump(doc, f)
         f.write("\n")
@@ -122,8 +192,21 @@ def main():
     made_with = ("llama.cpp de3ff81 (2026-09-28) llama-server " + " ".join(SERVER_ARGS) +
                  " --embeddings --pooling P (rerank: --rerank)")
 
+    only = sys.argv[1:]  # shapes to remake (tiny-bert, tiny-nomic-bert, tiny-jina-bert-v2, tiny-bert-rerank); none: all
     for shape in ["tiny-bert", "tiny-nomic-bert"]:
-        embedding_goldens(binary, cortex, shape, made_with)
+        if not only or shape in only:
+            embedding_goldens(binary, cortex, shape, made_with)
+    shared = os.environ.get("CORTEX_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
+    vocab = os.path.join(shared, "golden", "tokenizer", "vocab", "ggml-vocab-bert-bge.gguf")
+
+    def jina(path):
+        write_tiny_jina(path, vocab)
+        return f"scripts/make_encoder_goldens.py write_tiny_jina (gguf-py, numpy seed {SEED})"
+    if not only or "tiny-jina-bert-v2" in only:
+        embedding_goldens(binary, cortex, "tiny-jina-bert-v2", made_with, jina)
+    if only and "tiny-bert-rerank" not in only:
+        print("wrote", OUT)
+        return
 
     model = os.path.join(OUT, "tiny-bert-rerank-f32.gguf")
     make_model(cortex, "tiny-bert-rerank", model)

@@ -90,7 +90,7 @@ void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id
   self->state.port.post(in.peer, in.delimiter, wire::encode_error(id, 0, err, terminal));
 }
 
-// A submit the gateway itself refuses (not ready, draining, duplicate id, no key).
+// A request (submit, embed, rerank) the gateway itself refuses (not ready, draining, duplicate id, no key).
 void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err,
                    const std::string& key_id = {}) {
   if (auto& m = self->state.port.metrics) m->count_rejection(errc_name(err.code), key_id);
@@ -194,14 +194,15 @@ void handle_inbound(self_ptr self, gateway_inbound& in) {
     }
     spdlog::debug("gateway: rejected message ({} {}): {}", errc_code(d.error.code), errc_name(d.error.code), d.error.message);
     // A rejected submit ends its request, unless its id names a live one (which goes on).
-    const bool terminal =
-        d.type == wire::client_message_type::submit && (d.id.empty() || st.core->find(in.peer, d.id) == nullptr);
+    const bool terminal = wire::starts_request(d.type) && (d.id.empty() || st.core->find(in.peer, d.id) == nullptr);
     reply_error(self, in, d.id, d.error, terminal);
     return;
   }
   using wire::client_message_type;
   switch (d.type) {
-    case client_message_type::submit: handle_submit(self, in, d); break;
+    case client_message_type::submit:
+    case client_message_type::embed:
+    case client_message_type::rerank: handle_submit(self, in, d); break;
     case client_message_type::cancel:
       for (auto& id : d.cancel_ids) st.core->cancel(in.peer, id);
       break;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "messages/wire/embed_decode.hpp"
 #include "messages/wire/field_reader.hpp"
 #include "messages/wire/msgpack_write.hpp"
 #include "messages/wire/submit_decode.hpp"
@@ -19,6 +20,8 @@ const char* client_message_type_name(client_message_type t) {
     case client_message_type::stats: return "stats";
     case client_message_type::health: return "health";
     case client_message_type::models: return "models";
+    case client_message_type::embed: return "embed";
+    case client_message_type::rerank: return "rerank";
   }
   return "";
 }
@@ -28,11 +31,12 @@ namespace {
 using detail::field_reader;
 using detail::field_status;
 
-constexpr const char* type_list = "submit, cancel, ping, stats, health, models";
+constexpr const char* type_list = "submit, cancel, ping, stats, health, models, embed, rerank";
 
 client_message_type type_from_name(std::string_view name) {
   for (auto t : {client_message_type::submit, client_message_type::cancel, client_message_type::ping,
-                 client_message_type::stats, client_message_type::health, client_message_type::models})
+                 client_message_type::stats, client_message_type::health, client_message_type::models,
+                 client_message_type::embed, client_message_type::rerank})
     if (name == client_message_type_name(t)) return t;
   return client_message_type::none;
 }
@@ -136,6 +140,12 @@ void decode_body(field_reader& r, const msgpack::object& root, decode_result& ou
   switch (out.type) {
     case client_message_type::submit:
       if (decode_submit(r, root, out.request, out.auth)) checked_id = out.request.client_id;
+      break;
+    case client_message_type::embed:
+      if (decode_embed(r, root, out.request, out.auth)) checked_id = out.request.client_id;
+      break;
+    case client_message_type::rerank:
+      if (decode_rerank(r, root, out.request, out.auth)) checked_id = out.request.client_id;
       break;
     case client_message_type::cancel:
       decode_cancel(r, root, out.cancel_ids);

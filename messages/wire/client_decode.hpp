@@ -71,11 +71,12 @@ struct decode_result {
   client_message_type type = client_message_type::none;
   // The request id (1..max_id_bytes bytes, valid UTF-8) when the message
   // carried a readable one; "" otherwise. Set even when decoding failed
-  // later, so that the error can be addressed to the request. For submit it
-  // equals request.client_id.
+  // later, so that the error can be addressed to the request. For a
+  // request (starts_request) it equals request.client_id.
   std::string id;
-  generation_request request;            // submit: fully populated, defaults applied
-  std::string auth;                      // submit: the `auth` field (API key secret), "" when absent; never logged
+  // submit, embed, rerank (starts_request): fully populated, defaults applied
+  generation_request request;
+  std::string auth;                      // the request's `auth` field (API key secret), "" when absent; never logged
   std::vector<std::string> cancel_ids;   // cancel: `id` and/or `ids` (union, in order, no duplicates)
   std::vector<uint8_t> nonce;            // ping: the nonce as msgpack bytes; empty when absent
   // Unknown keys that were ignored, in message order: top-level as "foo",

@@ -124,6 +124,9 @@ output_fields output_fields_of(const generation_request& r) {
   f.text = r.want_text;
   f.token_ids = r.want_token_ids;
   f.logprobs = r.n_logprobs > 0;
+  const bool encoder = r.kind == request_kind::embed;
+  f.embedding = encoder && r.document.empty();
+  f.score = encoder && !r.document.empty();
   return f;
 }
 
@@ -156,13 +159,18 @@ wire_bytes encode_chunk(const request_chunk& c, uint64_t seq, const output_field
 }
 
 wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output_fields& want) {
-  const bool has_stop = f.reason == finish_reason::stop;
+  // An encoder request generates nothing, so nothing stopped it; what it
+  // computed comes only with a finish that is no failure (reason stop).
+  const bool encoder = want.embedding || want.score;
+  const bool has_stop = f.reason == finish_reason::stop && !encoder;
+  const bool has_result = f.reason == finish_reason::stop && encoder && !f.embedding.empty();
   // A request that ended with an error says which and why (code, name,
   // message, retryable and retry_after_ms as in an `error` message), or its
   // client could not tell.
   const bool has_error = f.reason == finish_reason::error;
   message_writer w("finished", f.client_id, seq,
-                   5 + has_stop + has_error + n_outputs(want) + n_chat_keys(f.reasoning, f.tool_calls.size()));
+                   5 + has_stop + has_error + has_result + n_outputs(want) +
+                       n_chat_keys(f.reasoning, f.tool_calls.size()));
   // A stop after tool calls is the reason tool_calls (protocol.md).
   w.key("reason").pack(std::string_view(has_stop && f.has_tool_calls ? "tool_calls" : finish_reason_name(f.reason)));
   if (has_stop) {
@@ -179,6 +187,12 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
     if (retryable) w.key("retry_after_ms").pack(f.error.retry_after_ms);
   }
   pack_outputs(w, want, f.text, f.token_ids, f.logprobs);
+  if (has_result && want.score) {  // a reranker's one output, as llama-server returns it
+    w.key_f64("score", f.embedding[0]);
+  } else if (has_result) {
+    w.key("embedding").pack_array(static_cast<uint32_t>(f.embedding.size()));
+    for (float x : f.embedding) w.f32(x);
+  }
   if (!f.reasoning.empty()) w.key("reasoning").pack(f.reasoning);
   if (!f.tool_calls.empty()) {  // the calls no chunk carried: {id, name, arguments}
     w.key("tool_calls").pack_array(static_cast<uint32_t>(f.tool_calls.size()));

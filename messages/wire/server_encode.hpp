@@ -28,11 +28,15 @@ namespace cortex::wire {
 
 using wire_bytes = std::vector<uint8_t>;
 
-// Which optional outputs a request asked for (its `want`).
+// Which optional outputs a request asked for (its `want`), and what an
+// encoder request's finished carries instead of a stop (embed: `embedding`,
+// rerank: `score`).
 struct output_fields {
   bool text = true;
   bool token_ids = false;
   bool logprobs = false;
+  bool embedding = false;
+  bool score = false;
 };
 output_fields output_fields_of(const generation_request& r);
 

@@ -227,19 +227,52 @@ bool check_model(field_reader& r, const msgpack::object& o) {
 // An API key secret is 46 bytes; anything far longer is not one.
 constexpr size_t max_auth_bytes = 1024;
 
+bool require_id(field_reader& r, const char* type, const generation_request& out) {
+  if (!out.client_id.empty()) return true;
+  return r.fail(errc::invalid_param,
+                std::string(type) + " needs an id: a string of 1.." + std::to_string(r.lim.max_id_bytes) + " bytes");
+}
+
+field_status decode_request_field(field_reader& r, std::string_view key, const msgpack::object& val,
+                                  generation_request& out, std::string& auth) {
+  if (!is_one_of(key, {"id", "priority", "deadline_ms", "tags", "model", "auth"})) return field_status::unknown;
+  if (val.type == msgpack::type::NIL) return field_status::known;
+  int64_t i = 0;
+  if (key == "id") return field_reader::status(r.read_id(val, "id", out.client_id));
+  if (key == "priority") {
+    if (!r.read_int(val, "priority", int32_lo, int32_hi, "an integer in [-2^31, 2^31)", i)) return field_status::failed;
+    out.priority = static_cast<int32_t>(i);
+    return field_status::known;
+  }
+  if (key == "deadline_ms") {
+    if (!r.read_uint(val, "deadline_ms", uint64_hi, ">= 1 (leave it out for no deadline)", out.deadline_ms))
+      return field_status::failed;
+    if (out.deadline_ms == 0) return field_reader::status(r.range_error("deadline_ms", ">= 1 (leave it out for no deadline)", "0"));
+    return field_status::known;
+  }
+  if (key == "tags") return field_reader::status(decode_tags(r, val, out.tags));
+  if (key == "auth") {
+    if (!r.read_text(val, "auth", auth)) return field_status::failed;
+    if (auth.size() > max_auth_bytes)
+      return field_reader::status(r.fail(errc::too_large, "auth is longer than " + std::to_string(max_auth_bytes) +
+                                                              " bytes; it is an API key secret (cs-...)"));
+    return field_status::known;
+  }
+  return field_reader::status(check_model(r, val));  // "model"
+}
+
 bool decode_submit(field_reader& r, const msgpack::object& root, generation_request& out, std::string& auth) {
-  bool has_id = false, has_prompt = false, has_tokens = false, has_messages = false;
+  bool has_prompt = false, has_tokens = false, has_messages = false;
   const char* chat_only = nullptr;  // a chat-only key that was given
   const bool ok = r.for_each_field(root, "", [&](std::string_view key, const msgpack::object& val) {
-    const bool known = is_one_of(key, {"v", "t", "id", "prompt", "tokens", "messages", "chat_template_kwargs",
+    const field_status common = decode_request_field(r, key, val, out, auth);
+    if (common != field_status::unknown) return common;
+    const bool known = is_one_of(key, {"v", "t", "prompt", "tokens", "messages", "chat_template_kwargs",
                                        "add_generation_prompt", "tools", "tool_choice", "parallel_tool_calls",
-                                       "reasoning_format", "add_bos", "stream", "priority", "deadline_ms",
-                                       "params", "want", "tags", "model", "auth"});
+                                       "reasoning_format", "add_bos", "stream", "params", "want"});
     if (!known) return field_status::unknown;
     if (val.type == msgpack::type::NIL || key == "v" || key == "t") return field_status::known;
     bool b = false;
-    int64_t i = 0;
-    if (key == "id") return has_id = true, field_reader::status(r.read_id(val, "id", out.client_id));
     if (key == "prompt") return has_prompt = true, field_reader::status(r.read_text(val, "prompt", out.prompt));
     if (key == "tokens")
       return has_tokens = true, field_reader::status(r.read_token_ids(val, "tokens", r.lim.max_prompt_tokens, out.tokens));
@@ -279,33 +312,10 @@ bool decode_submit(field_reader& r, const msgpack::object& root, generation_requ
       return field_status::known;
     }
     if (key == "stream") return field_reader::status(r.read_bool(val, "stream", out.stream));
-    if (key == "priority") {
-      if (!r.read_int(val, "priority", int32_lo, int32_hi, "an integer in [-2^31, 2^31)", i)) return field_status::failed;
-      out.priority = static_cast<int32_t>(i);
-      return field_status::known;
-    }
-    if (key == "deadline_ms") {
-      if (!r.read_uint(val, "deadline_ms", uint64_hi, ">= 1 (leave it out for no deadline)", out.deadline_ms))
-        return field_status::failed;
-      if (out.deadline_ms == 0) return field_reader::status(r.range_error("deadline_ms", ">= 1 (leave it out for no deadline)", "0"));
-      return field_status::known;
-    }
     if (key == "params") return field_reader::status(decode_params(r, val, out.params));
-    if (key == "want") return field_reader::status(decode_want(r, val, out));
-    if (key == "tags") return field_reader::status(decode_tags(r, val, out.tags));
-    if (key == "auth") {
-      if (!r.read_text(val, "auth", auth)) return field_status::failed;
-      if (auth.size() > max_auth_bytes)
-        return field_reader::status(r.fail(errc::too_large, "auth is longer than " + std::to_string(max_auth_bytes) +
-                                                                " bytes; it is an API key secret (cs-...)"));
-      return field_status::known;
-    }
-    return field_reader::status(check_model(r, val));  // "model"
+    return field_reader::status(decode_want(r, val, out));  // "want"
   });
-  if (!ok) return false;
-  if (!has_id)
-    return r.fail(errc::invalid_param,
-                  "submit needs an id: a string of 1.." + std::to_string(r.lim.max_id_bytes) + " bytes");
+  if (!ok || !require_id(r, "submit", out)) return false;
   const int n_inputs = int(has_prompt) + int(has_tokens) + int(has_messages);
   if (n_inputs > 1)
     return r.fail(errc::invalid_param, std::string("give exactly one of prompt / tokens / messages, not ") +

@@ -74,10 +74,15 @@ void encoder_tensors(const model_hparams& hp, model_weights& w, tensor_table& t,
     if (o.biases || o.optional_out_bias) t.vec(layer_tensor(l, "attn_output", "bias"), d, &L.bo, R::bias, l, o.biases);
     t.vec(layer_tensor(l, "attn_output_norm"), d, &L.attn_out_norm, R::norm, l);
     t.vec(layer_tensor(l, "attn_output_norm", "bias"), d, &L.attn_out_norm_b, R::bias, l);
-    if (o.gated_ffn) t.matrix(layer_tensor(l, "ffn_gate"), d, ff, &L.w_gate, R::ffn_gate, l);
-    t.matrix(layer_tensor(l, "ffn_up"), d, ff, &L.w_up, R::ffn_up, l);
+    if (o.fused_gate_up) {
+      t.fused(layer_tensor(l, "ffn_up"), d, {{&L.w_gate, ff}, {&L.w_up, ff}}, R::ffn_gate_up, l);
+    } else {
+      if (o.gated_ffn) t.matrix(layer_tensor(l, "ffn_gate"), d, ff, &L.w_gate, R::ffn_gate, l);
+      t.matrix(layer_tensor(l, "ffn_up"), d, ff, &L.w_up, R::ffn_up, l);
+    }
     t.matrix(layer_tensor(l, "ffn_down"), ff, d, &L.w_down, R::ffn_down, l);
-    if (o.biases && !o.gated_ffn) {
+    if (o.fused_gate_up) t.vec(layer_tensor(l, "ffn_down", "bias"), d, &L.b_down, R::bias, l);
+    if (o.biases && !o.gated_ffn && !o.fused_gate_up) {
       t.vec(layer_tensor(l, "ffn_up", "bias"), ff, &L.b_up, R::bias, l);
       t.vec(layer_tensor(l, "ffn_down", "bias"), d, &L.b_down, R::bias, l);
     }
@@ -93,7 +98,9 @@ void encoder_inputs(blocks& b) {
   b.layer_norm(b.x(), w.embd_norm, w.embd_norm_b, b.x());
 }
 
-void encoder_layer(blocks& b, int il) {
+void encoder_layer(blocks& b, int il) { encoder_layer_gated(b, il, ffn_activation::silu); }
+
+void encoder_layer_gated(blocks& b, int il, ffn_activation gated) {
   const layer_weights& L = b.weights(il);
   b.copy_to_input();
   b.attention(il);
@@ -101,7 +108,8 @@ void encoder_layer(blocks& b, int il) {
   b.layer_norm(b.x(), L.attn_out_norm, L.attn_out_norm_b, b.x());
   b.copy_to_input();
   if (L.w_gate.data != nullptr) {
-    b.ffn(il, ffn_activation::silu);
+    b.ffn(il, gated);
+    add_bias_rows(b.out(), L.b_down, b.n_tokens());
   } else {
     b.ffn_sequential(il);
   }

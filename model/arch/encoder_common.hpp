@@ -19,6 +19,9 @@ struct encoder_layout {
   bool position_embd = true;     // absolute position_embd (n_ctx_train rows)
   bool optional_type_embd = false;  // token_types.weight may be absent
   bool gated_ffn = false;        // ffn_gate beside ffn_up: SwiGLU, down(silu(gate x) * up x), no biases
+  // ffn_up holds [gate; up] (2 n_ff rows, no bias) and ffn_down has its bias:
+  // jina-bert-v2's GEGLU, down(gelu(gate x) * up x) + b_down.
+  bool fused_gate_up = false;
 };
 
 // The common keys with `rope` (none for absolute positions), then the
@@ -40,7 +43,10 @@ void encoder_tensors(const model_hparams& hp, model_weights& w, tensor_table& t,
 void encoder_inputs(blocks& b);
 
 // arch_def::layer: post-norm, x = LN(x + attn(x)); x = LN(x + ffn(x)), the
-// FFN SwiGLU where the layer has ffn_gate, else sequential with GELU.
+// FFN gated with `gated` where the layer has a gate (down's bias added
+// where it has one), else sequential with GELU.
+void encoder_layer_gated(blocks& b, int il, ffn_activation gated);
+// encoder_layer_gated with SwiGLU (nomic-bert; bert has no gate).
 void encoder_layer(blocks& b, int il);
 
 }  // namespace cortex::encoder

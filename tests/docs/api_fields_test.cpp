@@ -238,7 +238,8 @@ mp map_of(std::vector<std::pair<mp, mp>> entries) { return mp::map(std::move(ent
 TEST(DocsApiFields, WireTablesListWhatTheDecoderReads) {
   const auto doc = documented_fields("docs/wire-protocol.md");
   field_set candidates = literals({"messages/wire/submit_decode.cpp", "messages/wire/client_decode.cpp",
-                                   "messages/wire/chat_decode.cpp", "messages/wire/field_reader.cpp"});
+                                   "messages/wire/chat_decode.cpp", "messages/wire/field_reader.cpp",
+                                   "messages/wire/embed_decode.cpp"});
   for (const auto& [table, fields] : doc) candidates = with(candidates, fields);
   const field_set envelope = {"v", "t"};
 
@@ -255,6 +256,8 @@ TEST(DocsApiFields, WireTablesListWhatTheDecoderReads) {
       {"wire.submit.params", submit, "params", false},
       {"wire.submit.params.speculative", submit, "params.speculative", false},
       {"wire.submit.want", submit, "want", false},
+      {"wire.embed", map_of({{"v", 1}, {"t", "embed"}, {"id", "p"}, {"prompt", "hi"}}), "", true},
+      {"wire.rerank", map_of({{"v", 1}, {"t", "rerank"}, {"id", "p"}, {"query", "q"}, {"document", "d"}}), "", true},
       {"wire.cancel", map_of({{"v", 1}, {"t", "cancel"}, {"id", "p"}}), "", true},
       {"wire.ping", map_of({{"v", 1}, {"t", "ping"}}), "", true},
       {"wire.stats", map_of({{"v", 1}, {"t", "stats"}}), "", true},

@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (d.ok()) {
     FUZZ_CHECK(d.type != wire::client_message_type::none);
-    if (d.type == wire::client_message_type::submit) FUZZ_CHECK(d.request.client_id == d.id);
+    if (wire::starts_request(d.type)) FUZZ_CHECK(d.request.client_id == d.id);
     FUZZ_CHECK(d.cancel_ids.size() <= lim.max_cancel_ids + 1);
   } else {
     FUZZ_CHECK(!d.error.message.empty());

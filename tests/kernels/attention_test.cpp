@@ -27,11 +27,12 @@ struct attention_case {
   float value_range;  // q/k entries drawn from [-r, r]: large r = peaked softmax
 };
 
-// attention_args's window, softcap and n_keys (0: off).
+// attention_args's window, softcap, n_keys and alibi_slopes (0: off).
 struct score_rules {
   int window = 0;
   float softcap = 0.0f;
   int n_keys = 0;
+  const float* alibi = nullptr;
 };
 
 // Largest |x - load(store(x))| a type allows for each element of a row, from
@@ -106,6 +107,7 @@ struct arena_fixture {
     a.window = rules.window;
     a.softcap = rules.softcap;
     a.n_keys = rules.n_keys;
+    a.alibi_slopes = rules.alibi;
     a.q = q.data();
     a.n_q = c.n_q;
     a.pos0 = c.pos0;
@@ -368,6 +370,25 @@ TEST_P(attention, bidirectional_matches_reference) {
   }
 }
 
+// ALiBi (jina-bert-v2's encoder attention): bidirectional and causal, GQA
+// groups, slopes steep enough to dominate the scores and nearly flat.
+TEST_P(attention, alibi_matches_reference) {
+  if (type() != kv_type::f32) GTEST_SKIP() << "ALiBi encoders attend over f32 rows";
+  uint64_t seed = 1900;
+  for (int group : {1, 3}) {
+    std::vector<float> slopes(static_cast<size_t>(2 * group));
+    alibi_slopes(2 * group, 8.0f, slopes.data());
+    for (int n_q : {1, 6, 40}) {
+      for (int pos0 : {0, 33}) {
+        const attention_case c{7, 2, group, 16, n_q, pos0, 1.0f};
+        for (int n_keys : {pos0 + n_q, 0}) {
+          expect_paged_matches_reference(c, type(), 0, 2 * group, seed++, {0, 0.0f, n_keys, slopes.data()});
+        }
+      }
+    }
+  }
+}
+
 TEST_P(attention, window_reads_no_position_before_every_row) {
   // A long context and a window of 40: K and V of every position before the
   // first query's window are poisoned (all bits set: NaN in every type, also
@@ -491,10 +512,12 @@ TEST(attention_reference, single_position_returns_its_value) {
   EXPECT_NEAR(lse, 1.5f, 1e-6);
 }
 
-TEST(attention_reference, bidirectional_by_hand) {
+TEST(attention_reference, bidirectional_and_alibi_by_hand) {
   // Two positions of head_dim 1, keys 0 and 1, values 2 and 4; the query
   // at position 0 with q = ln 3 (scale 1): causal it sees only position 0,
-  // bidirectional the weights are e^0 : e^(ln 3) = 1 : 3, output 3.5.
+  // bidirectional the weights are e^0 : e^(ln 3) = 1 : 3, output 3.5. With
+  // ALiBi of slope ln 3 the key one position away loses ln 3: weights 1 : 1,
+  // output 3 (the reference and the kernel).
   std::vector<float> k = {0.0f, 1.0f}, v = {2.0f, 4.0f};
   const int32_t table[1] = {0};
   const float q[1] = {std::log(3.0f)};
@@ -511,6 +534,29 @@ TEST(attention_reference, bidirectional_by_hand) {
   a.n_keys = 2;
   attention_reference(a);
   EXPECT_NEAR(out[0], 3.5f, 1e-6);
+  const float slope[1] = {std::log(3.0f)};
+  a.alibi_slopes = slope;
+  attention_reference(a);
+  EXPECT_NEAR(out[0], 3.0f, 1e-6);
+  out[0] = 0.0f;
+  attention_paged(a);
+  EXPECT_NEAR(out[0], 3.0f, 1e-6);
+}
+
+TEST(attention_alibi, slopes_are_ggmls) {
+  // ggml's soft_max with max_bias 8: n2 = 2 for 3 heads, m0 = 2^-4, m1 = 2^-2:
+  // heads 0, 1 get m0, m0^2, head 2 gets m1^1; for 4 heads (n2 = 4,
+  // m0 = 2^-2) the powers 1..4 of 1/4.
+  float s3[3], s4[4];
+  alibi_slopes(3, 8.0f, s3);
+  EXPECT_FLOAT_EQ(s3[0], 0.0625f);
+  EXPECT_FLOAT_EQ(s3[1], 0.00390625f);
+  EXPECT_FLOAT_EQ(s3[2], 0.25f);
+  alibi_slopes(4, 8.0f, s4);
+  EXPECT_FLOAT_EQ(s4[0], 0.25f);
+  EXPECT_FLOAT_EQ(s4[1], 0.0625f);
+  EXPECT_FLOAT_EQ(s4[2], 0.015625f);
+  EXPECT_FLOAT_EQ(s4[3], 0.00390625f);
 }
 
 TEST(attention_reference, window_and_softcap_by_hand) {
