@@ -4,8 +4,6 @@
 // before anything is written.
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -17,28 +15,13 @@
 #include "model/quantize_file.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/sha256.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace cortex::quantize {
 namespace {
 
 using testing::sha256_file;
-
-// A temporary folder of this test's own, removed with its files.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "cortex_quantize_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using testing::temp_dir;
 
 // An F32 input of ../shared and the SHA-256 of that file.
 struct input_file {
