@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <ostream>
 #include <string>
 
 #include "kernels/quant.hpp"
@@ -116,6 +117,11 @@ const reference_file k_reference[] = {
     {k_qwen3moe, "qwen3moe-imatrix.gguf", "IQ4_XS", false, "9c4a2f080034fd70f29a8965aa49bd13b1aa4f9e3887e74e1aff8dd4832f7641"},
     {k_qwen3moe, "qwen3moe-imatrix.gguf", "Q6_K", false, "a163cc7ab6657a86e055ac18dab000d67d15cd8f1fde1b4de28b3acc83ccea60"},
 };
+
+// For gtest's messages (it would print the struct's bytes).
+void PrintTo(const reference_file& r, std::ostream* os) {
+  *os << r.input.path << " " << r.type << (r.pure ? " --pure" : "") << " --imatrix " << r.imatrix;
+}
 
 std::string input_path(const input_file& f) { return testing::shared_dir() + "/" + f.path; }
 
