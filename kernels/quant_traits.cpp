@@ -64,6 +64,12 @@ void quantize_row_q5_k_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_q6_k_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_iq4_nl_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_iq4_xs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq2_xxs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq2_xs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq3_xxs(const float*, void*, int64_t);
+void quantize_row_iq3_s(const float*, void*, int64_t);
+void quantize_row_iq3_xxs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq3_s_weighted(const float*, void*, int64_t, const float*);
 
 namespace kernels {
 
@@ -209,19 +215,20 @@ struct trait_table {
        xf::q8_256, 0, CORTEX_MATMUL(iq4_xs), nullptr, quantize_row_iq4_xs_weighted},
       {ggml_type::mxfp4, "mxfp4", 32, sizeof(block_mxfp4), dequantize_row_mxfp4, quantize_row_mxfp4, xf::q8_32, 16,
        CORTEX_MATMUL(mxfp4), &packed_mxfp4},
-      // The lattice-codebook types (kernels/quant_grids.hpp). No quantizer:
-      // llama.cpp's needs an importance matrix (iq1, iq2_xxs, iq2_xs) or a
-      // codebook search we do not carry.
+      // The lattice-codebook types (kernels/quant_grids.hpp; quantizers in
+      // kernels/quantize_grid.cpp). iq2_xxs and iq2_xs quantize with an
+      // importance matrix only, as llama.cpp's do; iq3_xxs and iq3_s with or
+      // without one; iq2_s and iq1 have no quantizer yet.
       {ggml_type::iq2_xxs, "iq2_xxs", qk_k, sizeof(block_iq2_xxs), dequantize_row_iq2_xxs, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq2_xxs), nullptr},
+       CORTEX_MATMUL(iq2_xxs), nullptr, quantize_row_iq2_xxs_weighted},
       {ggml_type::iq2_xs, "iq2_xs", qk_k, sizeof(block_iq2_xs), dequantize_row_iq2_xs, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq2_xs), nullptr},
+       CORTEX_MATMUL(iq2_xs), nullptr, quantize_row_iq2_xs_weighted},
       {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), dequantize_row_iq2_s, nullptr, xf::q8_256, 0,
        CORTEX_MATMUL(iq2_s), nullptr},
-      {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), dequantize_row_iq3_xxs, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq3_xxs), nullptr},
-      {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), dequantize_row_iq3_s, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq3_s), nullptr},
+      {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), dequantize_row_iq3_xxs, quantize_row_iq3_xxs, xf::q8_256, 0,
+       CORTEX_MATMUL(iq3_xxs), nullptr, quantize_row_iq3_xxs_weighted},
+      {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), dequantize_row_iq3_s, quantize_row_iq3_s, xf::q8_256, 0,
+       CORTEX_MATMUL(iq3_s), nullptr, quantize_row_iq3_s_weighted},
       {ggml_type::iq1_s, "iq1_s", qk_k, sizeof(block_iq1_s), dequantize_row_iq1_s, nullptr, xf::q8_256, 0,
        CORTEX_MATMUL(iq1_s), nullptr},
       {ggml_type::iq1_m, "iq1_m", qk_k, sizeof(block_iq1_m), dequantize_row_iq1_m, nullptr, xf::q8_256, 0,

@@ -129,7 +129,11 @@ status check_plan(const plan& p) {
       return fail(errc::unsupported, "tensor " + tp.name + " is " + type_name(tp.from) + ": requantizing a quantized tensor to " +
                                          type_name(tp.to) + " is not supported (llama-quantize also refuses it without --allow-requantize)");
     }
-    if (!quantize_supported(tp.to)) missing.emplace(static_cast<uint32_t>(tp.to), &tp);
+    // A type whose quantizer exists only with importance weights (iq2_xxs,
+    // iq2_xs) counts as writable in a plan with a matrix; match_imatrix
+    // then requires an entry for each such tensor.
+    const bool writable = quantize_supported(tp.to) || (p.has_imatrix && quantize_uses_weights(tp.to));
+    if (!writable) missing.emplace(static_cast<uint32_t>(tp.to), &tp);
   }
   if (!missing.empty()) {
     std::string msg = std::string(file_type_name(ftype)) + " needs ";
@@ -150,9 +154,10 @@ expected<std::vector<const float*>> match_imatrix(const plan& p, const imatrix& 
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const tensor_plan& tp = p.tensors[i];
     if (tp.from == tp.to) continue;
+    const bool needs_weights = tp.requires_imatrix || !quantize_supported(tp.to);
     const auto it = im.weights.find(tp.name);
     if (it == im.weights.end()) {
-      if (tp.requires_imatrix) {
+      if (needs_weights) {
         return fail(errc::invalid_param, "importance matrix " + im_path + " has no data for " + tp.name + ", which " + type_name(tp.to) +
                                              " needs (llama-quantize refuses it too: the result would be garbage); "
                                              "was it computed for this model?");
@@ -163,7 +168,7 @@ expected<std::vector<const float*>> match_imatrix(const plan& p, const imatrix& 
     if (static_cast<int64_t>(it->second.size()) != expected_size) {
       // llama-quantize ignores a mismatched token_embd entry (the usual
       // case) and refuses any other.
-      if (tp.name == "token_embd.weight" || tp.name == "per_layer_token_embd.weight") continue;
+      if ((tp.name == "token_embd.weight" || tp.name == "per_layer_token_embd.weight") && !needs_weights) continue;
       return fail(errc::invalid_param, "importance matrix " + im_path + " has " + std::to_string(it->second.size()) + " weights for " +
                                            tp.name + ", which needs " + std::to_string(expected_size) + " (" + std::to_string(tp.ne[0]) +
                                            " columns x " + std::to_string(tp.ne[2]) + " experts): it was computed for another model");
