@@ -28,8 +28,8 @@ bool dequantize_supported(ggml_type t);
 size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n);
 
 // True for f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K,
-// iq4_nl, iq4_xs, mxfp4, iq3_xxs, iq3_s (llama-quantize's bytes without an
-// importance matrix).
+// iq4_nl, iq4_xs, mxfp4, iq2_s, iq3_xxs, iq3_s (llama-quantize's bytes
+// without an importance matrix).
 bool quantize_supported(ggml_type t);
 
 // quantize_row with importance weights qw[n] (one per column: llama.cpp's
@@ -41,7 +41,7 @@ bool quantize_supported(ggml_type t);
 size_t quantize_row_weighted(ggml_type t, const float* src, void* dst, int64_t n, const float* qw);
 
 // Whether t's quantizer uses importance weights (q4_0, q4_1, q5_0, q5_1,
-// q2_K .. q6_K, iq4_nl, iq4_xs, iq3_xxs, iq3_s, and iq2_xxs, iq2_xs, which
+// q2_K .. q6_K, iq4_nl, iq4_xs, iq2_s, iq3_xxs, iq3_s, and iq2_xxs, iq2_xs, which
 // have no quantizer without them: quantize_supported is false for those,
 // and quantize_row_weighted needs qw).
 bool quantize_uses_weights(ggml_type t);

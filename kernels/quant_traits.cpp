@@ -66,6 +66,8 @@ void quantize_row_iq4_nl_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_iq4_xs_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_iq2_xxs_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_iq2_xs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq2_s(const float*, void*, int64_t);
+void quantize_row_iq2_s_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_iq3_xxs(const float*, void*, int64_t);
 void quantize_row_iq3_s(const float*, void*, int64_t);
 void quantize_row_iq3_xxs_weighted(const float*, void*, int64_t, const float*);
@@ -217,14 +219,14 @@ struct trait_table {
        CORTEX_MATMUL(mxfp4), &packed_mxfp4},
       // The lattice-codebook types (kernels/quant_grids.hpp; quantizers in
       // kernels/quantize_grid.cpp). iq2_xxs and iq2_xs quantize with an
-      // importance matrix only, as llama.cpp's do; iq3_xxs and iq3_s with or
-      // without one; iq2_s and iq1 have no quantizer yet.
+      // importance matrix only, as llama.cpp's do; iq2_s, iq3_xxs and iq3_s
+      // with or without one; iq1 has no quantizer yet.
       {ggml_type::iq2_xxs, "iq2_xxs", qk_k, sizeof(block_iq2_xxs), dequantize_row_iq2_xxs, nullptr, xf::q8_256, 0,
        CORTEX_MATMUL(iq2_xxs), nullptr, quantize_row_iq2_xxs_weighted},
       {ggml_type::iq2_xs, "iq2_xs", qk_k, sizeof(block_iq2_xs), dequantize_row_iq2_xs, nullptr, xf::q8_256, 0,
        CORTEX_MATMUL(iq2_xs), nullptr, quantize_row_iq2_xs_weighted},
-      {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), dequantize_row_iq2_s, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq2_s), nullptr},
+      {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), dequantize_row_iq2_s, quantize_row_iq2_s, xf::q8_256, 0,
+       CORTEX_MATMUL(iq2_s), nullptr, quantize_row_iq2_s_weighted},
       {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), dequantize_row_iq3_xxs, quantize_row_iq3_xxs, xf::q8_256, 0,
        CORTEX_MATMUL(iq3_xxs), nullptr, quantize_row_iq3_xxs_weighted},
       {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), dequantize_row_iq3_s, quantize_row_iq3_s, xf::q8_256, 0,

@@ -1,6 +1,6 @@
 // Quantizers of the lattice-codebook types iq2_xxs, iq2_xs (which llama.cpp
-// writes only with an importance matrix), iq3_xxs and iq3_s (with one, or
-// weights x^2 without): quantize_row_iq*_impl of ggml-quants.c, the same
+// writes only with an importance matrix), iq2_s, iq3_xxs and iq3_s (with
+// one, or without: weights x^2, iq2_s's sigma2 / 2 + x^2): quantize_row_iq*_impl of ggml-quants.c, the same
 // float operations in the same order, so the bytes are llama-quantize's.
 //
 // Each group of 8 (iq2) or 4 (iq3) elements is stored as a codebook entry
@@ -106,6 +106,7 @@ const grid_search& search_of(ggml_type t) {
     case ggml_type::iq2_xxs: { static const auto s = build_search(iq2xxs_grid, 256, 8, 2, 2, 43692, 2, iq2_level); return s; }
     case ggml_type::iq2_xs: { static const auto s = build_search(iq2xs_grid, 512, 8, 2, 2, 43692, 2, iq2_level); return s; }
     case ggml_type::iq3_xxs: { static const auto s = build_search(iq3xxs_grid, 256, 4, 3, 7, 4096, 2, iq3_xxs_level); return s; }
+    case ggml_type::iq2_s: { static const auto s = build_search(iq2s_grid, 1024, 8, 2, 2, 43692, 1, iq2_level); return s; }
     default: { static const auto s = build_search(iq3s_grid, 512, 4, 3, 7, 4096, 3, iq3_s_level); return s; }  // iq3_s
   }
 }
@@ -195,8 +196,9 @@ void level_sums(int n, const float* w, const float* xval, const int8_t* L, float
   *sum_q2 = q2;
 }
 
-// A block of n elements (iq2_xxs, iq3_xxs, iq3_s: 32; iq2_xs: 16): its
-// weights (qw * sqrt(sigma2 + x^2), or x^2 without qw), their square roots
+// A block of n elements (iq2_xxs, iq3_xxs, iq3_s: 32; iq2_xs, iq2_s: 16):
+// its weights (qw * sqrt(sigma2 + x^2), or without qw
+// plain_sigma2_share * sigma2 + x^2: iq3's x^2, iq2_s's), their square roots
 // (the neighbour search's weights), |x| with the signs folded (fold: 7 bits
 // per 8, the eighth implied) or kept (8 bits per 8), and max |x|.
 template <int n, bool fold>
@@ -205,11 +207,13 @@ struct grid_block {
   uint8_t signs[n / 8];
   float max = 0;
 
-  grid_block(const float* xb, const float* qw, float sigma2) {
+  grid_block(const float* xb, const float* qw, float sigma2, float plain_sigma2_share = 0) {
     if (qw) {
       quant_common::importance_weights(xb, qw, sigma2, n, weight);
-    } else {
+    } else if (plain_sigma2_share == 0) {
       for (int i = 0; i < n; ++i) weight[i] = xb[i] * xb[i];
+    } else {
+      for (int i = 0; i < n; ++i) weight[i] = plain_sigma2_share * sigma2 + xb[i] * xb[i];
     }
     for (int i = 0; i < n; ++i) waux[i] = std::sqrt(weight[i]);
     for (int k = 0; k < n / 8; ++k) {
@@ -372,8 +376,42 @@ void quantize_iq2_xs_block(const float* x, const float* qw, block_iq2_xs& y) {
   std::memcpy(y.qs, q2, sizeof(y.qs));
 }
 
-// iq3's weights: twice the super-block's mean square in sigma2.
-float sigma2_iq3(const float* x) { return 2 * quant_common::sum_squares(x, qk_k) / static_cast<float>(qk_k); }
+// iq2_s's and iq3's weights: twice the super-block's mean square in sigma2.
+float twice_mean_square(const float* x) { return 2 * quant_common::sum_squares(x, qk_k) / static_cast<float>(qk_k); }
+
+// Like iq2_xs on a codebook of 1024 with all 8 signs per group stored, the
+// neighbours at the nearest distance only.
+void quantize_iq2_s_block(const float* x, const float* qw, block_iq2_s& y) {
+  const grid_search& s = search_of(ggml_type::iq2_s);
+  float scales[qk_k / 16];
+  int8_t L[16];
+  std::memset(&y, 0, sizeof(y));
+  const float sigma2 = twice_mean_square(x);
+  for (int ib = 0; ib < qk_k / 16; ++ib) {
+    grid_block<16, false> b(x + 16 * ib, qw ? qw + 16 * ib : nullptr, sigma2, 0.25f);
+    std::memset(L, 0, sizeof(L));
+    if (b.max < 1e-8f) {
+      scales[ib] = 0;
+      continue;
+    }
+    bool on_grid[2] = {true, true};
+    float scale = search_scale(s, b, 16, b.max, 5, 0.1f, 9, b.max / 5, refit::off_grid, on_grid, L);
+    b.make_positive(scale);
+    for (int k = 0; k < 2; ++k) {
+      const int entry = entry_of(s, L + 8 * k), i8 = 2 * ib + k;
+      y.qs[i8] = static_cast<uint8_t>(entry & 255);
+      y.qh[i8 / 4] = static_cast<uint8_t>(y.qh[i8 / 4] | ((entry >> 8) << (2 * (i8 % 4))));
+      y.qs[qk_k / 8 + i8] = b.signs[k];
+    }
+    scales[ib] = scale;
+  }
+  const float id = set_super_scale(scales, qk_k / 16, 0.9875f, y.d);
+  if (id == 0) return;
+  for (int ib = 0; ib < qk_k / 16; ++ib) {
+    const int l = scale_code(id, scales[ib]);
+    y.scales[ib / 2] = static_cast<uint8_t>(ib % 2 == 0 ? l : (y.scales[ib / 2] | (l << 4)));
+  }
+}
 
 void quantize_iq3_xxs_block(const float* x, const float* qw, block_iq3_xxs& y) {
   const grid_search& s = search_of(ggml_type::iq3_xxs);
@@ -382,7 +420,7 @@ void quantize_iq3_xxs_block(const float* x, const float* qw, block_iq3_xxs& y) {
   uint32_t scales_and_signs[qk_k / 32] = {};
   int8_t L[32];
   y.d = fp32_to_fp16(0.f);
-  const float sigma2 = sigma2_iq3(x);
+  const float sigma2 = twice_mean_square(x);
   for (int ib = 0; ib < qk_k / 32; ++ib) {
     grid_block<32, true> b(x + 32 * ib, qw ? qw + 32 * ib : nullptr, sigma2);
     std::memset(L, 0, sizeof(L));
@@ -418,7 +456,7 @@ void quantize_iq3_s_block(const float* x, const float* qw, block_iq3_s& y) {
   std::memset(&y, 0, sizeof(y));
   uint8_t* qs = y.qs;
   uint8_t* signs = y.signs;
-  const float sigma2 = sigma2_iq3(x);
+  const float sigma2 = twice_mean_square(x);
   for (int ib = 0; ib < qk_k / 32; ++ib) {
     grid_block<32, false> b(x + 32 * ib, qw ? qw + 32 * ib : nullptr, sigma2);
     std::memset(L, 0, sizeof(L));
@@ -459,7 +497,12 @@ void quantize_row_iq2_xs_weighted(const float* x, void* y, int64_t n, const floa
   for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq2_xs_block(x + qk_k * i, qw + qk_k * i, b[i]);
 }
 
-// iq3: with importance weights qw[n], or (qw nullptr) weights x^2.
+// iq2_s, iq3: with importance weights qw[n], or (qw nullptr) without.
+void quantize_row_iq2_s_weighted(const float* x, void* y, int64_t n, const float* qw) {
+  auto* b = static_cast<block_iq2_s*>(y);
+  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq2_s_block(x + qk_k * i, qw ? qw + qk_k * i : nullptr, b[i]);
+}
+
 void quantize_row_iq3_xxs_weighted(const float* x, void* y, int64_t n, const float* qw) {
   auto* b = static_cast<block_iq3_xxs*>(y);
   for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq3_xxs_block(x + qk_k * i, qw ? qw + qk_k * i : nullptr, b[i]);
@@ -470,6 +513,7 @@ void quantize_row_iq3_s_weighted(const float* x, void* y, int64_t n, const float
   for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq3_s_block(x + qk_k * i, qw ? qw + qk_k * i : nullptr, b[i]);
 }
 
+void quantize_row_iq2_s(const float* x, void* y, int64_t n) { quantize_row_iq2_s_weighted(x, y, n, nullptr); }
 void quantize_row_iq3_xxs(const float* x, void* y, int64_t n) { quantize_row_iq3_xxs_weighted(x, y, n, nullptr); }
 void quantize_row_iq3_s(const float* x, void* y, int64_t n) { quantize_row_iq3_s_weighted(x, y, n, nullptr); }
 

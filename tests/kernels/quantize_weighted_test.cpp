@@ -16,7 +16,7 @@ namespace {
 const ggml_type k_weighted_types[] = {ggml_type::q4_0,   ggml_type::q4_1,    ggml_type::q5_0,  ggml_type::q5_1,
                                       ggml_type::q2_k,   ggml_type::q3_k,    ggml_type::q4_k,  ggml_type::q5_k,
                                       ggml_type::q6_k,   ggml_type::iq4_nl,  ggml_type::iq4_xs, ggml_type::iq2_xxs,
-                                      ggml_type::iq2_xs, ggml_type::iq3_xxs, ggml_type::iq3_s};
+                                      ggml_type::iq2_xs, ggml_type::iq2_s,   ggml_type::iq3_xxs, ggml_type::iq3_s};
 
 constexpr int64_t k_cols = 512, k_rows = 64;
 
