@@ -53,6 +53,25 @@ void quantize_row_q6_k(const float*, void*, int64_t);
 void quantize_row_iq4_nl(const float*, void*, int64_t);
 void quantize_row_iq4_xs(const float*, void*, int64_t);
 void quantize_row_mxfp4(const float*, void*, int64_t);
+void quantize_row_q4_0_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q4_1_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q5_0_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q5_1_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q2_k_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q3_k_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q4_k_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q5_k_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_q6_k_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq4_nl_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq4_xs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq2_xxs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq2_xs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq2_s(const float*, void*, int64_t);
+void quantize_row_iq2_s_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq3_xxs(const float*, void*, int64_t);
+void quantize_row_iq3_s(const float*, void*, int64_t);
+void quantize_row_iq3_xxs_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq3_s_weighted(const float*, void*, int64_t, const float*);
 
 namespace kernels {
 
@@ -167,50 +186,51 @@ struct trait_table {
       {ggml_type::bf16, "bf16", 1, sizeof(uint16_t), dequantize_row_bf16, quantize_row_bf16, xf::bf16, 0,
        CORTEX_MATMUL(bf16), nullptr},
       {ggml_type::q4_0, "q4_0", qk4_0, sizeof(block_q4_0), dequantize_row_q4_0, quantize_row_q4_0, xf::q8_32, 8,
-       CORTEX_MATMUL(q4_0), &packed_q4_0},
+       CORTEX_MATMUL(q4_0), &packed_q4_0, quantize_row_q4_0_weighted},
       {ggml_type::q4_1, "q4_1", 32, sizeof(block_q4_1), dequantize_row_q4_1, quantize_row_q4_1, xf::q8_1, 0,
-       CORTEX_MATMUL(q4_1), nullptr},
+       CORTEX_MATMUL(q4_1), nullptr, quantize_row_q4_1_weighted},
       {ggml_type::q5_0, "q5_0", 32, sizeof(block_q5_0), dequantize_row_q5_0, quantize_row_q5_0, xf::q8_32, 16,
-       CORTEX_MATMUL(q5_0), &packed_q5_0},
+       CORTEX_MATMUL(q5_0), &packed_q5_0, quantize_row_q5_0_weighted},
       {ggml_type::q5_1, "q5_1", 32, sizeof(block_q5_1), dequantize_row_q5_1, quantize_row_q5_1, xf::q8_1, 0,
-       CORTEX_MATMUL(q5_1), nullptr},
+       CORTEX_MATMUL(q5_1), nullptr, quantize_row_q5_1_weighted},
       {ggml_type::q8_0, "q8_0", qk8_0, sizeof(block_q8_0), dequantize_row_q8_0, quantize_row_q8_0, xf::q8_32, 128,
        CORTEX_MATMUL(q8_0), &packed_q8_0},
       // q8_1 = {d, s} halves + 32 int8; only produced at run time for dot products.
       {ggml_type::q8_1, "q8_1", 32, 2 * sizeof(half_bits) + 32, nullptr, nullptr, xf::none, 0, {}, nullptr},
       {ggml_type::q2_k, "q2_K", qk_k, sizeof(block_q2_k), dequantize_row_q2_k, quantize_row_q2_k, xf::q8_256, 0,
-       CORTEX_MATMUL(q2_k), nullptr},
+       CORTEX_MATMUL(q2_k), nullptr, quantize_row_q2_k_weighted},
       {ggml_type::q3_k, "q3_K", qk_k, sizeof(block_q3_k), dequantize_row_q3_k, quantize_row_q3_k, xf::q8_256, 0,
-       CORTEX_MATMUL(q3_k), nullptr},
+       CORTEX_MATMUL(q3_k), nullptr, quantize_row_q3_k_weighted},
       {ggml_type::q4_k, "q4_K", qk_k, sizeof(block_q4_k), dequantize_row_q4_k, quantize_row_q4_k, xf::q8_256, 0,
-       CORTEX_MATMUL(q4_k), &packed_q4_k},
+       CORTEX_MATMUL(q4_k), &packed_q4_k, quantize_row_q4_k_weighted},
       {ggml_type::q5_k, "q5_K", qk_k, sizeof(block_q5_k), dequantize_row_q5_k, quantize_row_q5_k, xf::q8_256, 0,
-       CORTEX_MATMUL(q5_k), &packed_q5_k},
+       CORTEX_MATMUL(q5_k), &packed_q5_k, quantize_row_q5_k_weighted},
       {ggml_type::q6_k, "q6_K", qk_k, sizeof(block_q6_k), dequantize_row_q6_k, quantize_row_q6_k, xf::q8_256, 0,
-       CORTEX_MATMUL(q6_k), &packed_q6_k},
+       CORTEX_MATMUL(q6_k), &packed_q6_k, quantize_row_q6_k_weighted},
       {ggml_type::q8_k, "q8_K", qk_k, sizeof(block_q8_k), nullptr, nullptr, xf::none, 0, {}, nullptr},
       // The non-linear 4-bit types: table values (int8) that the AVX-512
       // kernels offset to uint8 (iq4_nl's -127..113 by 128, mxfp4's -12..12
       // by 16).
       {ggml_type::iq4_nl, "iq4_nl", 32, sizeof(block_iq4_nl), dequantize_row_iq4_nl, quantize_row_iq4_nl, xf::q8_32,
-       128, CORTEX_MATMUL(iq4_nl), &packed_iq4_nl},
+       128, CORTEX_MATMUL(iq4_nl), &packed_iq4_nl, quantize_row_iq4_nl_weighted},
       {ggml_type::iq4_xs, "iq4_xs", qk_k, sizeof(block_iq4_xs), dequantize_row_iq4_xs, quantize_row_iq4_xs,
-       xf::q8_256, 0, CORTEX_MATMUL(iq4_xs), nullptr},
+       xf::q8_256, 0, CORTEX_MATMUL(iq4_xs), nullptr, quantize_row_iq4_xs_weighted},
       {ggml_type::mxfp4, "mxfp4", 32, sizeof(block_mxfp4), dequantize_row_mxfp4, quantize_row_mxfp4, xf::q8_32, 16,
        CORTEX_MATMUL(mxfp4), &packed_mxfp4},
-      // The lattice-codebook types (kernels/quant_grids.hpp). No quantizer:
-      // llama.cpp's needs an importance matrix (iq1, iq2_xxs, iq2_xs) or a
-      // codebook search we do not carry.
+      // The lattice-codebook types (kernels/quant_grids.hpp; quantizers in
+      // kernels/quantize_grid.cpp). iq2_xxs and iq2_xs quantize with an
+      // importance matrix only, as llama.cpp's do; iq2_s, iq3_xxs and iq3_s
+      // with or without one; iq1 has no quantizer yet.
       {ggml_type::iq2_xxs, "iq2_xxs", qk_k, sizeof(block_iq2_xxs), dequantize_row_iq2_xxs, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq2_xxs), nullptr},
+       CORTEX_MATMUL(iq2_xxs), nullptr, quantize_row_iq2_xxs_weighted},
       {ggml_type::iq2_xs, "iq2_xs", qk_k, sizeof(block_iq2_xs), dequantize_row_iq2_xs, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq2_xs), nullptr},
-      {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), dequantize_row_iq2_s, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq2_s), nullptr},
-      {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), dequantize_row_iq3_xxs, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq3_xxs), nullptr},
-      {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), dequantize_row_iq3_s, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq3_s), nullptr},
+       CORTEX_MATMUL(iq2_xs), nullptr, quantize_row_iq2_xs_weighted},
+      {ggml_type::iq2_s, "iq2_s", qk_k, sizeof(block_iq2_s), dequantize_row_iq2_s, quantize_row_iq2_s, xf::q8_256, 0,
+       CORTEX_MATMUL(iq2_s), nullptr, quantize_row_iq2_s_weighted},
+      {ggml_type::iq3_xxs, "iq3_xxs", qk_k, sizeof(block_iq3_xxs), dequantize_row_iq3_xxs, quantize_row_iq3_xxs, xf::q8_256, 0,
+       CORTEX_MATMUL(iq3_xxs), nullptr, quantize_row_iq3_xxs_weighted},
+      {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), dequantize_row_iq3_s, quantize_row_iq3_s, xf::q8_256, 0,
+       CORTEX_MATMUL(iq3_s), nullptr, quantize_row_iq3_s_weighted},
       {ggml_type::iq1_s, "iq1_s", qk_k, sizeof(block_iq1_s), dequantize_row_iq1_s, nullptr, xf::q8_256, 0,
        CORTEX_MATMUL(iq1_s), nullptr},
       {ggml_type::iq1_m, "iq1_m", qk_k, sizeof(block_iq1_m), dequantize_row_iq1_m, nullptr, xf::q8_256, 0,

@@ -20,6 +20,9 @@ namespace cortex {
 using dequantize_fn = void (*)(const void* src, float* dst, int64_t n);
 // src: n floats; dst: row_size(type, n) bytes. REQUIRES: n % block_size == 0.
 using quantize_fn = void (*)(const float* src, void* dst, int64_t n);
+// quantize_fn with importance weights: qw[n], one per column of the row
+// (llama.cpp's imatrix for this tensor), as llama-quantize --imatrix.
+using quantize_weighted_fn = void (*)(const float* src, void* dst, int64_t n, const float* qw);
 
 namespace kernels {
 
@@ -77,6 +80,8 @@ struct quant_traits {
   int zero_point;
   kernels::matmul_rows_fn matmul[kernels::n_kernel_isas];  // [0] set iff activation != none
   const kernels::packed_layout* packed;                   // nullptr: not packed
+  // nullptr: its quantizer has no use for importance weights (or it has none).
+  quantize_weighted_fn quantize_weighted = nullptr;
 };
 
 // The row of a type id read from a file; nullptr if the id is unknown.

@@ -13,9 +13,12 @@
 #include "kernels/quant_nearest_int.hpp"
 #include "kernels/matmul_kernels.hpp"  // active_activation_kernels
 #include "kernels/quant_traits.hpp"
+#include "kernels/quantize_common.hpp"
 
 namespace cortex {
 namespace {
+
+using quant_common::fit_scale_min;
 
 void quantize_q8_0(const float* x, block_q8_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += qk8_0) {
@@ -32,13 +35,7 @@ void quantize_q8_0(const float* x, block_q8_0* y, int64_t nb) {
 // quant 0 exactly and the opposite sign gets the extra level.
 void quantize_q4_0(const float* x, block_q4_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += qk4_0) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < qk4_0; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        vmax = x[j];
-      }
-    }
+    const float vmax = quant_common::max_magnitude(x, qk4_0);
     const float d = vmax / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = fp32_to_fp16(d);
@@ -57,13 +54,7 @@ void quantize_q4_0(const float* x, block_q4_0* y, int64_t nb) {
 // bit j and bit j + 16 of qh (little-endian).
 void quantize_q5_0(const float* x, block_q5_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += 32) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        vmax = x[j];
-      }
-    }
+    const float vmax = quant_common::max_magnitude(x, 32);
     const float d = vmax / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = fp32_to_fp16(d);
@@ -112,84 +103,6 @@ void quantize_scale_min_32(const float* x, Block* y, int64_t nb) {
   }
 }
 
-// Levels L[256] (0..3) of a q2_K / q3_K super-block into qs[64]: element
-// 128h + 32p + l in bit pair p of qs[32h + l].
-void pack_low2(const uint8_t* L, uint8_t* qs) {
-  for (int h = 0; h < 2; ++h) {
-    const uint8_t* Lh = L + 128 * h;
-    for (int l = 0; l < 32; ++l) {
-      qs[32 * h + l] = static_cast<uint8_t>(Lh[l] | (Lh[32 + l] << 2) | (Lh[64 + l] << 4) | (Lh[96 + l] << 6));
-    }
-  }
-}
-
-// Weighted least-squares fit of x[i] ~ scale * L[i] - min_out with L in
-// [0, nmax] and min_out >= 0, trying nstep + 1 candidate grid scales
-// (llama.cpp's make_qkx2_quants); use_mad: candidates are ranked by weighted
-// absolute error instead of squared error. Returns scale; L gets the levels.
-// REQUIRES: n <= 32.
-float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* min_out, float rmin,
-                    float rdelta, int nstep, bool use_mad = false) {
-  const auto error_of = [use_mad](float diff) { return use_mad ? std::fabs(diff) : diff * diff; };
-  float lo = x[0], hi = x[0];
-  float sum_w = w[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < n; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  if (lo > 0) lo = 0;
-  if (hi == lo) {
-    std::fill(L, L + n, uint8_t{0});
-    *min_out = -lo;
-    return 0.0f;
-  }
-  float iscale = static_cast<float>(nmax) / (hi - lo);
-  float scale = 1 / iscale;
-  float best_error = 0;
-  for (int i = 0; i < n; ++i) {
-    L[i] = static_cast<uint8_t>(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax));
-    const float diff = scale * L[i] + lo - x[i];
-    best_error += w[i] * error_of(diff);
-  }
-  uint8_t trial[32];
-  for (int is = 0; is <= nstep; ++is) {
-    iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (hi - lo);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = std::clamp(nearest_int(iscale * (x[i] - lo)), 0, nmax);
-      trial[i] = static_cast<uint8_t>(l);
-      const float wl = w[i] * static_cast<float>(l);
-      sum_l += wl;
-      sum_l2 += wl * static_cast<float>(l);
-      sum_xl += wl * x[i];
-    }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (!(det > 0)) continue;
-    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (this_min > 0) {
-      this_min = 0;
-      this_scale = sum_xl / sum_l2;
-    }
-    float error = 0;
-    for (int i = 0; i < n; ++i) {
-      const float diff = this_scale * trial[i] + this_min - x[i];
-      error += w[i] * error_of(diff);
-    }
-    if (error < best_error) {
-      std::copy(trial, trial + n, L);
-      best_error = error;
-      scale = this_scale;
-      lo = this_min;
-    }
-  }
-  *min_out = -lo;
-  return scale;
-}
-
 // Shared by q4_K (nmax 15) and q5_K (nmax 31): fits 8 sub-blocks of 32, packs
 // their scales and mins to 6 bits against fp16 super-scales, and writes the
 // final levels (re-derived from the rounded scales) to L[256].
@@ -218,17 +131,7 @@ void quantize_k_scales_mins(const float* x, int nmax, float rmin, int nstep, hal
   set_scale_min_k4(ls, lm, packed_scales);
   *d_out = fp32_to_fp16(max_scale / 63.f);
   *dmin_out = fp32_to_fp16(max_min / 63.f);
-  const float d_all = fp16_to_fp32(*d_out), dmin_all = fp16_to_fp32(*dmin_out);
-  for (int s = 0; s < qk_k / 32; ++s) {
-    uint8_t sc, m;
-    get_scale_min_k4(s, packed_scales, &sc, &m);
-    const float d = d_all * sc;
-    if (d == 0.0f) continue;
-    const float dm = dmin_all * m;
-    for (int l = 0; l < 32; ++l) {
-      L[32 * s + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[32 * s + l] + dm) / d), 0, nmax));
-    }
-  }
+  quant_common::requantize_k_levels(x, packed_scales, *d_out, *dmin_out, nmax, L);
 }
 
 // nstep -1: no grid search (the min/max fit only), for quantize_row_fast.
@@ -236,9 +139,7 @@ void quantize_q4_k(const float* x, block_q4_k* y, int64_t nb, int nstep = 20) {
   uint8_t L[qk_k];
   for (int64_t i = 0; i < nb; ++i, x += qk_k) {
     quantize_k_scales_mins(x, 15, -1.0f, nstep, &y[i].d, &y[i].dmin, y[i].scales, L);
-    for (int c = 0; c < qk_k / 64; ++c) {
-      for (int l = 0; l < 32; ++l) y[i].qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
-    }
+    quant_common::pack_q4_k_levels(L, y[i]);
   }
 }
 
@@ -246,18 +147,7 @@ void quantize_q5_k(const float* x, block_q5_k* y, int64_t nb, int nstep = 15) {
   uint8_t L[qk_k];
   for (int64_t i = 0; i < nb; ++i, x += qk_k) {
     quantize_k_scales_mins(x, 31, -0.5f, nstep, &y[i].d, &y[i].dmin, y[i].scales, L);
-    std::memset(y[i].qh, 0, sizeof(y[i].qh));
-    for (int s = 0; s < qk_k / 32; ++s) {
-      for (int l = 0; l < 32; ++l) {
-        const int v = L[32 * s + l];
-        y[i].qh[l] = static_cast<uint8_t>(y[i].qh[l] | ((v >> 4) << s));
-      }
-    }
-    for (int c = 0; c < qk_k / 64; ++c) {
-      for (int l = 0; l < 32; ++l) {
-        y[i].qs[32 * c + l] = static_cast<uint8_t>((L[64 * c + l] & 0x0f) | ((L[64 * c + 32 + l] & 0x0f) << 4));
-      }
-    }
+    quant_common::pack_q5_k_levels(L, y[i]);
   }
 }
 
@@ -295,16 +185,7 @@ void quantize_q2_k(const float* x, block_q2_k* y, int64_t nb) {
     } else {
       y[i].dmin = fp32_to_fp16(0.f);
     }
-    const float d_all = fp16_to_fp32(y[i].d), dmin_all = fp16_to_fp32(y[i].dmin);
-    for (int s = 0; s < qk_k / 16; ++s) {
-      const float d = d_all * static_cast<float>(y[i].scales[s] & 0xf);
-      if (d == 0.0f) continue;
-      const float dm = dmin_all * static_cast<float>(y[i].scales[s] >> 4);
-      for (int l = 0; l < 16; ++l) {
-        L[16 * s + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[16 * s + l] + dm) / d), 0, 3));
-      }
-    }
-    pack_low2(L, y[i].qs);
+    quant_common::finish_q2_k(x, L, y[i]);
   }
 }
 
@@ -314,14 +195,8 @@ void quantize_q2_k(const float* x, block_q2_k* y, int64_t nb) {
 // scale; L gets the levels + 4.
 float fit_scale_q3(const float* x, int8_t* L) {
   constexpr int n = 16, nmax = 4;
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax < 1e-15f) {
+  const float vmax = quant_common::max_magnitude(x, n);
+  if (std::fabs(vmax) < 1e-15f) {
     std::fill(L, L + n, int8_t{0});
     return 0.0f;
   }
@@ -379,116 +254,13 @@ void quantize_q3_k(const float* x, block_q3_k* y, int64_t nb) {
       for (int s = 0; s < qk_k / 16; ++s) {
         // The reference stores the level in an int8_t before clamping.
         const int l = std::clamp<int>(static_cast<int8_t>(nearest_int(iscale * scales[s])), -32, 31) + 32;
-        y[i].scales[s % 8] = static_cast<uint8_t>(y[i].scales[s % 8] | ((l & 0xf) << (4 * (s / 8))));
-        y[i].scales[8 + s % 4] = static_cast<uint8_t>(y[i].scales[8 + s % 4] | ((l >> 4) << (2 * (s / 4))));
+        quant_common::set_q3_k_scale(y[i].scales, s, l);
       }
       y[i].d = fp32_to_fp16(1 / iscale);
     } else {
       y[i].d = fp32_to_fp16(0.f);
     }
-    const float d_all = fp16_to_fp32(y[i].d);
-    for (int s = 0; s < qk_k / 16; ++s) {
-      const int low = (y[i].scales[s % 8] >> (4 * (s / 8))) & 0xf;
-      const int high = (y[i].scales[8 + s % 4] >> (2 * (s / 4))) & 3;
-      const float d = d_all * static_cast<float>((low | (high << 4)) - 32);
-      if (d == 0.0f) continue;
-      for (int l = 0; l < 16; ++l) {
-        L[16 * s + l] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * s + l] / d), -4, 3) + 4);
-      }
-    }
-    // Element 128h + 32p + l: third bit to bit 4h + p of hmask[l].
-    std::memset(y[i].hmask, 0, sizeof(y[i].hmask));
-    uint8_t low2[qk_k];
-    for (int e = 0; e < qk_k; ++e) {
-      if (L[e] > 3) y[i].hmask[e % 32] = static_cast<uint8_t>(y[i].hmask[e % 32] | (1 << (e / 32)));
-      low2[e] = static_cast<uint8_t>(L[e] & 3);
-    }
-    pack_low2(low2, y[i].qs);
-  }
-}
-
-// Symmetric fit x[i] ~ scale * (L[i] - nmax), L in [0, 2*nmax), weighted by
-// x^2, searching 2 * n_perturb perturbed scales (llama.cpp's make_qx_quants,
-// rmse_type 1, searches 18: n_perturb 9).
-float fit_scale_symmetric(int n, int nmax, const float* x, int8_t* L, int n_perturb = 9) {
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax < 1e-15f) {
-    std::fill(L, L + n, int8_t{0});
-    return 0.0f;
-  }
-  auto level = [nmax](float iscale, float v) { return std::clamp(nearest_int(iscale * v), -nmax, nmax - 1); };
-  float iscale = static_cast<float>(-nmax) / vmax;
-  float sum_lx = 0, sum_l2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = level(iscale, x[i]);
-    L[i] = static_cast<int8_t>(l + nmax);
-    const float w = x[i] * x[i];
-    sum_lx += w * x[i] * static_cast<float>(l);
-    sum_l2 += w * static_cast<float>(l) * static_cast<float>(l);
-  }
-  float scale = sum_l2 != 0 ? sum_lx / sum_l2 : 0.0f;
-  float best = scale * sum_lx;
-  for (int is = -n_perturb; is <= n_perturb; ++is) {
-    if (is == 0) continue;
-    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / vmax;
-    sum_lx = sum_l2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = level(iscale, x[i]);
-      const float w = x[i] * x[i];
-      sum_lx += w * x[i] * static_cast<float>(l);
-      sum_l2 += w * static_cast<float>(l) * static_cast<float>(l);
-    }
-    if (sum_l2 > 0 && sum_lx * sum_lx > best * sum_l2) {
-      for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(level(iscale, x[i]) + nmax);
-      scale = sum_lx / sum_l2;
-      best = scale * sum_lx;
-    }
-  }
-  return scale;
-}
-
-void quantize_q6_k(const float* x, block_q6_k* y, int64_t nb, int n_perturb = 9) {
-  int8_t L[qk_k];
-  float scales[qk_k / 16];
-  for (int64_t i = 0; i < nb; ++i, x += qk_k) {
-    float max_scale = 0, max_abs_scale = 0;
-    for (int s = 0; s < qk_k / 16; ++s) {
-      scales[s] = fit_scale_symmetric(16, 32, x + 16 * s, L + 16 * s, n_perturb);
-      if (std::fabs(scales[s]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[s]);
-        max_scale = scales[s];
-      }
-    }
-    if (max_abs_scale < 1e-15f) {
-      std::memset(&y[i], 0, sizeof(y[i]));
-      continue;
-    }
-    const float iscale = -128.f / max_scale;
-    y[i].d = fp32_to_fp16(1 / iscale);
-    for (int s = 0; s < qk_k / 16; ++s) y[i].scales[s] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[s])));
-    const float d_all = fp16_to_fp32(y[i].d);
-    for (int s = 0; s < qk_k / 16; ++s) {
-      const float d = d_all * y[i].scales[s];
-      if (d == 0.0f) continue;
-      for (int l = 0; l < 16; ++l) {
-        L[16 * s + l] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * s + l] / d), -32, 31) + 32);
-      }
-    }
-    for (int h = 0; h < qk_k / 128; ++h) {
-      const int8_t* Lh = L + 128 * h;
-      for (int l = 0; l < 32; ++l) {
-        y[i].ql[64 * h + l] = static_cast<uint8_t>((Lh[l] & 0x0f) | ((Lh[64 + l] & 0x0f) << 4));
-        y[i].ql[64 * h + 32 + l] = static_cast<uint8_t>((Lh[32 + l] & 0x0f) | ((Lh[96 + l] & 0x0f) << 4));
-        y[i].qh[32 * h + l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[32 + l] >> 4) << 2) | ((Lh[64 + l] >> 4) << 4) |
-                                                   ((Lh[96 + l] >> 4) << 6));
-      }
-    }
+    quant_common::finish_q3_k(x, L, y[i]);
   }
 }
 
@@ -519,7 +291,9 @@ void quantize_row_q2_k(const float* x, void* y, int64_t n) { quantize_q2_k(x, st
 void quantize_row_q3_k(const float* x, void* y, int64_t n) { quantize_q3_k(x, static_cast<block_q3_k*>(y), n / qk_k); }
 void quantize_row_q4_k(const float* x, void* y, int64_t n) { quantize_q4_k(x, static_cast<block_q4_k*>(y), n / qk_k); }
 void quantize_row_q5_k(const float* x, void* y, int64_t n) { quantize_q5_k(x, static_cast<block_q5_k*>(y), n / qk_k); }
-void quantize_row_q6_k(const float* x, void* y, int64_t n) { quantize_q6_k(x, static_cast<block_q6_k*>(y), n / qk_k); }
+void quantize_row_q6_k(const float* x, void* y, int64_t n) {
+  quant_common::quantize_q6_k_blocks(x, static_cast<block_q6_k*>(y), n / qk_k, 9, nullptr);
+}
 
 bool quantize_supported(ggml_type t) {
   const quant_traits* r = find_quant_traits(static_cast<uint32_t>(t));
@@ -532,13 +306,24 @@ size_t quantize_row(ggml_type t, const float* src, void* dst, int64_t n) {
   return row_size(t, n);
 }
 
+size_t quantize_row_weighted(ggml_type t, const float* src, void* dst, int64_t n, const float* qw) {
+  if (qw == nullptr || !quantize_uses_weights(t)) return quantize_row(t, src, dst, n);
+  quant_traits_of(t).quantize_weighted(src, dst, n, qw);
+  return row_size(t, n);
+}
+
+bool quantize_uses_weights(ggml_type t) {
+  const quant_traits* r = find_quant_traits(static_cast<uint32_t>(t));
+  return r != nullptr && r->quantize_weighted != nullptr;
+}
+
 size_t quantize_row_fast(ggml_type t, const float* src, void* dst, int64_t n) {
   // The k-quants' scale searches are what make them slow; the rest already
   // quantize in one pass.
   switch (t) {
     case ggml_type::q4_k: quantize_q4_k(src, static_cast<block_q4_k*>(dst), n / qk_k, -1); break;
     case ggml_type::q5_k: quantize_q5_k(src, static_cast<block_q5_k*>(dst), n / qk_k, -1); break;
-    case ggml_type::q6_k: quantize_q6_k(src, static_cast<block_q6_k*>(dst), n / qk_k, 0); break;
+    case ggml_type::q6_k: quant_common::quantize_q6_k_blocks(src, static_cast<block_q6_k*>(dst), n / qk_k, 0, nullptr); break;
     default: return quantize_row(t, src, dst, n);
   }
   return row_size(t, n);

@@ -8,6 +8,8 @@
 //     quantize_row_iq4_nl_ref tries none, so its bytes differ from
 //     llama-quantize's; we write llama-quantize's.
 //   mxfp4: quantize_row_mxfp4_ref.
+// With an importance matrix (quantize_row_iq4_*_weighted) the same fit
+// weighs each element by qw * sqrt(sigma2 + x^2) instead of x^2.
 // The iq grid types (iq1/iq2/iq3) need an importance matrix or a codebook
 // search we do not have: no quantizer for them.
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "kernels/quant_blocks.hpp"
 #include "kernels/quant_nearest_int.hpp"
 #include "kernels/quant_tables.hpp"
+#include "kernels/quantize_common.hpp"
 
 namespace cortex {
 
@@ -43,16 +46,16 @@ int nearest_value_index(const int8_t* values, float x) {
 constexpr int iq4_tries = 7;
 
 // Weighted least-squares scale of one block of 32 against kvalues_iq4nl
-// (weights x^2): start from the scale that maps the element of largest
-// magnitude to the table's end, then try 2 * iq4_tries + 1 nearby inverse
-// scales and keep the best fit. Writes the block's codes to L (not for an
-// all-zero block, whose scale is 0).
-float fit_iq4_block(const float* x, uint8_t* L) {
+// (weights: the importance weights, or nullptr for x^2): start from the
+// scale that maps the element of largest magnitude to the table's end, then
+// try 2 * iq4_tries + 1 nearby inverse scales and keep the best fit. Writes
+// the block's codes to L (not for an all-zero block, whose scale is 0).
+float fit_iq4_block(const float* x, const float* weights, uint8_t* L) {
   const int8_t* values = kvalues_iq4nl;
   float weight[32];
   float amax = 0, max = 0;
   for (int j = 0; j < 32; ++j) {
-    weight[j] = x[j] * x[j];
+    weight[j] = weights ? weights[j] : x[j] * x[j];
     const float ax = std::fabs(x[j]);
     if (ax > amax) {
       amax = ax;
@@ -95,9 +98,19 @@ void pack_nibbles(const uint8_t* L, int n, uint8_t* qs) {
   }
 }
 
-void quantize_iq4_nl_block(const float* x, block_iq4_nl& y) {
+// The importance weights of super-block x[n] (n: 32 for iq4_nl, 256 for
+// iq4_xs) into w, sigma2 being twice its mean square; nullptr without qw.
+const float* iq4_weights(const float* x, int n, const float* qw, float* w) {
+  if (!qw) return nullptr;
+  const float sigma2 = quant_common::sum_squares(x, n) * (2.f / static_cast<float>(n));
+  quant_common::importance_weights(x, qw, sigma2, n, w);
+  return w;
+}
+
+void quantize_iq4_nl_block(const float* x, block_iq4_nl& y, const float* qw) {
   uint8_t L[32];
-  const float d = fit_iq4_block(x, L);
+  float w[32];
+  const float d = fit_iq4_block(x, iq4_weights(x, 32, qw, w), L);
   y.d = fp32_to_fp16(d);
   const float id = d != 0 ? 1 / d : 0;
   for (int j = 0; j < 32; ++j) L[j] = static_cast<uint8_t>(nearest_value_index(kvalues_iq4nl, id * x[j]));
@@ -107,12 +120,13 @@ void quantize_iq4_nl_block(const float* x, block_iq4_nl& y) {
 // Each sub-block's fitted scale, then the super-block scale d = -s / 32 for
 // the fitted scale s of largest magnitude, 6-bit sub-block scales
 // round(scale / d) and the codes again against the stored scales.
-void quantize_iq4_xs_block(const float* x, block_iq4_xs& y) {
+void quantize_iq4_xs_block(const float* x, block_iq4_xs& y, const float* qw) {
   uint8_t L[qk_k];
-  float scales[qk_k / 32];
+  float scales[qk_k / 32], w[qk_k];
+  const float* weights = iq4_weights(x, qk_k, qw, w);
   float max_scale = 0, amax_scale = 0;
   for (int s = 0; s < qk_k / 32; ++s) {
-    scales[s] = fit_iq4_block(x + 32 * s, L + 32 * s);
+    scales[s] = fit_iq4_block(x + 32 * s, weights ? weights + 32 * s : nullptr, L + 32 * s);
     if (std::fabs(scales[s]) > amax_scale) {
       amax_scale = std::fabs(scales[s]);
       max_scale = scales[s];
@@ -177,12 +191,23 @@ void quantize_mxfp4_block(const float* x, block_mxfp4& y) {
 // The quantize_row_<type> named by the rows of kernels/quant_traits.cpp.
 void quantize_row_iq4_nl(const float* x, void* y, int64_t n) {
   auto* b = static_cast<block_iq4_nl*>(y);
-  for (int64_t i = 0; i < n / 32; ++i) quantize_iq4_nl_block(x + 32 * i, b[i]);
+  for (int64_t i = 0; i < n / 32; ++i) quantize_iq4_nl_block(x + 32 * i, b[i], nullptr);
 }
 
 void quantize_row_iq4_xs(const float* x, void* y, int64_t n) {
   auto* b = static_cast<block_iq4_xs*>(y);
-  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq4_xs_block(x + qk_k * i, b[i]);
+  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq4_xs_block(x + qk_k * i, b[i], nullptr);
+}
+
+// With importance weights qw[n] (kernels/quantize_weighted.cpp).
+void quantize_row_iq4_nl_weighted(const float* x, void* y, int64_t n, const float* qw) {
+  auto* b = static_cast<block_iq4_nl*>(y);
+  for (int64_t i = 0; i < n / 32; ++i) quantize_iq4_nl_block(x + 32 * i, b[i], qw + 32 * i);
+}
+
+void quantize_row_iq4_xs_weighted(const float* x, void* y, int64_t n, const float* qw) {
+  auto* b = static_cast<block_iq4_xs*>(y);
+  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq4_xs_block(x + qk_k * i, b[i], qw + qk_k * i);
 }
 
 void quantize_row_mxfp4(const float* x, void* y, int64_t n) {

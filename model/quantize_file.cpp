@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "kernels/quant.hpp"
@@ -33,10 +34,26 @@ std::string gib(uint64_t n) {
 // and appends it). An input general.alignment other than 32 is dropped:
 // llama-quantize copies the key yet pads to 32, which makes a file that
 // contradicts itself; ours are padded to 32 and say nothing.
-void copy_metadata(const gguf::file& in, file_type ftype, gguf::writer& w) {
+// With an importance matrix, llama-quantize's overrides follow (set the same
+// way): the file as given and the first dataset (each cut to 127 bytes, its
+// buffer's size), the number of entries, the chunk count when known.
+void copy_metadata(const gguf::file& in, file_type ftype, const imatrix* im, const std::string& im_path, gguf::writer& w) {
+  std::vector<std::pair<std::string, std::string>> im_strings;
+  std::vector<std::pair<std::string, uint32_t>> im_counts;
+  if (im) {
+    im_strings.emplace_back("quantize.imatrix.file", im_path.substr(0, 127));
+    if (!im->datasets.empty()) im_strings.emplace_back("quantize.imatrix.dataset", im->datasets[0].substr(0, 127));
+    im_counts.emplace_back("quantize.imatrix.entries_count", static_cast<uint32_t>(im->weights.size()));
+    if (im->chunk_count > 0) im_counts.emplace_back("quantize.imatrix.chunks_count", im->chunk_count);
+  }
+  auto set_later = [&](const std::string& key) {
+    for (const auto& kv : im_strings) if (kv.first == key) return true;
+    for (const auto& kv : im_counts) if (kv.first == key) return true;
+    return false;
+  };
   for (const auto& [key, v] : in.metadata()) {
     if (key == "general.quantization_version" || key == "general.file_type" || key == "split.no" ||
-        key == "split.count" || key == "split.tensors.count") {
+        key == "split.count" || key == "split.tensors.count" || set_later(key)) {
       continue;
     }
     if (key == "general.alignment" && !(v.type == gguf::value_type::u32 && v.u == 32)) continue;
@@ -44,6 +61,9 @@ void copy_metadata(const gguf::file& in, file_type ftype, gguf::writer& w) {
   }
   w.set_u32("general.quantization_version", k_quantization_version);
   w.set_u32("general.file_type", static_cast<uint32_t>(ftype));
+  // llama-quantize's order: file, dataset, entries, chunks.
+  for (const auto& [key, v] : im_strings) w.set_string(key, v);
+  for (const auto& [key, v] : im_counts) w.set_u32(key, v);
 }
 
 std::string parent_dir(const std::string& path) {
@@ -52,8 +72,10 @@ std::string parent_dir(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Quantizes (or converts) one tensor's rows into out, rows in parallel.
-void convert_tensor(const gguf::tensor_info& src, const tensor_plan& tp, kernels::thread_pool& pool,
+// Quantizes (or converts) one tensor's rows into out, rows in parallel;
+// weights: its importance weights (n_cols per expert, the experts being
+// ne[2]) or nullptr.
+void convert_tensor(const gguf::tensor_info& src, const tensor_plan& tp, const float* weights, kernels::thread_pool& pool,
                     std::vector<std::vector<float>>& scratch, std::vector<uint8_t>& out) {
   const int64_t n_cols = src.ne[0], n_rows = src.n_rows();
   const size_t in_stride = src.n_bytes / static_cast<size_t>(n_rows);
@@ -71,7 +93,8 @@ void convert_tensor(const gguf::tensor_info& src, const tensor_plan& tp, kernels
       } else {
         dequantize_row(src.type, in, row.data(), n_cols);
       }
-      quantize_row(tp.to, row.data(), out.data() + static_cast<size_t>(r) * out_stride, n_cols);
+      const float* qw = weights ? weights + (r / src.ne[1]) * n_cols : nullptr;
+      quantize_row_weighted(tp.to, row.data(), out.data() + static_cast<size_t>(r) * out_stride, n_cols, qw);
     }
   });
 }
@@ -98,15 +121,19 @@ status check_plan(const plan& p) {
   std::map<uint32_t, const tensor_plan*> missing;  // type id -> first tensor needing it
   for (const auto& tp : p.tensors) {
     if (tp.from == tp.to) continue;
-    if (tp.requires_imatrix) {
-      return fail(errc::unsupported, std::string(file_type_name(ftype)) + " needs an importance matrix for " + tp.name +
-                                         " (" + type_name(tp.to) + "), and --imatrix is not implemented yet");
+    if (tp.requires_imatrix && !p.has_imatrix) {
+      return fail(errc::invalid_param, std::string(file_type_name(ftype)) + " needs an importance matrix for " + tp.name +
+                                           " (" + type_name(tp.to) + "): give one with --imatrix (llama-imatrix makes it)");
     }
     if (!is_float_type(tp.from)) {
       return fail(errc::unsupported, "tensor " + tp.name + " is " + type_name(tp.from) + ": requantizing a quantized tensor to " +
                                          type_name(tp.to) + " is not supported (llama-quantize also refuses it without --allow-requantize)");
     }
-    if (!quantize_supported(tp.to)) missing.emplace(static_cast<uint32_t>(tp.to), &tp);
+    // A type whose quantizer exists only with importance weights (iq2_xxs,
+    // iq2_xs) counts as writable in a plan with a matrix; match_imatrix
+    // then requires an entry for each such tensor.
+    const bool writable = quantize_supported(tp.to) || (p.has_imatrix && quantize_uses_weights(tp.to));
+    if (!writable) missing.emplace(static_cast<uint32_t>(tp.to), &tp);
   }
   if (!missing.empty()) {
     std::string msg = std::string(file_type_name(ftype)) + " needs ";
@@ -120,6 +147,35 @@ status check_plan(const plan& p) {
     return fail(errc::unsupported, msg + ", and cortex has no quantizer for " + (missing.size() == 1 ? "it" : "them") + " yet");
   }
   return status::ok();
+}
+
+expected<std::vector<const float*>> match_imatrix(const plan& p, const imatrix& im, const std::string& im_path) {
+  std::vector<const float*> out(p.tensors.size(), nullptr);
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    const tensor_plan& tp = p.tensors[i];
+    if (tp.from == tp.to) continue;
+    const bool needs_weights = tp.requires_imatrix || !quantize_supported(tp.to);
+    const auto it = im.weights.find(tp.name);
+    if (it == im.weights.end()) {
+      if (needs_weights) {
+        return fail(errc::invalid_param, "importance matrix " + im_path + " has no data for " + tp.name + ", which " + type_name(tp.to) +
+                                             " needs (llama-quantize refuses it too: the result would be garbage); "
+                                             "was it computed for this model?");
+      }
+      continue;
+    }
+    const int64_t expected_size = tp.ne[0] * tp.ne[2];
+    if (static_cast<int64_t>(it->second.size()) != expected_size) {
+      // llama-quantize ignores a mismatched token_embd entry (the usual
+      // case) and refuses any other.
+      if ((tp.name == "token_embd.weight" || tp.name == "per_layer_token_embd.weight") && !needs_weights) continue;
+      return fail(errc::invalid_param, "importance matrix " + im_path + " has " + std::to_string(it->second.size()) + " weights for " +
+                                           tp.name + ", which needs " + std::to_string(expected_size) + " (" + std::to_string(tp.ne[0]) +
+                                           " columns x " + std::to_string(tp.ne[2]) + " experts): it was computed for another model");
+    }
+    out[i] = it->second.data();
+  }
+  return out;
 }
 
 status check_room(const std::string& out_path, uint64_t bytes) {
@@ -148,12 +204,26 @@ status quantize_file(const std::string& in_path, const std::string& out_path, fi
     return fail(errc::invalid_param, "input and output are the same file: '" + out_path + "'");
   }
 
-  auto p = plan_file(src, ftype, opt.rules);
+  std::optional<imatrix> im;
+  if (!opt.imatrix_path.empty()) {
+    auto read = read_imatrix(opt.imatrix_path);
+    if (!read) return read.error();
+    im = std::move(*read);
+  }
+  options rules = opt.rules;
+  rules.has_imatrix = im.has_value();
+  auto p = plan_file(src, ftype, rules);
   if (!p) return p.error();
   if (auto ok = check_plan(*p); !ok) return ok;
+  std::vector<const float*> weights(p->tensors.size(), nullptr);
+  if (im) {
+    auto matched = match_imatrix(*p, *im, opt.imatrix_path);
+    if (!matched) return matched.error();
+    weights = std::move(*matched);
+  }
 
   gguf::writer w;
-  copy_metadata(src, ftype, w);
+  copy_metadata(src, ftype, im ? &*im : nullptr, opt.imatrix_path, w);
   for (const auto& tp : p->tensors) w.declare_tensor(tp.name, tp.to, std::vector<int64_t>(tp.ne, tp.ne + tp.n_dims));
   const uint64_t size_out = w.file_size();
 
@@ -168,7 +238,7 @@ status quantize_file(const std::string& in_path, const std::string& out_path, fi
     if (tp.from == tp.to) {
       std::memcpy(out.data(), t.data, out.size());
     } else {
-      convert_tensor(t, tp, pool, scratch, out);
+      convert_tensor(t, tp, weights[i], pool, scratch, out);
     }
     src.release_pages(t.data, t.n_bytes);
     written += out.size();

@@ -102,6 +102,7 @@ bool use_more_bits(int i_layer, int n_layers) {
 // quantize_state_impl: the counters the rules advance tensor by tensor.
 struct state {
   const model_facts& facts;
+  bool has_imatrix = false;
   int n_attention_wv = 0, n_ffn = 0;  // n_ffn: n_ffn_down = n_ffn_gate = n_ffn_up
   int i_attention_wv = 0, i_ffn_down = 0, i_ffn_gate = 0, i_ffn_up = 0;
   bool has_tied_embeddings = true;
@@ -180,7 +181,7 @@ expected<ggml_type> mix_type(state& qs, ggml_type new_type, const tensor_desc& t
       }
     }
   } else if (is_attn_v(cat)) {
-    const bool no_imatrix = true;  // --imatrix is not implemented yet
+    const bool no_imatrix = !qs.has_imatrix;
     if (ftype == ft::q2_k) {
       new_type = n_gqa >= 4 ? t::q4_k : t::q3_k;
     } else if (ftype == ft::q2_k_s && n_gqa >= 4) {
@@ -221,7 +222,7 @@ expected<ggml_type> mix_type(state& qs, ggml_type new_type, const tensor_desc& t
       new_type = t::q3_k;
     } else if (ftype == ft::q2_k_s) {
       if (i_layer < n_layer / 8) new_type = t::q4_k;
-    } else if (ftype == ft::iq3_xxs) {  // && !has_imatrix
+    } else if (ftype == ft::iq3_xxs && !qs.has_imatrix) {
       new_type = i_layer < n_layer / 8 ? t::q4_k : t::q3_k;
     } else if (ftype == ft::q3_k_m) {
       new_type = i_layer < n_layer / 16 ? t::q5_k : !falcon || use_more_bits(i_layer, n_layer) ? t::q4_k : t::q3_k;
@@ -235,15 +236,18 @@ expected<ggml_type> mix_type(state& qs, ggml_type new_type, const tensor_desc& t
       } else if (use_more_bits(i_layer, n_layer)) {
         new_type = t::q6_k;
       }
-    } else if (i_layer < n_layer / 8 && (ftype == ft::iq4_nl || ftype == ft::iq4_xs)) {  // && !has_imatrix
+    } else if (i_layer < n_layer / 8 && (ftype == ft::iq4_nl || ftype == ft::iq4_xs) && !qs.has_imatrix) {
       new_type = t::q5_k;
     } else if (ftype == ft::q5_k_m && use_more_bits(i_layer, n_layer)) {
       new_type = t::q6_k;
     } else if (ftype == ft::q4_k_s && !falcon && i_layer < n_layer / 8) {
       new_type = t::q5_k;
+    } else if ((ftype == ft::q4_0 || ftype == ft::q5_0) && qs.has_imatrix && i_layer < n_layer / 8) {
+      // llama.cpp guards the first ffn_down layers of Q4_0 / Q5_0 with a
+      // min; only with an importance matrix, so that files without one stay
+      // as they always were.
+      new_type = ftype == ft::q4_0 ? t::q4_1 : t::q5_1;
     }
-    // (Q4_0 / Q5_0 ffn_down of the first layers become Q4_1 / Q5_1 only
-    // with an importance matrix.)
     ++qs.i_ffn_down;
   } else if (cat == category::attn_output) {
     if (!falcon) {
@@ -448,7 +452,9 @@ expected<plan> make_plan(const std::vector<tensor_desc>& tensors, const model_fa
     return la != lb ? la < lb : tensors[a].name < tensors[b].name;
   });
 
+  out.has_imatrix = opt.has_imatrix;
   state qs{facts};
+  qs.has_imatrix = opt.has_imatrix;
   qs.n_ffn = facts.n_layer;
   for (const auto& d : tensors) {
     const category c = category_of(d.name);

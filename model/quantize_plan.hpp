@@ -1,8 +1,8 @@
 // Which type each tensor of a model gets when it is quantized to a file type
 // (Q4_K_M, Q8_0, ...): llama-quantize's rules (llama.cpp src/llama-quant.cpp,
 // 2026-09-28, commit de3ff81) restated, so `cortex quantize` writes the same
-// tensors in the same types, order and metadata as llama-quantize does
-// without an importance matrix. Pure planning: no tensor data is read, and
+// tensors in the same types, order and metadata as llama-quantize does,
+// with or without an importance matrix. Pure planning: no tensor data is read, and
 // nothing here knows which quantizers exist (model/quantize_file.hpp checks).
 //
 // The rules, as llama.cpp states them:
@@ -95,6 +95,10 @@ struct tensor_desc {
 struct options {
   bool pure = false;            // --pure: every quantizable tensor in the default type
   bool quantize_output = true;  // false: --leave-output-tensor
+  // An importance matrix will be given (--imatrix): IQ3_XXS keeps IQ3_XXS
+  // attn_v and ffn_down, IQ4_NL / IQ4_XS the first eighth of ffn_down, and
+  // Q4_0 / Q5_0 take Q4_1 / Q5_1 for it.
+  bool has_imatrix = false;
 };
 
 struct tensor_plan {
@@ -109,6 +113,7 @@ struct tensor_plan {
 
 struct plan {
   file_type ftype = file_type::q8_0;
+  bool has_imatrix = false;  // planned for an importance matrix (options::has_imatrix)
   // In llama-quantize's output order: tensors outside blk.N first, then by
   // layer number, by name within each.
   std::vector<tensor_plan> tensors;

@@ -41,7 +41,8 @@ int cmd_quantize(int argc, char** argv) {
          "Quantizes an F32, F16 or BF16 GGUF model to a file type, as llama-quantize (llama.cpp 2026-09-28) does:\n"
          "the same type for every tensor (the _S/_M/_L mixes, output and token_embd rules, more bits for\n"
          "attn_v / ffn_down, fallbacks for rows that are not a whole number of blocks), the same metadata\n"
-         "(general.file_type, general.quantization_version) and, without an importance matrix, the same bytes.\n"
+         "(general.file_type, general.quantization_version) and the same bytes, with or without an importance\n"
+         "matrix (--imatrix).\n"
          "Progress goes to stderr. The output is written to OUT.gguf.tmp and renamed, after checking that\n"
          "the disk has room for it.\n\n"
          "TYPE (llama-quantize's names; Q4_K = Q4_K_M, Q3_K = Q3_K_M, Q5_K = Q5_K_M):\n  " + names +
@@ -51,8 +52,13 @@ int cmd_quantize(int argc, char** argv) {
           {"pure", "", "every quantizable tensor in TYPE's base type (no mixes, no output rule)", ""},
           {"leave-output-tensor", "", "leave output.weight as it is", ""},
           {"dry-run", "", "print each tensor's planned type and the output size; write nothing", ""},
-          {"imatrix", "FILE", "llama.cpp importance matrix (GGUF): NOT IMPLEMENTED YET; the IQ1/IQ2/IQ3_XXS and Q2_K_S "
-                              "types need it, and with it Q4_0/Q5_0/IQ4 mixes and all quantizers change",
+          {"imatrix", "FILE",
+           "importance matrix from llama-imatrix (its GGUF, or the legacy .dat): each tensor's column weights "
+           "(in_sum2 / counts, per expert) steer Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL and IQ4_XS toward "
+           "the columns that matter, as llama-quantize --imatrix does (same bytes; Q8_0 and MXFP4 ignore it). "
+           "It also changes the mixes (Q4_0/Q5_0 give the first ffn_down layers Q4_1/Q5_1; IQ4_NL/IQ4_XS keep "
+           "their ffn_down) and is required by Q2_K_S and the IQ1/IQ2/IQ3_XXS types. A tensor it has no entry "
+           "for is quantized without weights; an entry of the wrong size is an error",
            ""}});
   // Positional IN OUT TYPE among the --options.
   std::vector<std::string> positional;
@@ -65,10 +71,6 @@ int cmd_quantize(int argc, char** argv) {
     if (takes_value && i + 1 < argc) opts.push_back(argv[++i]);
   }
   if (int rc = parse_args(a, static_cast<int>(opts.size()), opts.data()); rc >= 0) return rc;
-  if (a.has("imatrix")) {
-    std::fprintf(stderr, "cortex: --imatrix is not implemented yet (it would read llama.cpp's imatrix GGUF)\n");
-    return 2;
-  }
   if (positional.size() != 3) {
     std::fprintf(stderr, "cortex: usage: cortex quantize IN.gguf OUT.gguf TYPE [options] (see --help)\n");
     return 2;
@@ -84,12 +86,28 @@ int cmd_quantize(int argc, char** argv) {
   opt.n_threads = thread_count(a);
   opt.rules.pure = a.has("pure");
   opt.rules.quantize_output = !a.has("leave-output-tensor");
+  if (a.has("imatrix")) {
+    opt.imatrix_path = a.get("imatrix");
+    if (opt.imatrix_path.empty()) {
+      std::fprintf(stderr, "cortex: --imatrix needs a file (llama-imatrix's output)\n");
+      return 2;
+    }
+  }
+  opt.rules.has_imatrix = !opt.imatrix_path.empty();
 
   if (a.has("dry-run")) {
     auto in = gguf::file::open(in_path);
     if (!in) { std::fprintf(stderr, "cortex: %s\n", in.error().message.c_str()); return 1; }
     auto p = quantize::plan_file(**in, *ftype, opt.rules);
     if (!p) { std::fprintf(stderr, "cortex: %s\n", p.error().message.c_str()); return 1; }
+    if (opt.rules.has_imatrix) {
+      auto im = quantize::read_imatrix(opt.imatrix_path);
+      if (!im) { std::fprintf(stderr, "cortex: %s\n", im.error().message.c_str()); return 1; }
+      if (auto m = quantize::match_imatrix(*p, *im, opt.imatrix_path); !m) {
+        std::fprintf(stderr, "cortex: %s\n", m.error().message.c_str());
+        return 1;
+      }
+    }
     uint64_t total = 0;
     for (const auto& tp : p->tensors) {
       const bool writable = tp.from == tp.to || quantize_supported(tp.to);
@@ -108,8 +126,9 @@ int cmd_quantize(int argc, char** argv) {
   }
 
   const double t0 = now_seconds();
-  std::fprintf(stderr, "[quantize] %s -> %s as %s, %d threads\n", in_path.c_str(), out_path.c_str(),
-               quantize::file_type_name(*ftype), opt.n_threads);
+  std::fprintf(stderr, "[quantize] %s -> %s as %s, %d threads%s%s\n", in_path.c_str(), out_path.c_str(),
+               quantize::file_type_name(*ftype), opt.n_threads, opt.imatrix_path.empty() ? "" : ", importance matrix ",
+               opt.imatrix_path.c_str());
   uint64_t total_in = 0, total_out = 0;
   auto st = quantize::quantize_file(in_path, out_path, *ftype, opt, [&](const quantize::progress& pr) {
     total_in += pr.bytes_in;

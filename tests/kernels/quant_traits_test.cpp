@@ -87,16 +87,18 @@ TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
                  t::iq2_s, t::iq3_xxs, t::iq3_s}) {
     EXPECT_TRUE(dequantize_supported(type)) << type_traits(type).name;
   }
-  for (t type : {t::iq1_s, t::iq1_m, t::iq2_xxs, t::iq2_xs, t::iq2_s, t::iq3_xxs, t::iq3_s, t::tq1_0, t::tq2_0,
-                 t::nvfp4}) {
+  for (t type : {t::iq1_s, t::iq1_m, t::iq2_xxs, t::iq2_xs, t::tq1_0, t::tq2_0, t::nvfp4}) {
     EXPECT_FALSE(quantize_supported(type)) << type_traits(type).name;
   }
+  // llama.cpp quantizes iq2_xxs and iq2_xs only with importance weights.
+  for (t type : {t::iq2_xxs, t::iq2_xs}) EXPECT_TRUE(quantize_uses_weights(type)) << type_traits(type).name;
+  for (t type : {t::iq1_s, t::iq1_m}) EXPECT_FALSE(quantize_uses_weights(type)) << type_traits(type).name;
   for (t type : {t::tq1_0, t::tq2_0, t::nvfp4}) {
     EXPECT_FALSE(dequantize_supported(type)) << type_traits(type).name;
     EXPECT_FALSE(kernels::matmul_supports(type)) << type_traits(type).name;
   }
   for (t type : {t::f16, t::bf16, t::q8_0, t::q4_0, t::q4_1, t::q5_1, t::q4_k, t::q5_k, t::q6_k, t::iq4_nl, t::iq4_xs,
-                 t::mxfp4}) {
+                 t::mxfp4, t::iq2_s, t::iq3_xxs, t::iq3_s}) {
     EXPECT_TRUE(quantize_supported(type)) << type_traits(type).name;
   }
   EXPECT_FALSE(dequantize_supported(t::i32));

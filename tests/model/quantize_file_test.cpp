@@ -4,8 +4,6 @@
 // before anything is written.
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -17,28 +15,13 @@
 #include "model/quantize_file.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/sha256.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace cortex::quantize {
 namespace {
 
 using testing::sha256_file;
-
-// A temporary folder of this test's own, removed with its files.
-class temp_dir {
- public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "cortex_quantize_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using testing::temp_dir;
 
 // An F32 input of ../shared and the SHA-256 of that file.
 struct input_file {
@@ -60,6 +43,7 @@ constexpr input_file k_arch_phi3{"golden/arch/phi3-f32.gguf", "00396069b441827fb
 constexpr input_file k_arch_gemma3{"golden/arch/gemma3-f32.gguf", "bf410c3017285a27b56bfc41c3ef41ff547f20e8136f4489e04868931e6c9f33"};
 constexpr input_file k_arch_qwen35{"golden/arch/qwen35-f32.gguf", "a94d992e11afb901e80bfb881cfa19c5e642bfc66564a41e8f6c85b7ee969da7"};
 constexpr input_file k_arch_gpt_oss{"golden/arch/gpt-oss-f32.gguf", "45d7d86e8d83a23b7958623a48c9a3ca396cdfb451d8709c62b163ba0b4a4b06"};
+constexpr input_file k_qllama{"golden/arch/qllama-bf16.gguf", "5faea705c89a70ecdc608f8c398e27ca073bea37c86d772f48782f00a2f06ee0"};
 constexpr input_file k_stories260k{"models/stories260K.gguf", "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d"};
 
 struct reference_file {
@@ -115,6 +99,9 @@ const reference_file k_reference[] = {
     {k_arch_qwen35, "Q8_0", "a753497e83b74350dd581042ebba33d68b606b9be69de23b98bbd5a103526cbd"},
     {k_arch_gpt_oss, "MXFP4_MOE", "7aa58fa59fffed06daae58582c07265e202e067952f8a43c674e280bfc954762"},
     {k_stories260k, "Q8_0", "ff8701a45da28293b7af11a695ab33575b692e9b109a2eae6238c906c31415da"},
+    // qllama-bf16: rows of 256 and 512, so IQ3_S (weights x^2) without a fallback.
+    {k_qllama, "IQ3_S", "65147395772d107423b78a94ad39eb2a62b84fdd0d5183d0c54460bfecbc7ee6"},
+    {k_qllama, "IQ3_M", "50f56266dd46242db744f09ef1997fff234682ee34fd315a0e359dd5be0d4190"},
     {k_stories260k, "Q4_K_M", "7f61512f1889080c73b2afd3ac7fdfe55a368e83570b20e5019829adfa734a2a"},
 };
 

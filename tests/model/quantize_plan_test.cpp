@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "model/gguf_writer.hpp"
@@ -367,6 +368,37 @@ TEST(quantize_plan, iq_file_types_plan_as_llama_does) {
   EXPECT_EQ(nl["token_embd.weight"], types::iq4_nl);
   auto xs = types_of(ts, llama_facts(8, 4, 2), file_type::iq4_xs);
   EXPECT_EQ(xs[layer(3, "attn_v")], types::iq4_xs) << "n_gqa 2";
+}
+
+// With an importance matrix: Q4_0 / Q5_0 guard the first n_layer/8 ffn_down
+// with a min (Q4_1 / Q5_1), IQ4_NL / IQ4_XS keep their ffn_down, IQ3_XXS
+// keeps IQ3_XXS for attn_v (n_gqa < 4) and ffn_down.
+TEST(quantize_plan, an_importance_matrix_changes_the_mixes) {
+  auto ts = llama_tensors(8, 256, 128, 768);
+  const auto facts = llama_facts(8, 4, 2);  // n_gqa 2
+  options with;
+  with.has_imatrix = true;
+  for (auto [ft, guarded, base] : {std::tuple{file_type::q4_0, t::q4_1, t::q4_0}, std::tuple{file_type::q5_0, t::q5_1, t::q5_0}}) {
+    auto m = types_of(ts, facts, ft, with);
+    EXPECT_EQ(m[layer(0, "ffn_down")], guarded) << file_type_name(ft);
+    EXPECT_EQ(m[layer(1, "ffn_down")], base) << file_type_name(ft);
+    EXPECT_EQ(m[layer(0, "ffn_up")], base) << file_type_name(ft);
+    EXPECT_EQ(types_of(ts, facts, ft)[layer(0, "ffn_down")], base) << file_type_name(ft) << " without";
+  }
+  for (file_type ft : {file_type::iq4_nl, file_type::iq4_xs}) {
+    EXPECT_EQ(types_of(ts, facts, ft, with)[layer(0, "ffn_down")], default_type(ft)) << file_type_name(ft);
+    EXPECT_EQ(types_of(ts, facts, ft)[layer(0, "ffn_down")], t::q5_k) << file_type_name(ft) << " without";
+  }
+  auto xxs = types_of(ts, facts, file_type::iq3_xxs, with);
+  EXPECT_EQ(xxs[layer(2, "attn_v")], types::iq3_xxs);
+  EXPECT_EQ(xxs[layer(0, "ffn_down")], types::iq3_xxs);
+  auto xxs_without = types_of(ts, facts, file_type::iq3_xxs);
+  EXPECT_EQ(xxs_without[layer(2, "attn_v")], types::iq3_s);
+  EXPECT_EQ(xxs_without[layer(0, "ffn_down")], t::q4_k);
+  EXPECT_EQ(xxs_without[layer(1, "ffn_down")], t::q3_k);
+  auto p = make_plan(ts, facts, file_type::q4_0, with);
+  ASSERT_TRUE(p);
+  EXPECT_TRUE(p->has_imatrix);
 }
 
 TEST(quantize_plan, model_facts_and_the_70b_rule) {
