@@ -10,6 +10,7 @@
 // drafted tokens is tokens:9) cycle through enough copies of the matrix
 // (>= 1 GiB, four times the largest L3 we have met, 260 MiB) that weights
 // come from DRAM, as in a real forward pass.
+#include <array>
 #include <benchmark/benchmark.h>
 
 #include <cctype>
@@ -201,6 +202,17 @@ int register_all() {
           }
         }
       }
+    }
+  }
+  // An encoder batch (bge-base's ffn_up and ffn_down, 4 inputs of 128
+  // tokens): float weights, where the tile's arithmetic is the bound.
+  for (ggml_type t : {ggml_type::f32, ggml_type::f16}) {
+    for (const auto& s : {std::array<int64_t, 2>{3072, 768}, std::array<int64_t, 2>{768, 3072}}) {
+      const std::string name = "matmul/" + type_name(t) + "/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
+                               "/tokens:512/avx512/threads:2";
+      benchmark::RegisterBenchmark(name.c_str(), matmul_case, t, s[0], s[1], 512, isa::avx512, 2)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   // tinyllama-1.1b's packed shapes: q+k+v, o, gate+up, down, output.

@@ -98,6 +98,87 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
   }
 }
 
+// Decode (one token) of the nibble formats (q4_0, q5_0, iq4_nl, mxfp4): NP
+// panels, NP weight streams. Each block's low and high nibbles feed two
+// int32 chains that meet at the block's end (integer sums: the same bits as
+// one chain), which halves the chains' length; and the records
+// prefetch_records ahead are prefetched into L1, so the stream does
+// not wait on the hardware prefetcher at each of the NP panels' pages.
+//
+// Records a panel is prefetched ahead (into L1), here and in the batched
+// q4_0 kernel below: without it the compute of a small batch and the weight
+// stream barely overlap (9 tokens cost about the sum of both). 2, 3, 6, 8, 16
+// and 32 records ahead, and prefetching into L2, measured no better than 4 on
+// an AVX-512 Xeon with a 260 MiB L3 (noisy shared machine: bench_kernels
+// matmul_packed/q4_0/.../tokens:9); 2 and 4 alike for decode on a Zen 5.
+constexpr int64_t prefetch_records = 4;
+
+// The NP panels starting at panel p, and the prefetch of their record
+// rec + prefetch_records (near a panel's end, the next panels' first records:
+// the next call starts on them, or another task does).
+template <class Fmt, int NP>
+struct panel_stream {
+  static constexpr int64_t record = record_header + 2 * Fmt::block_code_bytes;
+  const uint8_t* panel[NP];
+  int64_t n_records;
+  size_t panel_bytes;
+  panel_stream(const packed_view& w, int64_t p) : n_records((w.cols / 32 + 1) / 2), panel_bytes(w.panel_bytes) {
+    for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
+  }
+  void prefetch(int64_t rec) const {
+    for (int i = 0; i < NP; ++i) {
+      prefetch_lines(record_ahead(panel[i], panel[i] + NP * panel_bytes, n_records, record, rec + prefetch_records),
+                     record);
+    }
+  }
+};
+
+template <class Fmt, int NP>
+void decode_tile(const packed_view& w, const quantized_x& x, int64_t p) {
+  constexpr int64_t record = panel_stream<Fmt, NP>::record;
+  const panel_stream<Fmt, NP> s(w, p);
+  const auto& panel = s.panel;
+  const q8p_tokens<1> xt(x, 0);
+  const int8_t* xq = xt.q[0];
+  __m512 acc[NP];
+  for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i lut = lut_vector<Fmt>();
+  for (int64_t rec = 0; rec < s.n_records; ++rec) {
+    s.prefetch(rec);
+    for (int h = 0; h < 2; ++h) {
+      const int64_t b = 2 * rec + h;
+      __m512i lo_sum[NP], hi_sum[NP], bits[NP];
+      const uint8_t* codes[NP];
+      for (int i = 0; i < NP; ++i) {
+        codes[i] = panel[i] + rec * record + record_header + h * Fmt::block_code_bytes;
+        bits[i] = fifth_bits_of<Fmt>(codes[i]);
+        lo_sum[i] = _mm512_set1_epi32(xt.c[0][b]);
+        hi_sum[i] = _mm512_setzero_si512();
+      }
+      for (int g = 0; g < 4; ++g) {
+        const __m512i xl = broadcast_dword(xq + b * 32 + 4 * g);
+        const __m512i xh = broadcast_dword(xq + b * 32 + 16 + 4 * g);
+        for (int i = 0; i < NP; ++i) {
+          __m512i lo, hi;
+          nibble_group<Fmt>(codes[i], bits[i], g, lut, lo, hi);
+          lo_sum[i] = _mm512_dpbusd_epi32(lo_sum[i], lo, xl);
+          hi_sum[i] = _mm512_dpbusd_epi32(hi_sum[i], hi, xh);
+        }
+      }
+      const __m512 dx = _mm512_set1_ps(xt.d[0][b]);
+      for (int i = 0; i < NP; ++i) {
+        const __m512 dw = block_scales<Fmt>(panel[i] + rec * record + h * 32);
+        const __m512i sum = _mm512_add_epi32(lo_sum[i], hi_sum[i]);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, dx), acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < NP; ++i) {
+    const packed_dest d = packed_dest_of(w, p + i);
+    _mm512_mask_storeu_ps(d.y, panel_rows_mask(d.valid), acc[i]);
+  }
+}
+
 // Batched q4_0 (2 tokens and up): a panel pair against every token of the
 // task. Each weight block is loaded and unpacked once (16 zmm) and feeds all
 // tokens; the float accumulators of all tokens live in an L1 buffer. The
@@ -153,19 +234,12 @@ CORTEX_INLINE void q4_group_of(int n, const __m512i (&wl)[NP][4], const __m512i 
   }
 }
 
-// Records a panel is prefetched ahead (into L1): without it the compute of a
-// small batch and the weight stream barely overlap (9 tokens cost about the
-// sum of both). 2, 3, 6, 8, 16 and 32 records ahead, and prefetching into L2,
-// measured no better than 4 on an AVX-512 Xeon with a 260 MiB L3 (noisy
-// shared machine: bench_kernels matmul_packed/q4_0/.../tokens:9).
-constexpr int64_t q4_prefetch_records = 4;
 
 template <class Fmt, int NP>
 void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_tokens, int64_t p) {
-  constexpr int64_t record = record_header + 2 * Fmt::block_code_bytes;
-  const int64_t n_records = (w.cols / 32 + 1) / 2;
-  const uint8_t* panel[NP];
-  for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
+  constexpr int64_t record = panel_stream<Fmt, NP>::record;
+  const panel_stream<Fmt, NP> s(w, p);
+  const auto& panel = s.panel;
   const __m512i lut = lut_vector<Fmt>();
   alignas(64) float acc[NP * q4_panel_max_tokens * 16];
   for (int t0 = 0; t0 < n_tokens; t0 += q4_panel_max_tokens) {
@@ -174,13 +248,8 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
     const even_split groups(nt, q4_group_max);
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + (i * q4_panel_max_tokens + j) * 16, _mm512_setzero_ps());
-    for (int64_t rec = 0; rec < n_records; ++rec) {
-      // Near a panel's end, the next panels' first records (the next call
-      // starts on them, or another task does).
-      for (int i = 0; i < NP; ++i) {
-        prefetch_lines(record_ahead(panel[i], panel[i] + NP * w.panel_bytes, n_records, record, rec + q4_prefetch_records),
-                       record);
-      }
+    for (int64_t rec = 0; rec < s.n_records; ++rec) {
+      s.prefetch(rec);
       for (int h = 0; h < 2; ++h) {
         const int64_t b = 2 * rec + h;
         __m512i wl[NP][4], wh[NP][4];
@@ -223,8 +292,13 @@ void packed_rows(const packed_view& w, const quantized_x& x, int n_tokens, int64
   int64_t p = p0;
   if (n_tokens == 1) {
     // Decode: four panels (four weight streams) per pass.
-    for (; p + 4 <= p1; p += 4) tile<Fmt, 4, 1>(w, x, p, 0);
-    for (; p < p1; ++p) tile<Fmt, 1, 1>(w, x, p, 0);
+    if constexpr (Fmt::block_code_bytes == 256 || Fmt::block_code_bytes == 320) {
+      for (; p + 4 <= p1; p += 4) decode_tile<Fmt, 4>(w, x, p);
+      for (; p < p1; ++p) decode_tile<Fmt, 1>(w, x, p);
+    } else {
+      for (; p + 4 <= p1; p += 4) tile<Fmt, 4, 1>(w, x, p, 0);
+      for (; p < p1; ++p) tile<Fmt, 1, 1>(w, x, p, 0);
+    }
     return;
   }
   if (Fmt::block_code_bytes == 256) {

@@ -16,6 +16,9 @@
 //   finish_float<Load>(acc, row, x, k, cols) -> float
 //                        reduce(acc) plus the products of columns [k, cols),
 //                        fewer than width of them
+//   optionally add_tail<Load>(acc, row, x, k, cols) -> facc and
+//   store_sums_4x4(acc[4][4], y, ld): y[j * ld + i] = the sum of acc[i][j]
+//                        with its tail, bit for bit what finish_float gives
 //   iacc                 int32 accumulator vector; izero()
 //   chunk                64 codes (or their scales) of one k-quant chunk
 //   load_chunk(p)        64 int8 activations at p (64-aligned)
@@ -69,6 +72,13 @@ void store_tile(const typename I::facc (&acc)[nr][nt], float* y, int64_t ld, int
     for (int j = 0; j < nt; ++j) y[(t + j) * ld + r + i] = I::reduce(acc[i][j]);
 }
 
+// Whether an isa sums a 4 x 4 float tile's accumulators together
+// (store_sums_4x4, with add_tail for the leftover columns).
+template <class I, class = void>
+struct has_store_sums_4x4 : std::false_type {};
+template <class I>
+struct has_store_sums_4x4<I, std::void_t<decltype(&I::store_sums_4x4)>> : std::true_type {};
+
 // f32 / f16 / bf16 weights against f32 (possibly rounded) activations.
 template <class I, class Load>
 struct float_tile {
@@ -91,9 +101,15 @@ struct float_tile {
         for (int i = 0; i < nr; ++i) acc[i][j] = I::fmadd(wv[i], xv, acc[i][j]);
       }
     }
-    for (int i = 0; i < nr; ++i)
-      for (int j = 0; j < nt; ++j)
-        y[(t + j) * w.rows + r + i] = I::template finish_float<Load>(acc[i][j], op.rows[i], op.xs[j], k, w.cols);
+    if constexpr (nr == 4 && nt == 4 && has_store_sums_4x4<I>::value) {
+      for (int i = 0; i < nr; ++i)
+        for (int j = 0; j < nt; ++j) acc[i][j] = I::template add_tail<Load>(acc[i][j], op.rows[i], op.xs[j], k, w.cols);
+      I::store_sums_4x4(acc, y + t * w.rows + r, w.rows);
+    } else {
+      for (int i = 0; i < nr; ++i)
+        for (int j = 0; j < nt; ++j)
+          y[(t + j) * w.rows + r + i] = I::template finish_float<Load>(acc[i][j], op.rows[i], op.xs[j], k, w.cols);
+    }
   }
 };
 
