@@ -38,6 +38,11 @@ using grid_quant::search_of;
 // grid: the codebook (entry i's values in its bytes); level_of: an entry
 // value's level; patterns: how many level patterns the map covers;
 // n_distances: how many distinct distances the neighbour lists span.
+// Patterns with a level above max_level (iq2, iq1: a digit 3), which no
+// group has, get no list. Each list holds the entries at its pattern's
+// n_distances smallest squared distances, by distance then index (the
+// order of llama.cpp's sorted (distance, index) pairs), found by distance
+// buckets rather than a sort of the whole codebook.
 template <class Entry>
 grid_search build_search(const Entry* grid, int grid_size, int group, int bits, int max_level, int patterns, int n_distances,
                          int (*level_of)(int value)) {
@@ -56,29 +61,33 @@ grid_search build_search(const Entry* grid, int grid_size, int group, int bits, 
     s.map[static_cast<size_t>(u)] = k;
   }
   const int mask = (1 << bits) - 1;
-  std::vector<std::pair<int, int>> dist(static_cast<size_t>(grid_size));  // (squared distance, entry)
+  std::vector<int> dist(static_cast<size_t>(grid_size));                     // per entry
+  std::vector<char> at_distance(static_cast<size_t>(group * 4 * max_level * max_level + 1));  // some entry is there
   for (int u = 0; u < patterns; ++u) {
     if (s.map[static_cast<size_t>(u)] >= 0) continue;
+    bool reachable = true;
+    for (int i = 0; i < group; ++i) reachable = reachable && ((u >> (bits * i)) & mask) <= max_level;
+    if (!reachable) continue;
+    std::fill(at_distance.begin(), at_distance.end(), 0);
     for (int k = 0; k < grid_size; ++k) {
       int d2 = 0;
       for (int i = 0; i < group; ++i) {
         const int diff = point_value(s.points[static_cast<size_t>(k)], i) - (2 * ((u >> (bits * i)) & mask) + 1);
         d2 += diff * diff;
       }
-      dist[static_cast<size_t>(k)] = {d2, k};
+      dist[static_cast<size_t>(k)] = d2;
+      at_distance[static_cast<size_t>(d2)] = 1;
     }
-    std::sort(dist.begin(), dist.end());
     s.map[static_cast<size_t>(u)] = -1 - static_cast<int>(s.neighbours.size());
     const size_t count_at = s.neighbours.size();
     s.neighbours.push_back(0);
-    int n_seen = 1, d2 = dist[0].first;
-    for (const auto& [d, k] : dist) {
-      if (d > d2) {
-        if (n_seen == n_distances) break;
-        d2 = d;
-        ++n_seen;
+    int n_seen = 0;
+    for (size_t d2 = 0; d2 < at_distance.size() && n_seen < n_distances; ++d2) {
+      if (!at_distance[d2]) continue;
+      ++n_seen;
+      for (int k = 0; k < grid_size; ++k) {
+        if (dist[static_cast<size_t>(k)] == static_cast<int>(d2)) s.neighbours.push_back(static_cast<uint16_t>(k));
       }
-      s.neighbours.push_back(static_cast<uint16_t>(k));
     }
     s.neighbours[count_at] = static_cast<uint16_t>(s.neighbours.size() - count_at - 1);
   }
