@@ -55,9 +55,10 @@ void ascending_order(const float* x, int* order) {
 
 // A group's entry: the one whose levels are L[8] (0..2), or else the best
 // of their neighbours at this scale and shift (the reference's
-// iq1_find_best_neighbour2; where no error is finite it reads past its
-// group and then aborts, where this takes the nearest). on_grid: whether L
-// was an entry.
+// iq1_find_best_neighbour2). Where no neighbour's error is below FLT_MAX
+// (an overflow) the reference scans the whole codebook with an index slip
+// that reads past the group; this takes the nearest neighbour instead.
+// on_grid: whether L was an entry.
 int iq1_entry(const grid_search& s, const int8_t* L, const float* x, const float* w, float scale, const float* values,
               bool& on_grid) {
   const int mapped = map_levels(s, L);
