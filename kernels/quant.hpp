@@ -41,9 +41,9 @@ bool quantize_supported(ggml_type t);
 size_t quantize_row_weighted(ggml_type t, const float* src, void* dst, int64_t n, const float* qw);
 
 // Whether t's quantizer uses importance weights (q4_0, q4_1, q5_0, q5_1,
-// q2_K .. q6_K, iq4_nl, iq4_xs, iq2_s, iq3_xxs, iq3_s, and iq2_xxs, iq2_xs, which
-// have no quantizer without them: quantize_supported is false for those,
-// and quantize_row_weighted needs qw).
+// q2_K .. q6_K, iq4_nl, iq4_xs, iq2_s, iq3_xxs, iq3_s, and iq2_xxs, iq2_xs,
+// iq1_s, iq1_m, which have no quantizer without them: quantize_supported is
+// false for those, and quantize_row_weighted needs qw).
 bool quantize_uses_weights(ggml_type t);
 
 // quantize_row without the k-quants' scale searches (q4_K, q5_K: the

@@ -72,6 +72,8 @@ void quantize_row_iq3_xxs(const float*, void*, int64_t);
 void quantize_row_iq3_s(const float*, void*, int64_t);
 void quantize_row_iq3_xxs_weighted(const float*, void*, int64_t, const float*);
 void quantize_row_iq3_s_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq1_s_weighted(const float*, void*, int64_t, const float*);
+void quantize_row_iq1_m_weighted(const float*, void*, int64_t, const float*);
 
 namespace kernels {
 
@@ -218,9 +220,9 @@ struct trait_table {
       {ggml_type::mxfp4, "mxfp4", 32, sizeof(block_mxfp4), dequantize_row_mxfp4, quantize_row_mxfp4, xf::q8_32, 16,
        CORTEX_MATMUL(mxfp4), &packed_mxfp4},
       // The lattice-codebook types (kernels/quant_grids.hpp; quantizers in
-      // kernels/quantize_grid.cpp). iq2_xxs and iq2_xs quantize with an
-      // importance matrix only, as llama.cpp's do; iq2_s, iq3_xxs and iq3_s
-      // with or without one; iq1 has no quantizer yet.
+      // kernels/quantize_grid.cpp and quantize_iq1.cpp). iq2_xxs, iq2_xs,
+      // iq1_s and iq1_m quantize with an importance matrix only, as
+      // llama-quantize does; iq2_s, iq3_xxs and iq3_s with or without one.
       {ggml_type::iq2_xxs, "iq2_xxs", qk_k, sizeof(block_iq2_xxs), dequantize_row_iq2_xxs, nullptr, xf::q8_256, 0,
        CORTEX_MATMUL(iq2_xxs), nullptr, quantize_row_iq2_xxs_weighted},
       {ggml_type::iq2_xs, "iq2_xs", qk_k, sizeof(block_iq2_xs), dequantize_row_iq2_xs, nullptr, xf::q8_256, 0,
@@ -232,9 +234,9 @@ struct trait_table {
       {ggml_type::iq3_s, "iq3_s", qk_k, sizeof(block_iq3_s), dequantize_row_iq3_s, quantize_row_iq3_s, xf::q8_256, 0,
        CORTEX_MATMUL(iq3_s), nullptr, quantize_row_iq3_s_weighted},
       {ggml_type::iq1_s, "iq1_s", qk_k, sizeof(block_iq1_s), dequantize_row_iq1_s, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq1_s), nullptr},
+       CORTEX_MATMUL(iq1_s), nullptr, quantize_row_iq1_s_weighted},
       {ggml_type::iq1_m, "iq1_m", qk_k, sizeof(block_iq1_m), dequantize_row_iq1_m, nullptr, xf::q8_256, 0,
-       CORTEX_MATMUL(iq1_m), nullptr},
+       CORTEX_MATMUL(iq1_m), nullptr, quantize_row_iq1_m_weighted},
       // Known to the file format, not yet to the kernels: a model using them
       // is refused at load, naming the tensor and the type.
       // Ternary types: 5 codes of 3 per byte (tq1_0), 2 bits per code (tq2_0).

@@ -23,29 +23,26 @@
 #include "kernels/quant_grids.hpp"
 #include "kernels/quant_nearest_int.hpp"
 #include "kernels/quantize_common.hpp"
+#include "kernels/quantize_grid.hpp"
 
 namespace cortex {
 
 namespace {
 
-// The idealized codebook of one type and its search structures.
-struct grid_search {
-  int group;      // elements per entry: 8 (iq2) or 4 (iq3)
-  int bits;       // bits per element in a level pattern: 2 (iq2) or 3 (iq3)
-  int max_level;  // levels 0..max_level
-  std::vector<uint64_t> points;  // entry i: its values 2l + 1 as bytes
-  // Per level pattern u (element j's level in bits [bits * j, bits * (j + 1))):
-  // the entry whose levels these are, or -1 - (offset of its neighbour list).
-  std::vector<int> map;
-  // Lists: a count, then that many entry indices.
-  std::vector<uint16_t> neighbours;
-};
-
-int8_t point_value(uint64_t point, int i) { return static_cast<int8_t>((point >> (8 * i)) & 0xff); }
+using grid_quant::best_neighbour;
+using grid_quant::grid_search;
+using grid_quant::map_levels;
+using grid_quant::point_value;
+using grid_quant::search_of;
 
 // grid: the codebook (entry i's values in its bytes); level_of: an entry
 // value's level; patterns: how many level patterns the map covers;
 // n_distances: how many distinct distances the neighbour lists span.
+// Patterns with a level above max_level (iq2, iq1: a digit 3), which no
+// group has, get no list. Each list holds the entries at its pattern's
+// n_distances smallest squared distances, by distance then index (the
+// order of llama.cpp's sorted (distance, index) pairs), found by distance
+// buckets rather than a sort of the whole codebook.
 template <class Entry>
 grid_search build_search(const Entry* grid, int grid_size, int group, int bits, int max_level, int patterns, int n_distances,
                          int (*level_of)(int value)) {
@@ -64,29 +61,33 @@ grid_search build_search(const Entry* grid, int grid_size, int group, int bits, 
     s.map[static_cast<size_t>(u)] = k;
   }
   const int mask = (1 << bits) - 1;
-  std::vector<std::pair<int, int>> dist(static_cast<size_t>(grid_size));  // (squared distance, entry)
+  std::vector<int> dist(static_cast<size_t>(grid_size));                     // per entry
+  std::vector<char> at_distance(static_cast<size_t>(group * 4 * max_level * max_level + 1));  // some entry is there
   for (int u = 0; u < patterns; ++u) {
     if (s.map[static_cast<size_t>(u)] >= 0) continue;
+    bool reachable = true;
+    for (int i = 0; i < group; ++i) reachable = reachable && ((u >> (bits * i)) & mask) <= max_level;
+    if (!reachable) continue;
+    std::fill(at_distance.begin(), at_distance.end(), 0);
     for (int k = 0; k < grid_size; ++k) {
       int d2 = 0;
       for (int i = 0; i < group; ++i) {
         const int diff = point_value(s.points[static_cast<size_t>(k)], i) - (2 * ((u >> (bits * i)) & mask) + 1);
         d2 += diff * diff;
       }
-      dist[static_cast<size_t>(k)] = {d2, k};
+      dist[static_cast<size_t>(k)] = d2;
+      at_distance[static_cast<size_t>(d2)] = 1;
     }
-    std::sort(dist.begin(), dist.end());
     s.map[static_cast<size_t>(u)] = -1 - static_cast<int>(s.neighbours.size());
     const size_t count_at = s.neighbours.size();
     s.neighbours.push_back(0);
-    int n_seen = 1, d2 = dist[0].first;
-    for (const auto& [d, k] : dist) {
-      if (d > d2) {
-        if (n_seen == n_distances) break;
-        d2 = d;
-        ++n_seen;
+    int n_seen = 0;
+    for (size_t d2 = 0; d2 < at_distance.size() && n_seen < n_distances; ++d2) {
+      if (!at_distance[d2]) continue;
+      ++n_seen;
+      for (int k = 0; k < grid_size; ++k) {
+        if (dist[static_cast<size_t>(k)] == static_cast<int>(d2)) s.neighbours.push_back(static_cast<uint16_t>(k));
       }
-      s.neighbours.push_back(static_cast<uint16_t>(k));
     }
     s.neighbours[count_at] = static_cast<uint16_t>(s.neighbours.size() - count_at - 1);
   }
@@ -94,22 +95,11 @@ grid_search build_search(const Entry* grid, int grid_size, int group, int bits, 
 }
 
 // iq2's values 8, 25, 43; iq3_xxs's 4, 12, ..., 52, 62 (8l + 4 but the
-// last); iq3_s's 1, 3, ..., 15.
+// last); iq3_s's 1, 3, ..., 15; iq1's -1, 0, 1 (int8, so -1 reads 255).
 int iq2_level(int v) { return v == 8 ? 0 : v == 25 ? 1 : 2; }
 int iq3_xxs_level(int v) { return v / 8; }
 int iq3_s_level(int v) { return (v - 1) / 2; }
-
-// The pattern counts are llama.cpp's (iq2: every 8-digit base-4 pattern up
-// to 43691).
-const grid_search& search_of(ggml_type t) {
-  switch (t) {
-    case ggml_type::iq2_xxs: { static const auto s = build_search(iq2xxs_grid, 256, 8, 2, 2, 43692, 2, iq2_level); return s; }
-    case ggml_type::iq2_xs: { static const auto s = build_search(iq2xs_grid, 512, 8, 2, 2, 43692, 2, iq2_level); return s; }
-    case ggml_type::iq3_xxs: { static const auto s = build_search(iq3xxs_grid, 256, 4, 3, 7, 4096, 2, iq3_xxs_level); return s; }
-    case ggml_type::iq2_s: { static const auto s = build_search(iq2s_grid, 1024, 8, 2, 2, 43692, 1, iq2_level); return s; }
-    default: { static const auto s = build_search(iq3s_grid, 512, 4, 3, 7, 4096, 3, iq3_s_level); return s; }  // iq3_s
-  }
-}
+int iq1_level(int v) { return v == 255 ? 0 : v + 1; }
 
 // Folds the signs of a group of 8 into xval = |x|, so that an even number
 // are negative: with an odd count, the element of least weight * x^2 keeps
@@ -143,45 +133,22 @@ uint8_t fold_signs(const float* x, const float* weight, float* xval) {
   return static_cast<uint8_t>(s & 127);
 }
 
+// A group's point values 2l + 1 by level l.
+constexpr float odd_values[8] = {1, 3, 5, 7, 9, 11, 13, 15};
+
 // The entry for a group at inverse scale id (scale: its inverse, for the
 // neighbour search): levels round(((id * xval) - 1) / 2) in [0, max_level],
 // the entry with those levels or else the neighbour of least
 // sum w * (scale * point - xval)^2. L gets the entry's levels. *on_grid:
 // whether the levels were an entry.
 int quantize_group(const grid_search& s, const float* xval, const float* w, float id, float scale, int8_t* L, bool* on_grid) {
-  int u = 0;
-  for (int i = 0; i < s.group; ++i) {
-    const int l = std::clamp(nearest_int(0.5f * (id * xval[i] - 1)), 0, s.max_level);
-    L[i] = static_cast<int8_t>(l);
-    u |= l << (s.bits * i);
-  }
-  const int mapped = s.map[static_cast<size_t>(u)];
+  for (int i = 0; i < s.group; ++i) L[i] = static_cast<int8_t>(std::clamp(nearest_int(0.5f * (id * xval[i] - 1)), 0, s.max_level));
+  const int mapped = map_levels(s, L);
   if (on_grid) *on_grid = mapped >= 0;
   if (mapped >= 0) return mapped;
-  const uint16_t* list = s.neighbours.data() + (-1 - mapped);
-  float best_d2 = FLT_MAX;
-  int best = list[1];
-  for (int j = 1; j <= list[0]; ++j) {
-    const uint64_t point = s.points[list[j]];
-    float d2 = 0;
-    for (int i = 0; i < s.group; ++i) {
-      const float diff = scale * static_cast<float>(point_value(point, i)) - xval[i];
-      d2 += w[i] * diff * diff;
-    }
-    if (d2 < best_d2) {
-      best_d2 = d2;
-      best = list[j];
-    }
-  }
+  const int best = best_neighbour(s, mapped, xval, w, scale, odd_values);
   for (int i = 0; i < s.group; ++i) L[i] = static_cast<int8_t>((point_value(s.points[static_cast<size_t>(best)], i) - 1) / 2);
   return best;
-}
-
-// The group's entry from its levels (which are one: quantize_group's).
-int entry_of(const grid_search& s, const int8_t* L) {
-  int u = 0;
-  for (int i = 0; i < s.group; ++i) u |= L[i] << (s.bits * i);
-  return s.map[static_cast<size_t>(u)];
 }
 
 // sum w * xval * q and sum w * q^2 over n elements, q = 2L + 1.
@@ -329,7 +296,7 @@ void quantize_iq2_xxs_block(const float* x, const float* qw, block_iq2_xxs& y) {
     float scale = search_scale(s, b, 32, eff_max, 5, 0.1f, 6, scale0, refit::all, on_grid, L);
     b.make_positive(scale);
     for (int k = 0; k < 4; ++k) {
-      q2[2 * ib] |= static_cast<uint32_t>(entry_of(s, L + 8 * k)) << (8 * k);
+      q2[2 * ib] |= static_cast<uint32_t>(map_levels(s, L + 8 * k)) << (8 * k);
       q2[2 * ib + 1] |= static_cast<uint32_t>(b.signs[k]) << (7 * k);
     }
     scales[ib] = scale;
@@ -361,7 +328,7 @@ void quantize_iq2_xs_block(const float* x, const float* qw, block_iq2_xs& y) {
     bool on_grid[2] = {true, true};
     float scale = search_scale(s, b, 16, b.max, 5, 0.1f, 9, b.max / 5, refit::off_grid, on_grid, L);
     b.make_positive(scale);
-    for (int k = 0; k < 2; ++k) q2[2 * ib + k] = static_cast<uint16_t>(entry_of(s, L + 8 * k) | (b.signs[k] << 9));
+    for (int k = 0; k < 2; ++k) q2[2 * ib + k] = static_cast<uint16_t>(map_levels(s, L + 8 * k) | (b.signs[k] << 9));
     scales[ib] = scale;
   }
   const float id = set_super_scale(scales, qk_k / 16, 1.0f, y.d);
@@ -398,7 +365,7 @@ void quantize_iq2_s_block(const float* x, const float* qw, block_iq2_s& y) {
     float scale = search_scale(s, b, 16, b.max, 5, 0.1f, 9, b.max / 5, refit::off_grid, on_grid, L);
     b.make_positive(scale);
     for (int k = 0; k < 2; ++k) {
-      const int entry = entry_of(s, L + 8 * k), i8 = 2 * ib + k;
+      const int entry = map_levels(s, L + 8 * k), i8 = 2 * ib + k;
       y.qs[i8] = static_cast<uint8_t>(entry & 255);
       y.qh[i8 / 4] = static_cast<uint8_t>(y.qh[i8 / 4] | ((entry >> 8) << (2 * (i8 % 4))));
       y.qs[qk_k / 8 + i8] = b.signs[k];
@@ -432,7 +399,7 @@ void quantize_iq3_xxs_block(const float* x, const float* qw, block_iq3_xxs& y) {
     std::fill(on_grid, on_grid + 8, true);
     float scale = search_scale(s, b, 32, b.max, 15, 0.2f, 15, b.max / 15, refit::off_grid, on_grid, L);
     b.make_positive(scale, 4);
-    for (int k = 0; k < 8; ++k) entries[8 * ib + k] = static_cast<uint8_t>(entry_of(s, L + 4 * k));
+    for (int k = 0; k < 8; ++k) entries[8 * ib + k] = static_cast<uint8_t>(map_levels(s, L + 4 * k));
     scales_and_signs[ib] = b.signs[0] | (b.signs[1] << 7) | (b.signs[2] << 14) | (static_cast<uint32_t>(b.signs[3]) << 21);
     scales[ib] = scale;
   }
@@ -468,7 +435,7 @@ void quantize_iq3_s_block(const float* x, const float* qw, block_iq3_s& y) {
     float scale = search_scale(s, b, 32, b.max, 15, 0.2f, 9, b.max / 15, refit::all_if_any_off_grid, on_grid, L);
     b.make_positive(scale);
     for (int k = 0; k < 8; ++k) {
-      const int entry = entry_of(s, L + 4 * k);
+      const int entry = map_levels(s, L + 4 * k);
       qs[k] = static_cast<uint8_t>(entry & 255);
       y.qh[(ib * 8 + k) / 8] = static_cast<uint8_t>(y.qh[(ib * 8 + k) / 8] | ((entry >> 8) << ((ib * 8 + k) % 8)));
     }
@@ -486,31 +453,67 @@ void quantize_iq3_s_block(const float* x, const float* qw, block_iq3_s& y) {
 
 }  // namespace
 
-// With importance weights qw[n] only (llama.cpp has no other quantizer for them).
-void quantize_row_iq2_xxs_weighted(const float* x, void* y, int64_t n, const float* qw) {
-  auto* b = static_cast<block_iq2_xxs*>(y);
-  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq2_xxs_block(x + qk_k * i, qw + qk_k * i, b[i]);
+namespace grid_quant {
+
+// The pattern counts and neighbour distances are llama.cpp's (iq2, iq1:
+// every 8-digit base-4 pattern up to 43691; iq1 keeps 3 distances, its
+// nwant).
+const grid_search& search_of(ggml_type t) {
+  switch (t) {
+    case ggml_type::iq2_xxs: { static const auto s = build_search(iq2xxs_grid, 256, 8, 2, 2, 43692, 2, iq2_level); return s; }
+    case ggml_type::iq2_xs: { static const auto s = build_search(iq2xs_grid, 512, 8, 2, 2, 43692, 2, iq2_level); return s; }
+    case ggml_type::iq3_xxs: { static const auto s = build_search(iq3xxs_grid, 256, 4, 3, 7, 4096, 2, iq3_xxs_level); return s; }
+    case ggml_type::iq2_s: { static const auto s = build_search(iq2s_grid, 1024, 8, 2, 2, 43692, 1, iq2_level); return s; }
+    case ggml_type::iq1_s:
+    case ggml_type::iq1_m: { static const auto s = build_search(iq1s_grid, 2048, 8, 2, 2, 43692, 3, iq1_level); return s; }
+    default: { static const auto s = build_search(iq3s_grid, 512, 4, 3, 7, 4096, 3, iq3_s_level); return s; }  // iq3_s
+  }
 }
 
+int map_levels(const grid_search& s, const int8_t* L) {
+  int u = 0;
+  for (int i = 0; i < s.group; ++i) u |= L[i] << (s.bits * i);
+  return s.map[static_cast<size_t>(u)];
+}
+
+int best_neighbour(const grid_search& s, int mapped, const float* x, const float* w, float scale, const float* values) {
+  const uint16_t* list = s.neighbours.data() + (-1 - mapped);
+  float best_d2 = FLT_MAX;
+  int best = list[1];
+  for (int j = 1; j <= list[0]; ++j) {
+    const uint64_t point = s.points[list[j]];
+    float d2 = 0;
+    for (int i = 0; i < s.group; ++i) {
+      const float diff = scale * values[(point_value(point, i) - 1) / 2] - x[i];
+      d2 += w[i] * diff * diff;
+    }
+    if (d2 < best_d2) {
+      best_d2 = d2;
+      best = list[j];
+    }
+  }
+  return best;
+}
+
+}  // namespace grid_quant
+
+// With importance weights qw[n] only (llama.cpp has no other quantizer for them).
+void quantize_row_iq2_xxs_weighted(const float* x, void* y, int64_t n, const float* qw) {
+  grid_quant::quantize_super_blocks(x, y, n, qw, quantize_iq2_xxs_block);
+}
 void quantize_row_iq2_xs_weighted(const float* x, void* y, int64_t n, const float* qw) {
-  auto* b = static_cast<block_iq2_xs*>(y);
-  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq2_xs_block(x + qk_k * i, qw + qk_k * i, b[i]);
+  grid_quant::quantize_super_blocks(x, y, n, qw, quantize_iq2_xs_block);
 }
 
 // iq2_s, iq3: with importance weights qw[n], or (qw nullptr) without.
 void quantize_row_iq2_s_weighted(const float* x, void* y, int64_t n, const float* qw) {
-  auto* b = static_cast<block_iq2_s*>(y);
-  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq2_s_block(x + qk_k * i, qw ? qw + qk_k * i : nullptr, b[i]);
+  grid_quant::quantize_super_blocks(x, y, n, qw, quantize_iq2_s_block);
 }
-
 void quantize_row_iq3_xxs_weighted(const float* x, void* y, int64_t n, const float* qw) {
-  auto* b = static_cast<block_iq3_xxs*>(y);
-  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq3_xxs_block(x + qk_k * i, qw ? qw + qk_k * i : nullptr, b[i]);
+  grid_quant::quantize_super_blocks(x, y, n, qw, quantize_iq3_xxs_block);
 }
-
 void quantize_row_iq3_s_weighted(const float* x, void* y, int64_t n, const float* qw) {
-  auto* b = static_cast<block_iq3_s*>(y);
-  for (int64_t i = 0; i < n / qk_k; ++i) quantize_iq3_s_block(x + qk_k * i, qw ? qw + qk_k * i : nullptr, b[i]);
+  grid_quant::quantize_super_blocks(x, y, n, qw, quantize_iq3_s_block);
 }
 
 void quantize_row_iq2_s(const float* x, void* y, int64_t n) { quantize_row_iq2_s_weighted(x, y, n, nullptr); }

@@ -10,8 +10,8 @@
 //   mxfp4: quantize_row_mxfp4_ref.
 // With an importance matrix (quantize_row_iq4_*_weighted) the same fit
 // weighs each element by qw * sqrt(sigma2 + x^2) instead of x^2.
-// The iq grid types (iq1/iq2/iq3) need an importance matrix or a codebook
-// search we do not have: no quantizer for them.
+// The iq grid types (iq1/iq2/iq3) are quantized in kernels/quantize_grid.cpp
+// and quantize_iq1.cpp.
 #include <cmath>
 #include <cstdint>
 #include <cstring>

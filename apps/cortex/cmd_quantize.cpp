@@ -54,11 +54,13 @@ int cmd_quantize(int argc, char** argv) {
           {"dry-run", "", "print each tensor's planned type and the output size; write nothing", ""},
           {"imatrix", "FILE",
            "importance matrix from llama-imatrix (its GGUF, or the legacy .dat): each tensor's column weights "
-           "(in_sum2 / counts, per expert) steer Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL and IQ4_XS toward "
-           "the columns that matter, as llama-quantize --imatrix does (same bytes; Q8_0 and MXFP4 ignore it). "
-           "It also changes the mixes (Q4_0/Q5_0 give the first ffn_down layers Q4_1/Q5_1; IQ4_NL/IQ4_XS keep "
-           "their ffn_down) and is required by Q2_K_S and the IQ1/IQ2/IQ3_XXS types. A tensor it has no entry "
-           "for is quantized without weights; an entry of the wrong size is an error",
+           "(in_sum2 / counts, per expert) steer Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS and the "
+           "grid types IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S toward the columns that matter, as "
+           "llama-quantize --imatrix does (same bytes; Q8_0 and MXFP4 ignore it). It also changes the mixes "
+           "(Q4_0/Q5_0 give the first ffn_down layers Q4_1/Q5_1; IQ4_NL/IQ4_XS keep their ffn_down) and is "
+           "required by Q2_K_S and the IQ1/IQ2/IQ3_XXS types (IQ1_S, IQ1_M, IQ2_XXS and IQ2_XS tensors are only "
+           "written with it). A tensor it has no entry for is quantized without weights; an entry of the wrong "
+           "size is an error",
            ""}});
   // Positional IN OUT TYPE among the --options.
   std::vector<std::string> positional;

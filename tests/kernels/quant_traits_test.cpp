@@ -90,9 +90,11 @@ TEST(quant_traits, public_queries_give_the_documented_support_and_row_sizes) {
   for (t type : {t::iq1_s, t::iq1_m, t::iq2_xxs, t::iq2_xs, t::tq1_0, t::tq2_0, t::nvfp4}) {
     EXPECT_FALSE(quantize_supported(type)) << type_traits(type).name;
   }
-  // llama.cpp quantizes iq2_xxs and iq2_xs only with importance weights.
-  for (t type : {t::iq2_xxs, t::iq2_xs}) EXPECT_TRUE(quantize_uses_weights(type)) << type_traits(type).name;
-  for (t type : {t::iq1_s, t::iq1_m}) EXPECT_FALSE(quantize_uses_weights(type)) << type_traits(type).name;
+  // llama-quantize writes iq2_xxs, iq2_xs, iq1_s and iq1_m only with
+  // importance weights.
+  for (t type : {t::iq2_xxs, t::iq2_xs, t::iq1_s, t::iq1_m}) {
+    EXPECT_TRUE(quantize_uses_weights(type)) << type_traits(type).name;
+  }
   for (t type : {t::tq1_0, t::tq2_0, t::nvfp4}) {
     EXPECT_FALSE(dequantize_supported(type)) << type_traits(type).name;
     EXPECT_FALSE(kernels::matmul_supports(type)) << type_traits(type).name;

@@ -62,9 +62,9 @@ struct reference_file {
 // ../shared/docs/reference.md says, x86-64), in tests/data/imatrix, by
 //   llama-quantize [--pure] --imatrix IMATRIX ../shared/IN.gguf OUT.gguf TYPE 2
 // The matrices were made there by llama-imatrix of the same build (see
-// tests/data/imatrix/README.md). Rows whose type needs a quantizer cortex
-// does not have (the grid types) are skipped until it exists, and then hold
-// it to these bytes.
+// tests/data/imatrix/README.md). A row whose type needs a quantizer cortex
+// does not have is skipped until it exists, and then holds it to these
+// bytes (none is skipped now).
 const reference_file k_reference[] = {
     {k_qllama, "qllama-imatrix.gguf", "Q4_0", false, "a867090c5f88c4e60e119d1c3aeab733608bd9e16b62c785b4fa8beb8f6d5287"},
     {k_qllama, "qllama-imatrix.gguf", "Q4_1", false, "34fe3b77dbefe61458f7c053e1deda80f9b5204b859b226df1bc4bd6f50d900b"},
@@ -187,6 +187,19 @@ TEST(quantize_imatrix, the_matrix_changes_the_bytes) {
     ASSERT_FALSE(with_b.empty());
     EXPECT_NE(none, with_a);
     EXPECT_NE(with_a, with_b);
+  }
+}
+
+// llama-quantize refuses these file types without a matrix (their iq1 and
+// iq2_xxs / iq2_xs tensors have no quantizer without weights); so does
+// cortex, saying what to give.
+TEST(quantize_imatrix, the_lowest_bit_types_are_refused_without_one) {
+  for (file_type ft : {file_type::iq1_s, file_type::iq1_m, file_type::iq2_xxs, file_type::iq2_xs}) {
+    SCOPED_TRACE(file_type_name(ft));
+    std::string error;
+    EXPECT_EQ(quantized_hash("", ft, &error), "");
+    EXPECT_NE(error.find("needs an importance matrix"), std::string::npos) << error;
+    EXPECT_NE(error.find("--imatrix"), std::string::npos) << error;
   }
 }
 
