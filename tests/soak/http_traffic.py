@@ -147,7 +147,7 @@ class HttpWorker(threading.Thread):
         self.last_response = time.monotonic()
         self.ledger.outcome(kind + str(reason))
         if reason in ("length", "stop"):
-            self.ledger.check_greedy(key, text, where)
+            self.ledger.check_reference(key, text, where)
         elif reason != "deadline" or not deadline:
             self.ledger.violation("%s: finish_reason %r" % (where, reason))
 

@@ -19,6 +19,7 @@ class Ledger:
         self.outcomes = collections.Counter()
         self.violations = []
         self.greedy_compared = 0
+        self.seeded_compared = 0
         self.embeddings_compared = 0
         self._lock = threading.Lock()
 
@@ -32,17 +33,22 @@ class Ledger:
             if len(self.violations) <= 20:
                 print("VIOLATION: %s" % what, flush=True)
 
-    def check_greedy(self, key, text, where):
-        """A greedy (temperature 0) result that ended by length or stop and
-        was not cancelled must equal the reference text of the same prompt."""
+    def check_reference(self, key, text, where):
+        """A greedy (temperature 0) or seeded (a reference seed: key has 4
+        fields) result that ended by length or stop and was not cancelled
+        must equal the reference text of the same request."""
         ref = self.reference.get(key)
         if ref is None:
             return
+        seeded = isinstance(key, tuple) and len(key) == 4
         with self._lock:
-            self.greedy_compared += 1
+            if seeded:
+                self.seeded_compared += 1
+            else:
+                self.greedy_compared += 1
         if text != ref:
-            self.violation("%s: greedy text differs from the reference for %r: got %r, want %r"
-                           % (where, key, text[:200], ref[:200]))
+            self.violation("%s: %s text differs from the reference for %r: got %r, want %r"
+                           % (where, "seeded" if seeded else "greedy", key, text[:200], ref[:200]))
 
 
     def check_embedding(self, text, ref, got, tolerance, where):

@@ -10,8 +10,9 @@ refused with 429. Invariants:
 - per request (ledger.StreamCheck): one accepted, contiguous seq from 0,
   exactly one terminal (finished or error) and nothing after it; an SSE
   stream has exactly one finish_reason, then [DONE], then its end;
-- greedy (temperature 0) results that end by length or stop equal the
-  text of the same prompt run alone before the traffic (the reference);
+- greedy (temperature 0) results, and seeded ones (temperature 1 with a
+  reference seed), that end by length or stop equal the text of the same
+  request run alone before the traffic (the reference);
   HTTP chat (`messages`) equals the same messages run alone over ZeroMQ;
 - HTTP embeddings: one unit vector per input, in order, each within 1e-4
   of that input embedded alone, usage the sum of their prompt tokens;
@@ -35,7 +36,7 @@ import time
 from tests.e2e import support
 from tests.soak.http_traffic import HttpWorker, chat_references, embedding_references
 from tests.soak.ledger import Ledger
-from tests.soak.wire_traffic import HealthProbe, WireWorker, greedy_keys
+from tests.soak.wire_traffic import HealthProbe, WireWorker, greedy_keys, sampling_params, seeded_keys
 
 KV_BLOCKS = 48      # 768 tokens: three 300-token requests with their prompts cannot all fit
 MAX_WAITING = 16
@@ -79,13 +80,12 @@ def is_asan_build(exe):
 
 
 def reference_texts(server):
-    """Every greedy case run alone, before the traffic: the texts the
-    soak's greedy results must equal."""
+    """Every greedy and seeded case run alone, before the traffic: the
+    texts the soak's greedy and seeded results must equal."""
     c = server.client(timeout_s=120)
     ref = chat_references(c)
-    for key in greedy_keys():
-        prompt, max_tokens, ignore_eos = key
-        text, fin = c.complete(prompt=prompt, max_tokens=max_tokens, temperature=0, ignore_eos=ignore_eos)
+    for key in greedy_keys() + seeded_keys():
+        text, fin = c.complete(prompt=key[0], **sampling_params(key))
         if fin["reason"] not in ("length", "stop"):
             raise AssertionError("reference run of %r ended with %r" % (key, fin))
         ref[key] = text
@@ -160,10 +160,10 @@ def run(seconds, n_wire, n_http, seed):
         if code != 0:
             ledger.violation("cortexd exited with %s on SIGTERM" % code)
         outcomes = " ".join("%s=%d" % kv for kv in sorted(ledger.outcomes.items()))
-        print("SOAK %ds: %d requests (%s); greedy compared %d; embeddings compared %d; preemptions %d; violations %d; "
-              "RSS start %.1f MiB end %.1f MiB; health p99 %.1f ms (%d probes); exit %s" % (
+        print("SOAK %ds: %d requests (%s); greedy compared %d; seeded compared %d; embeddings compared %d; "
+              "preemptions %d; violations %d; RSS start %.1f MiB end %.1f MiB; health p99 %.1f ms (%d probes); exit %s" % (
                   int(time.monotonic() - start), sum(ledger.outcomes.values()), outcomes, ledger.greedy_compared,
-                  ledger.embeddings_compared, st.get("preemptions", -1), len(ledger.violations), rss_start, rss_end, probe.p99_ms(),
+                  ledger.seeded_compared, ledger.embeddings_compared, st.get("preemptions", -1), len(ledger.violations), rss_start, rss_end, probe.p99_ms(),
                   len(probe.latencies), code), flush=True)
         if ledger.violations:
             print("server log tail:\n%s" % server.log(4000), file=sys.stderr)

@@ -20,8 +20,27 @@ GREEDY_SHAPES = [(8, False), (40, False), (120, True), (300, True)]
 TERMINAL_WAIT_S = float(os.environ.get("SOAK_TERMINAL_WAIT_S", "180"))  # a request with no terminal after this long is a violation
 
 
+# Seeds of the seeded cases: temperature 1, top_k 40 and one of these seeds,
+# whose text must equal the same request run alone (protocol.md: the same
+# seed gives the same tokens in any batch, through preemption and resume).
+SEEDS = [7, 20261207]
+
+
 def greedy_keys():
     return [(p, n, eos) for p in PROMPTS for (n, eos) in GREEDY_SHAPES]
+
+
+def seeded_keys():
+    return [(p, n, eos, seed) for p in PROMPTS for (n, eos) in GREEDY_SHAPES for seed in SEEDS]
+
+
+def sampling_params(key):
+    """The params of a greedy key (prompt, max_tokens, ignore_eos) or a
+    seeded one (the same and a seed)."""
+    params = {"max_tokens": key[1], "temperature": 0.0, "ignore_eos": key[2]}
+    if len(key) == 4:
+        params.update(temperature=1.0, top_k=40, seed=key[3])
+    return params
 
 
 def pack(m):
@@ -29,11 +48,10 @@ def pack(m):
 
 
 def submit_message(rid, key, stream, rng, sampled=False):
-    prompt, max_tokens, ignore_eos = key
-    params = {"max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": ignore_eos}
+    params = sampling_params(key)
     if sampled:
         params.update(temperature=1.0, top_k=40, seed=rng.randrange(1 << 30))
-    m = {"v": 1, "t": "submit", "id": rid, "prompt": prompt, "params": params}
+    m = {"v": 1, "t": "submit", "id": rid, "prompt": key[0], "params": params}
     if not stream:
         m["stream"] = False
     if rng.random() < 0.3:
@@ -120,7 +138,7 @@ class WireWorker(threading.Thread):
         self.ledger.outcome(reason)
         text = "".join(st["text"]) + (m.get("text") or "")
         if reason in ("length", "stop") and not st.get("sampled"):
-            self.ledger.check_greedy(st["key"], text, "%s %s" % (self.name, m["id"]))
+            self.ledger.check_reference(st["key"], text, "%s %s" % (self.name, m["id"]))
         if reason == "cancelled" and not st.get("cancel_sent"):
             self.ledger.violation("%s: %s cancelled but no cancel was sent" % (self.name, m["id"]))
         if reason == "deadline" and st.get("deadline_ms") is None:
@@ -129,15 +147,15 @@ class WireWorker(threading.Thread):
     # Scenarios ---------------------------------------------------------------
 
     def requests(self):
-        """1-3 concurrent requests: streaming or not, greedy or sampled,
-        sometimes with a deadline, sometimes cancelled while queued (right
-        after the submit), in prefill (on accepted) or in decode (after k
-        chunks)."""
+        """1-3 concurrent requests: streaming or not, greedy, seeded (a
+        reference seed) or sampled (a random seed, unchecked), sometimes with
+        a deadline, sometimes cancelled while queued (right after the
+        submit), in prefill (on accepted) or in decode (after k chunks)."""
         pending = {}
-        keys = greedy_keys()
+        keys, seeded = greedy_keys(), seeded_keys()
         for _ in range(self.rng.randint(1, 3)):
             rid = self._id()
-            key = self.rng.choice(keys)
+            key = self.rng.choice(seeded if self.rng.random() < 0.3 else keys)
             stream = self.rng.random() < 0.7
             st = {"key": key, "text": [], "sampled": self.rng.random() < 0.2, "chunks": 0}
             m = submit_message(rid, key, stream, self.rng, st["sampled"])
