@@ -12,7 +12,7 @@
 namespace cortex {
 
 linear_group make_linear_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool,
-                               const gguf::file& f) {
+                               const gguf::file& f, bool all_prefill) {
   // Runs of consecutive parts with one packable type and cols share a packed
   // matrix (one activation quantization, one parallel_for); others use matmul.
   linear_group g;
@@ -21,6 +21,13 @@ linear_group make_linear_group(const std::vector<const kernels::weight_view*>& p
     linear_unit u;
     u.first = i;
     const auto& w = *parts[static_cast<size_t>(i)];
+    if (all_prefill && kernels::float_panels_supported(w.type)) {
+      u.panels = kernels::pack_float_panels(w, pool);
+      f.release_pages(w.data, static_cast<size_t>(w.rows) * w.row_bytes);
+      g.units.push_back(std::move(u));
+      ++i;
+      continue;
+    }
     if (!kernels::packed_is_faster(w.type)) {
       u.view = &w;
       g.units.push_back(std::move(u));
@@ -62,10 +69,11 @@ blocks::blocks(const model& m, kernels::thread_pool& pool, int n_ctx_seq) : m_(m
   for (const auto& L : m.weights().layers) {
     const layer_matrices mm = matrices_of(L);
     layer_linears ll;
-    ll.qkv = make_linear_group(mm.qkv, pool, f);
-    ll.wo = make_linear_group(mm.wo, pool, f);
-    ll.gate_up = make_linear_group(mm.gate_up, pool, f);
-    ll.down = make_linear_group(mm.down, pool, f);
+    const bool all_prefill = m.hparams().encoder.enabled;
+    ll.qkv = make_linear_group(mm.qkv, pool, f, all_prefill);
+    ll.wo = make_linear_group(mm.wo, pool, f, all_prefill);
+    ll.gate_up = make_linear_group(mm.gate_up, pool, f, all_prefill);
+    ll.down = make_linear_group(mm.down, pool, f, all_prefill);
     ll.per_layer_gate = make_linear_group(mm.per_layer_gate, pool, f);
     ll.per_layer_proj = make_linear_group(mm.per_layer_proj, pool, f);
     if (L.ffn_gate_inp.data != nullptr) ll.router = make_linear_group({&L.ffn_gate_inp}, pool, f);
@@ -82,6 +90,8 @@ void blocks::run_group(const linear_group& g, const float* x, int n_tokens, floa
   for (const auto& u : g.units) {
     if (!u.packed.empty()) {
       kernels::matmul_packed(u.packed, x, n_tokens, ys + u.first, pool_, mm_scratch_);
+    } else if (!u.panels.empty()) {
+      kernels::matmul_float_panels(u.panels, x, n_tokens, ys[u.first], pool_, mm_scratch_);
     } else {
       kernels::matmul(*u.view, x, n_tokens, ys[u.first], pool_, mm_scratch_);
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/float_panels.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_packed.hpp"
 #include "kernels/thread_pool.hpp"
@@ -68,7 +69,8 @@ inline int pooled_size(const model_hparams& hp, pooling_kind pooling, int n_toke
 // Linear layers sharing one input (q/k/v, gate/up, or a single matrix):
 // units run in order; a packed unit covers parts [first, first + n).
 struct linear_unit {
-  kernels::packed_matrix packed;           // empty: run `view` with matmul
+  kernels::packed_matrix packed;           // empty: run `panels`, else `view` with matmul
+  kernels::float_panels panels;            // an encoder's float weights (n == 1)
   const kernels::weight_view* view = nullptr;
   int first = 0, n = 1;
 };
@@ -78,9 +80,12 @@ struct linear_group {
 
 // Where the CPU has packed kernels (kernels/matmul_packed.hpp), runs of
 // parts whose type has a packed layout are repacked into a copy the group
-// owns, and the mapped originals leave the resident set.
+// owns, and the mapped originals leave the resident set. With all_prefill
+// (an encoder: no step of it is a decode step whose outputs must agree with
+// a prefill's), float parts (f32, f16, bf16) become float panels
+// (kernels/float_panels.hpp) where the CPU has their kernel.
 linear_group make_linear_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool,
-                               const gguf::file& f);
+                               const gguf::file& f, bool all_prefill = false);
 
 // silu: SwiGLU; gelu_tanh: GeGLU; swiglu_oai: gpt-oss's clamped SwiGLU,
 // min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.hpp"
+#include "kernels/float_panels.hpp"
 #include "kernels/fp16.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_packed.hpp"
@@ -138,6 +139,32 @@ void matmul_case(benchmark::State& state, ggml_type type, int64_t rows, int64_t 
 }
 
 // The same shapes with weights packed at load time (kernels/matmul_packed.hpp).
+// kernels/float_panels.hpp (encoders' float weights), the same shapes.
+void float_panels_case(benchmark::State& state, ggml_type type, int64_t rows, int64_t cols, int n_tokens,
+                       int n_threads) {
+  if (!float_panels_supported(type)) {
+    state.SkipWithError("no float panels on this CPU");
+    return;
+  }
+  const size_t row_bytes = matmul_row_bytes(type, cols);
+  aligned_buffer weights(row_bytes * static_cast<size_t>(rows));
+  std::mt19937 rng(42);
+  fill_weights(type, weights.data, row_bytes * static_cast<size_t>(rows), rng);
+  thread_pool& pool = pool_of(n_threads);
+  const float_panels w = pack_float_panels({type, rows, cols, weights.data, row_bytes}, pool);
+  std::vector<float> x(static_cast<size_t>(n_tokens * cols)), y(static_cast<size_t>(n_tokens * rows));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (auto& v : x) v = normal(rng);
+  matmul_scratch scratch;
+  for (auto _ : state) {
+    matmul_float_panels(w, x.data(), n_tokens, y.data(), pool, scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["ops_per_second"] =
+      benchmark::Counter(2.0 * static_cast<double>(rows) * static_cast<double>(cols) * n_tokens,
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
 void matmul_packed_case(benchmark::State& state, ggml_type type, int64_t rows, int64_t cols, int n_tokens,
                         int n_threads) {
   const size_t row_bytes = matmul_row_bytes(type, cols);
@@ -205,12 +232,18 @@ int register_all() {
     }
   }
   // An encoder batch (bge-base's ffn_up and ffn_down, 4 inputs of 128
-  // tokens): float weights, where the tile's arithmetic is the bound.
+  // tokens): float weights, where the tile's arithmetic is the bound; matmul's
+  // dot tiles and the float panels encoders use.
   for (ggml_type t : {ggml_type::f32, ggml_type::f16}) {
     for (const auto& s : {std::array<int64_t, 2>{3072, 768}, std::array<int64_t, 2>{768, 3072}}) {
       const std::string name = "matmul/" + type_name(t) + "/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
                                "/tokens:512/avx512/threads:2";
       benchmark::RegisterBenchmark(name.c_str(), matmul_case, t, s[0], s[1], 512, isa::avx512, 2)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      const std::string panels = "float_panels/" + type_name(t) + "/" + std::to_string(s[0]) + "x" +
+                                 std::to_string(s[1]) + "/tokens:512/threads:2";
+      benchmark::RegisterBenchmark(panels.c_str(), float_panels_case, t, s[0], s[1], 512, 2)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
