@@ -171,9 +171,11 @@ void blocks::begin_step(const std::vector<batch_seq>& batch, kv_arena& kv, int n
 
 void blocks::norm(const float* in, const std::vector<float>& w, float* out) {
   const int d = hp().n_embd;
-  for (int t = 0; t < n_tokens_; ++t) {
-    kernels::rmsnorm(in + static_cast<size_t>(t) * d, w.data(), out + static_cast<size_t>(t) * d, d, hp().rms_eps);
-  }
+  for_token_ranges([&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) {
+      kernels::rmsnorm(in + static_cast<size_t>(t) * d, w.data(), out + static_cast<size_t>(t) * d, d, hp().rms_eps);
+    }
+  });
 }
 
 void blocks::norm_scaled(const float* in, const std::vector<float>& w, float factor, float* out) {
@@ -191,7 +193,11 @@ void blocks::residual() {
   if (hp().residual_scale != 1.0f) {
     for (size_t i = 0; i < n; ++i) tmp_[i] *= hp().residual_scale;
   }
-  kernels::add_inplace(x_.data(), tmp_.data(), static_cast<int>(n));
+  const int d = hp().n_embd;
+  for_token_ranges([&](int t0, int t1) {
+    const size_t at = static_cast<size_t>(t0) * d;
+    kernels::add_inplace(x_.data() + at, tmp_.data() + at, (t1 - t0) * d);
+  });
 }
 
 void blocks::per_layer_inputs() {
@@ -245,6 +251,12 @@ void blocks::scale_output(int il) {
   if (s.empty()) return;
   const size_t n = static_cast<size_t>(n_tokens_) * hp().n_embd;
   for (size_t i = 0; i < n; ++i) x_[i] *= s[0];
+}
+
+void blocks::add_bias(float* y, const std::vector<float>& b) {
+  if (b.empty()) return;
+  const size_t n = b.size();
+  for_token_ranges([&](int t0, int t1) { add_bias_rows(y + static_cast<size_t>(t0) * n, b, t1 - t0); });
 }
 
 void add_bias_rows(float* y, const std::vector<float>& b, int n_tokens) {
@@ -311,9 +323,9 @@ void blocks::attention(int il) {
   // A layer without a V projection uses its K projection as V (Gemma 4's
   // full layers), taken before the K norm.
   if (own_kv && L.wv.data == nullptr) std::copy_n(k_.data(), static_cast<size_t>(n_tokens_) * h.n_embd_kv(il), v_.data());
-  add_bias_rows(q_.data(), L.bq, n_tokens_);
-  add_bias_rows(k_.data(), L.bk, n_tokens_);
-  add_bias_rows(v_.data(), L.bv, n_tokens_);
+  add_bias(q_.data(), L.bq);
+  add_bias(k_.data(), L.bk);
+  add_bias(v_.data(), L.bv);
   head_norm(q_.data(), h.n_head, hd, L.attn_q_norm);
   if (own_kv) {
     head_norm(k_.data(), n_kv, hd, L.attn_k_norm);
@@ -331,7 +343,7 @@ void blocks::attention(int il) {
   }
   float* const out[1] = {tmp_.data()};
   run_group(LL.wo, attn_.data(), n_tokens_, out);
-  add_bias_rows(tmp_.data(), L.bo, n_tokens_);
+  add_bias(tmp_.data(), L.bo);
 }
 
 void blocks::activate(float* gate, const float* up, int n, ffn_activation act) {

@@ -122,6 +122,8 @@ class blocks {
   void norm_scaled(const float* in, const std::vector<float>& w, float factor, float* out);
   // out() += in (T, n_embd).
   void add_to_out(const float* in);
+  // y (T, b.size()) += b per token (nothing when b is empty).
+  void add_bias(float* y, const std::vector<float>& b);
   // Self-attention of layer il on xn(), into out(): q/k/v projections (with
   // biases where the layer has them), per-head q/k norms where it has them,
   // rope as hp().attn[il] says, this step's K/V into the arena, attention
@@ -207,6 +209,19 @@ class blocks {
   // (kernels::attention_part_keys, n_key_parts_) when sequences x KV heads
   // are fewer than the threads in a small step.
   void plan_attention(int il, int window);
+  // f(t0, t1) over the step's tokens [0, n_tokens()): one range per thread
+  // when the step is large enough to pay for the pool's wake-up, else one
+  // range. For per-token work only (norms, biases, activations, residuals),
+  // whose results do not depend on the split.
+  template <class F>
+  void for_token_ranges(F&& f) {
+    const int n = pool_.size();
+    if (n == 1 || n_tokens_ < 64) {
+      f(0, n_tokens_);
+      return;
+    }
+    pool_.parallel_for(n, [&](int task, int) { f(n_tokens_ * task / n, n_tokens_ * (task + 1) / n); });
+  }
   // attn_ (and lse_ when with_lse) = the fold of the key parts' outputs.
   void merge_key_parts(int il, bool with_lse);
   // Attention sinks (gpt-oss): attn_ rows rescaled for one more logit per

@@ -34,9 +34,11 @@ void blocks::add_position_rows(const std::vector<float>& table) {
 void blocks::layer_norm(const float* in, const std::vector<float>& w, const std::vector<float>& b, float* out) {
   const int d = hp().n_embd;
   const float eps = hp().encoder.norm_eps;
-  for (int t = 0; t < n_tokens_; ++t) {
-    kernels::layernorm(in + static_cast<size_t>(t) * d, w.data(), b.data(), out + static_cast<size_t>(t) * d, d, eps);
-  }
+  for_token_ranges([&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) {
+      kernels::layernorm(in + static_cast<size_t>(t) * d, w.data(), b.data(), out + static_cast<size_t>(t) * d, d, eps);
+    }
+  });
 }
 
 void blocks::copy_to_input() { std::copy_n(x_.data(), static_cast<size_t>(n_tokens_) * hp().n_embd, xn_.data()); }
@@ -48,11 +50,14 @@ void blocks::ffn_sequential(int il) {
   // The layer has no gate: its gate_up group is just `up`, written to its first output.
   float* const up[1] = {gate_.data()};
   run_group(LL.gate_up, xn_.data(), n_tokens_, up);
-  add_bias_rows(gate_.data(), L.b_up, n_tokens_);
-  kernels::gelu_fp16_table(gate_.data(), gate_.data(), n_tokens_ * ff);
+  for_token_ranges([&](int t0, int t1) {
+    float* g = gate_.data() + static_cast<size_t>(t0) * ff;
+    add_bias_rows(g, L.b_up, t1 - t0);
+    kernels::gelu_fp16_table(g, g, (t1 - t0) * ff);
+  });
   float* const out[1] = {tmp_.data()};
   run_group(LL.down, gate_.data(), n_tokens_, out);
-  add_bias_rows(tmp_.data(), L.b_down, n_tokens_);
+  add_bias(tmp_.data(), L.b_down);
 }
 
 void blocks::attend_bidirectional(int il) {

@@ -109,7 +109,7 @@ void encoder_layer_gated(blocks& b, int il, ffn_activation gated) {
   b.copy_to_input();
   if (L.w_gate.data != nullptr) {
     b.ffn(il, gated);
-    add_bias_rows(b.out(), L.b_down, b.n_tokens());
+    b.add_bias(b.out(), L.b_down);
   } else {
     b.ffn_sequential(il);
   }
