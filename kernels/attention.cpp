@@ -98,8 +98,18 @@ void attention_reference(const attention_args& a) {
   std::vector<double> o(static_cast<size_t>(hd));
   std::vector<float> row(static_cast<size_t>(hd));
   for (int i = 0; i < a.n_q; ++i) {
-    const int p_begin = a.window > 0 ? std::max(a.key_begin, a.pos0 + i - a.window + 1) : a.key_begin;
-    const int p_end = std::min(a.n_keys > 0 ? a.n_keys : a.pos0 + i + 1, a.key_end);
+    // The row's positions: causal up to its own, bidirectional the input's;
+    // a window keeps the last `window` of them (causal) or those within
+    // window / 2 either side (bidirectional).
+    const int pos = a.pos0 + i;
+    int p_begin = a.key_begin;
+    int p_end = std::min(a.n_keys > 0 ? a.n_keys : pos + 1, a.key_end);
+    if (a.window > 0 && a.n_keys > 0) {
+      p_begin = std::max(p_begin, pos - a.window / 2);
+      p_end = std::min(p_end, pos + a.window / 2 + 1);
+    } else if (a.window > 0) {
+      p_begin = std::max(p_begin, pos - a.window + 1);
+    }
     for (int h = a.head_begin; h < a.head_end; ++h) {
       const float* qh = a.q + (static_cast<size_t>(i) * a.n_heads + h) * hd;
       float* oh = a.out + (static_cast<size_t>(i) * a.n_heads + h) * hd;

@@ -37,16 +37,19 @@ struct kv_layout {
 // buffers.
 //
 // Sliding window (llama.cpp's LLAMA_SWA_TYPE_STANDARD: Gemma 2 / 3, gpt-oss):
-// with window > 0, query i at position p = pos0+i attends only positions p'
-// with p - p' < window (window positions, p itself included), on top of the
-// causal rule and [key_begin, key_end); 0 means no window. attention_paged
-// reads no position before every row's window, so its cost grows with the
-// window, not with pos0.
+// with window > 0 in causal attention, query i at position p = pos0+i
+// attends only positions p' with p - p' < window (window positions, p
+// itself included), on top of the causal rule and [key_begin, key_end); 0
+// means no window. attention_paged reads no position before every row's
+// window, so its cost grows with the window, not with pos0.
 //
 // Bidirectional attention (encoders): with n_keys > 0 every query attends
 // positions [0, n_keys) ∩ [key_begin, key_end), whatever its own position
 // (no causal rule); K/V of all n_keys positions must be in the arena. 0:
-// causal.
+// causal. With a window as well the window is symmetric (llama.cpp's
+// LLAMA_SWA_TYPE_SYMMETRIC: ModernBERT's local layers): the query at
+// position p attends only positions p' with |p - p'| <= window / 2 (integer
+// halving, as llama.cpp masks it), before and after p alike.
 //
 // Score softcapping (Gemma 2's attn_logit_softcapping): with softcap > 0
 // each score s = (q . k) * scale becomes softcap * tanh(s / softcap) before
@@ -72,7 +75,7 @@ struct attention_args {
   int key_begin = 0;
   int key_end = INT_MAX;
   float* lse = nullptr;  // (n_q, n_heads) or nullptr
-  int window = 0;         // sliding window in positions; 0: none
+  int window = 0;         // sliding window in positions (symmetric with n_keys); 0: none
   float softcap = 0.0f;   // score cap; 0: none
   int part_keys = 0;      // > 0: keys taken in parts of this many positions (below); 0: in one pass
   int n_keys = 0;         // > 0: bidirectional over positions [0, n_keys); 0: causal

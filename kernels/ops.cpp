@@ -38,6 +38,10 @@ void layernorm(const float* x, const float* w, const float* b, float* out, int n
   }
   const float var = static_cast<float>(sq / n);
   const float scale = 1.0f / sqrtf(var + eps);
+  if (b == nullptr) {
+    for (int i = 0; i < n; ++i) out[i] = ((x[i] - mean) * scale) * w[i];
+    return;
+  }
   for (int i = 0; i < n; ++i) out[i] = ((x[i] - mean) * scale) * w[i] + b[i];
 }
 

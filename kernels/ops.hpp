@@ -18,7 +18,8 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps);
 // x (n,), w (n,), b (n,) -> out (n,): LayerNorm as ggml's norm followed by
 // mul and add: mean = float(sum_double(x) / n), var = float(sum_double((x -
 // mean)^2) / n), out[i] = ((x[i] - mean) * (1 / sqrtf(var + eps))) * w[i] +
-// b[i]. out may alias x. REQUIRES: n > 0.
+// b[i]; b null: no bias (ggml's norm and mul alone). out may alias x.
+// REQUIRES: n > 0.
 void layernorm(const float* x, const float* w, const float* b, float* out, int n, float eps);
 
 // RoPE in place on one token. x (n_heads, head_dim); in each head the first

@@ -5,13 +5,13 @@ namespace cortex {
 
 extern const arch_def arch_llama, arch_qwen2, arch_qwen3, arch_granite, arch_smollm3, arch_phi3, arch_gemma2, arch_gemma3,
     arch_gemma4, arch_qwen3moe, arch_gpt_oss, arch_qwen35, arch_qwen35moe, arch_bert,
-    arch_nomic_bert, arch_jina_bert_v2;
+    arch_nomic_bert, arch_jina_bert_v2, arch_modern_bert;
 
 namespace {
 const arch_def* const registry[] = {
     &arch_llama,   &arch_qwen2,    &arch_qwen3,   &arch_granite, &arch_smollm3,   &arch_phi3,
     &arch_gemma2,  &arch_gemma3,   &arch_gemma4,  &arch_qwen3moe, &arch_gpt_oss, &arch_qwen35,
-    &arch_qwen35moe, &arch_bert, &arch_nomic_bert, &arch_jina_bert_v2,
+    &arch_qwen35moe, &arch_bert, &arch_nomic_bert, &arch_jina_bert_v2, &arch_modern_bert,
 };
 }  // namespace
 

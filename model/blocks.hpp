@@ -87,12 +87,6 @@ struct linear_group {
 linear_group make_linear_group(const std::vector<const kernels::weight_view*>& parts, kernels::thread_pool& pool,
                                const gguf::file& f, bool all_prefill = false);
 
-// silu: SwiGLU; gelu_tanh: GeGLU; swiglu_oai: gpt-oss's clamped SwiGLU,
-// min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1);
-// gelu_fp16: GeGLU with the GELU of llama.cpp's CPU backend
-// (kernels::gelu_fp16_table), as its encoders' ggml_geglu computes it.
-enum class ffn_activation : uint8_t { silu, gelu_tanh, swiglu_oai, gelu_fp16 };
-
 class blocks {
  public:
   // n_ctx_seq: the context one sequence may reach (picks LongRoPE's long or
@@ -167,7 +161,7 @@ class blocks {
   // REQUIRES: every position < n_positions.
   void add_position_rows(const std::vector<float>& table);
   // out (T, n_embd) = LayerNorm(in) * w + b per token, with
-  // hp().encoder.norm_eps; in may alias out.
+  // hp().encoder.norm_eps; b empty: no bias. in may alias out.
   void layer_norm(const float* in, const std::vector<float>& w, const std::vector<float>& b, float* out);
   // xn = x: a post-norm layer's blocks read the residual stream itself.
   void copy_to_input();

@@ -36,7 +36,8 @@ void blocks::layer_norm(const float* in, const std::vector<float>& w, const std:
   const float eps = hp().encoder.norm_eps;
   for_token_ranges([&](int t0, int t1) {
     for (int t = t0; t < t1; ++t) {
-      kernels::layernorm(in + static_cast<size_t>(t) * d, w.data(), b.data(), out + static_cast<size_t>(t) * d, d, eps);
+      kernels::layernorm(in + static_cast<size_t>(t) * d, w.data(), b.empty() ? nullptr : b.data(),
+                         out + static_cast<size_t>(t) * d, d, eps);
     }
   });
 }
@@ -112,6 +113,7 @@ void blocks::attend_bidirectional(int il) {
     a.scale = spec.scale;
     a.softcap = spec.softcap;
     a.n_keys = s.n_tokens;
+    a.window = spec.window_symmetric;
     a.alibi_slopes = alibi_slopes_.empty() ? nullptr : alibi_slopes_.data();
     a.part_keys = kernels::attention_part_keys;  // as causal attention: a row's bits depend on the row alone
     a.out = attn_.data() + first * dq;

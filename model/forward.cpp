@@ -19,6 +19,21 @@ forward_pass::forward_pass(const model& m, kernels::thread_pool& pool, int n_ctx
   if (w.cls_out.data != nullptr) cls_out_ = make_linear_group({&w.cls_out}, pool, m.file());
 }
 
+namespace {
+
+// out (d,) = the mean of rows (n, d), as llama.cpp's pooling matmul computes
+// it: each row times 1/n, summed.
+void mean_rows(const float* rows, int n, int d, float* out) {
+  const float inv = 1.0f / static_cast<float>(n);
+  for (int j = 0; j < d; ++j) {
+    double acc = 0.0;
+    for (int i = 0; i < n; ++i) acc += static_cast<double>(rows[static_cast<size_t>(i) * d + j] * inv);
+    out[j] = static_cast<float>(acc);
+  }
+}
+
+}  // namespace
+
 void forward_pass::pool_encoder_rows(const batch_seq& s, int first) {
   const auto& hp = m_.hparams();
   const auto& w = m_.weights();
@@ -28,16 +43,9 @@ void forward_pass::pool_encoder_rows(const batch_seq& s, int first) {
     case pooling_kind::none:
       std::copy_n(rows, static_cast<size_t>(s.n_tokens) * d, s.embd);
       return;
-    case pooling_kind::mean: {
-      // The mean as llama.cpp's pooling matmul computes it: each row times 1/n, summed.
-      const float inv = 1.0f / static_cast<float>(s.n_tokens);
-      for (int j = 0; j < d; ++j) {
-        double acc = 0.0;
-        for (int i = 0; i < s.n_tokens; ++i) acc += static_cast<double>(rows[static_cast<size_t>(i) * d + j] * inv);
-        s.embd[j] = static_cast<float>(acc);
-      }
+    case pooling_kind::mean:
+      mean_rows(rows, s.n_tokens, d, s.embd);
       return;
-    }
     case pooling_kind::cls:
       std::copy_n(rows, static_cast<size_t>(d), s.embd);
       return;
@@ -45,17 +53,29 @@ void forward_pass::pool_encoder_rows(const batch_seq& s, int first) {
       std::copy_n(rows + static_cast<size_t>(s.n_tokens - 1) * d, static_cast<size_t>(d), s.embd);
       return;
     case pooling_kind::rank: {
-      // The classifier head on the first token's row: cls_out · tanh(cls · h + cls_b) + cls_out_b.
+      // The classifier head on the first token's row (or the mean row):
+      // cls_out · cls_norm(act(cls · h + cls_b)) + cls_out_b, act tanh (or GELU).
       if (w.cls_out.data == nullptr) throw std::invalid_argument("rank pooling needs a classifier head (cls.output)");
-      head_.assign(rows, rows + d);
+      head_.resize(static_cast<size_t>(d));
+      if (hp.encoder.rank_reads_mean) {
+        mean_rows(rows, s.n_tokens, d, head_.data());
+      } else {
+        head_.assign(rows, rows + d);
+      }
       if (w.cls.data != nullptr) {
         head_out_.resize(static_cast<size_t>(d));
         float* const out[1] = {head_out_.data()};
         blocks_.run_group(cls_, head_.data(), 1, out);
         for (int j = 0; j < d; ++j) {
           const float b = w.cls_b.empty() ? 0.0f : w.cls_b[static_cast<size_t>(j)];
-          head_[static_cast<size_t>(j)] = std::tanh(head_out_[static_cast<size_t>(j)] + b);
+          head_[static_cast<size_t>(j)] = head_out_[static_cast<size_t>(j)] + b;
         }
+        if (hp.encoder.rank_gelu) {
+          kernels::gelu_fp16_table(head_.data(), head_.data(), d);
+        } else {
+          for (float& v : head_) v = std::tanh(v);
+        }
+        if (!w.cls_norm.empty()) kernels::layernorm(head_.data(), w.cls_norm.data(), nullptr, head_.data(), d, hp.encoder.norm_eps);
       }
       float* const out[1] = {s.embd};
       blocks_.run_group(cls_out_, head_.data(), 1, out);

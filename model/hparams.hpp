@@ -51,7 +51,21 @@ struct layer_attention {
   // memory of its own (the two layers' windows are equal).
   int kv_source = -1;
   bool v_norm = false;  // V rows RMS-normalised per head, without a weight, before they are stored
+  // An encoder layer's sliding window (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC:
+  // ModernBERT's local layers): 0, every position of the input; else the
+  // query at p attends the positions p' with |p - p'| <= window_symmetric / 2.
+  // An encoder keeps no K/V, so unlike `window` it is no memory kind
+  // (model/kv_groups.hpp).
+  int window_symmetric = 0;
 };
+
+// The activation of a gated FFN, down(act(gate x) * up x), as the blocks
+// run it (model/blocks.hpp):
+//   silu: SwiGLU; gelu_tanh: GeGLU; swiglu_oai: gpt-oss's clamped SwiGLU,
+//   min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1);
+//   gelu_fp16: GeGLU with the GELU of llama.cpp's CPU backend
+//   (kernels::gelu_fp16_table), as its encoders' ggml_geglu computes it.
+enum class ffn_activation : unsigned char { silu, gelu_tanh, swiglu_oai, gelu_fp16 };
 
 // A gated delta net's sizes (Qwen3.5, llama.cpp's ssm.* keys): a causal
 // depthwise conv1d of conv_kernel taps over the fused [q; k; v] projection,
@@ -110,6 +124,15 @@ struct encoder_spec {
   // scores get -slope_h * |query position - key position|, the slopes
   // ggml's for this maximum bias (kernels::alibi_slopes).
   float alibi_max_bias = 0.0f;
+  // The gated FFN's activation where the file chooses it (modern-bert's
+  // hidden_activation: GeGLU, or SwiGLU for granite-embedding R2).
+  ffn_activation gated_act = ffn_activation::gelu_fp16;
+  // Rank pooling's classifier head (model_weights::cls...) reads the first
+  // row through tanh (the bert family); with these, the mean of the rows
+  // (rank_reads_mean) and GELU (rank_gelu, ggml's half-precision table), as
+  // llama.cpp's head for modern-bert.
+  bool rank_reads_mean = false;
+  bool rank_gelu = false;
 };
 
 struct model_hparams {

@@ -84,12 +84,15 @@ struct model_weights {
   // Encoders (hp.encoder): absolute position and token-type embeddings
   // (f32 copies, row-major), the LayerNorm of the embedded input, and a
   // reranker's classifier head (rank pooling): scores = cls_out ·
-  // tanh(cls · h + cls_b) + cls_out_b.
+  // cls_norm(tanh(cls · h + cls_b)) + cls_out_b, cls_norm a LayerNorm
+  // without bias where the file has it (modern-bert; GELU for tanh there,
+  // encoder_spec::rank_gelu).
   std::vector<float> pos_embd;                // (n_ctx_train, n_embd)
   std::vector<float> type_embd;               // (n_token_types, n_embd)
   std::vector<float> embd_norm, embd_norm_b;  // (n_embd,)
   kernels::weight_view cls;                   // (n_embd, n_embd)
   std::vector<float> cls_b;                   // (n_embd,)
+  std::vector<float> cls_norm;                // (n_embd,)
   kernels::weight_view cls_out;               // (n_cls_out, n_embd)
   std::vector<float> cls_out_b;               // (n_cls_out,)
   std::vector<layer_weights> layers;

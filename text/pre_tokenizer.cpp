@@ -332,6 +332,7 @@ std::optional<pre_tokenizer_info> pre_tokenizer_from_name(std::string_view name)
       {"phi-2", {k::gpt2, true, false, false}},
       {"mpt", {k::gpt2, true, false, false}},
       {"olmo", {k::gpt2, true, false, false}},
+      {"modern-bert", {k::gpt2, true, false, false}},  // ModernBERT (llama.cpp: the GPT-2 split)
       {"llama3", {k::llama3, true, true, true}},
       {"llama-v3", {k::llama3, true, true, true}},
       {"llama-bpe", {k::llama3, true, true, true}},

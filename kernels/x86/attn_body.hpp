@@ -366,8 +366,15 @@ void attn_rows_run(attn_tile& tile, const attention_args& a, int h_lo, int h_hi)
       tile.q[r] = a.q + at * head_dim;
       tile.out[r] = a.out + at * head_dim;
       tile.lse[r] = a.lse ? a.lse + at : nullptr;
-      tile.limit[r] = a.n_keys > 0 ? a.n_keys - 1 : a.pos0 + i;  // the last position it attends
-      tile.first[r] = a.window > 0 ? a.pos0 + i - a.window + 1 : 0;
+      const int pos = a.pos0 + i;
+      if (a.n_keys > 0) {  // bidirectional: the input, or its symmetric window around pos
+        const int half = a.window / 2;
+        tile.limit[r] = a.window > 0 && pos + half < a.n_keys - 1 ? pos + half : a.n_keys - 1;
+        tile.first[r] = a.window > 0 && pos > half ? pos - half : 0;
+      } else {  // causal: up to pos, from the window's start
+        tile.limit[r] = pos;
+        tile.first[r] = a.window > 0 ? pos - a.window + 1 : 0;
+      }
     }
     constexpr int per_run = slab_count<V> * V::width;
     for (int r0 = 0; r0 < n_rows; r0 += per_run) {

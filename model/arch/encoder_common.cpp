@@ -5,6 +5,16 @@
 namespace cortex::encoder {
 
 status read_encoder_keys(hparam_reader& r, model_hparams& hp, rope_kind rope) {
+  if (auto st = read_encoder_base_keys(r, hp, rope); !st) return st;
+  const auto types = r.file().get_uint("tokenizer.ggml.token_type_count");
+  if (!types || *types == 0 || *types > 1024) {
+    return fail(errc::malformed, "tokenizer.ggml.token_type_count is missing or not in [1, 1024] (an encoder's token type embeddings need it)");
+  }
+  hp.encoder.n_token_types = static_cast<int>(*types);
+  return status::ok();
+}
+
+status read_encoder_base_keys(hparam_reader& r, model_hparams& hp, rope_kind rope) {
   if (auto st = r.read_common(hp, rope); !st) return st;
   const gguf::file& f = r.file();
   encoder_spec& e = hp.encoder;
@@ -25,11 +35,6 @@ status read_encoder_keys(hparam_reader& r, model_hparams& hp, rope_kind rope) {
     }
     e.pooling = static_cast<pooling_kind>(*p);
   }
-  const auto types = f.get_uint("tokenizer.ggml.token_type_count");
-  if (!types || *types == 0 || *types > 1024) {
-    return fail(errc::malformed, "tokenizer.ggml.token_type_count is missing or not in [1, 1024] (an encoder's token type embeddings need it)");
-  }
-  e.n_token_types = static_cast<int>(*types);
   e.n_cls_out = 1;
   if (f.find(r.key("classifier.output_labels")) != nullptr) {
     const auto* labels = f.get_string_array(r.key("classifier.output_labels"));

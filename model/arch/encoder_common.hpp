@@ -1,5 +1,5 @@
-// What the BERT-family encoders (bert, nomic-bert, jina-bert-v2) share, for
-// their arch files: the encoder keys (LayerNorm epsilon, bidirectional
+// What the BERT-family encoders (bert, nomic-bert, jina-bert-v2; modern-bert
+// the keys and the embedded input) share, for their arch files: the encoder keys (LayerNorm epsilon, bidirectional
 // attention, pooling, token types, classifier labels), the tensor table of
 // their variations as an encoder_layout value, and the embedded input
 // (token + token type 0 [+ absolute position], then LayerNorm).
@@ -26,8 +26,12 @@ struct encoder_layout {
 
 // The common keys with `rope` (none for absolute positions), then the
 // encoder's: attention.layer_norm_epsilon (required), attention.causal
-// (must be false), pooling_type (absent: none), the token type count, and
+// (must be false), pooling_type (absent: none), and
 // classifier.output_labels (their number is n_cls_out; absent: 1).
+status read_encoder_base_keys(hparam_reader& r, model_hparams& hp, rope_kind rope);
+// read_encoder_base_keys, then the token type count
+// (tokenizer.ggml.token_type_count, required: the BERT family's
+// token_types rows).
 status read_encoder_keys(hparam_reader& r, model_hparams& hp, rope_kind rope);
 
 // Every tensor of such a file: embeddings and their norm, per layer the

@@ -1,10 +1,10 @@
 // Paged flash attention against the naive reference, over shuffled
 // non-contiguous block tables, GQA ratios, chunked prefill, head ranges,
-// key-range splits, sliding windows and score softcapping, for every K/V
-// element type, on every ISA path this CPU can run. Typed caches are also
-// held to an error bound derived from their rounding against attention over
-// the unrounded f32 values. The reference itself is checked by hand on tiny
-// cases.
+// key-range splits, sliding windows (causal, and symmetric for encoders)
+// and score softcapping, for every K/V element type, on every ISA path this
+// CPU can run. Typed caches are also held to an error bound derived from
+// their rounding against attention over the unrounded f32 values. The
+// reference itself is checked by hand on tiny cases.
 #include "kernels/attention.hpp"
 
 #include <gtest/gtest.h>
@@ -27,12 +27,13 @@ struct attention_case {
   float value_range;  // q/k entries drawn from [-r, r]: large r = peaked softmax
 };
 
-// attention_args's window, softcap, n_keys and alibi_slopes (0: off).
+// attention_args's window, softcap, n_keys, alibi_slopes and part_keys (0: off).
 struct score_rules {
   int window = 0;
   float softcap = 0.0f;
   int n_keys = 0;
   const float* alibi = nullptr;
+  int part_keys = 0;
 };
 
 // Largest |x - load(store(x))| a type allows for each element of a row, from
@@ -108,6 +109,7 @@ struct arena_fixture {
     a.softcap = rules.softcap;
     a.n_keys = rules.n_keys;
     a.alibi_slopes = rules.alibi;
+    a.part_keys = rules.part_keys;
     a.q = q.data();
     a.n_q = c.n_q;
     a.pos0 = c.pos0;
@@ -352,17 +354,26 @@ TEST_P(attention, sliding_window_matches_reference) {
 }
 
 // Encoders: every query attends all n_keys positions, later ones too; the
-// queries may be a tile from the middle of the input (pos0 > 0).
+// queries may be a tile from the middle of the input (pos0 > 0). With a
+// window (ModernBERT's local layers) it is symmetric, each query seeing the
+// keys within window / 2 either side of it (window 1: the query alone; even
+// and odd windows; one wider than the input), in one pass and in key parts
+// of 32 positions (part_keys: the parts path under per-row windows).
 TEST_P(attention, bidirectional_matches_reference) {
   if (type() != kv_type::f32) GTEST_SKIP() << "encoders attend over f32 rows";
   uint64_t seed = 900;
-  for (int block_size : {32, 7}) {
-    for (int group : {1, 3}) {
-      for (int n_q : {1, 6, 40}) {
-        for (int pos0 : {0, 33}) {
-          const attention_case c{block_size, 2, group, 32, n_q, pos0, 1.0f};
-          for (int n_keys : {pos0 + n_q, pos0 + 1}) {
-            expect_paged_matches_reference(c, type(), 0, 2 * group, seed++, {0, 0.0f, n_keys});
+  for (int window : {0, 1, 2, 9, 64, 1000}) {
+    for (int block_size : {32, 7}) {
+      for (int group : {1, 3}) {
+        for (int n_q : {1, 6, 40}) {
+          for (int pos0 : {0, 33}) {
+            const attention_case c{block_size, 2, group, 32, n_q, pos0, 1.0f};
+            for (int n_keys : {pos0 + n_q, pos0 + 1}) {
+              for (int part_keys : {0, 32}) {
+                expect_paged_matches_reference(c, type(), 0, 2 * group, seed++,
+                                               {window, 0.0f, n_keys, nullptr, part_keys});
+              }
+            }
           }
         }
       }
@@ -541,6 +552,38 @@ TEST(attention_reference, bidirectional_and_alibi_by_hand) {
   out[0] = 0.0f;
   attention_paged(a);
   EXPECT_NEAR(out[0], 3.0f, 1e-6);
+}
+
+TEST(attention_reference, symmetric_window_by_hand) {
+  // Five positions of head_dim 1, values 1, 2, 4, 8, 16, and q = 0: every
+  // attended key weighs the same, so the output is the mean of the values
+  // the window lets through. Bidirectional over all five, the query at
+  // position p sees |p - p'| <= window / 2: window 1 the query alone, 2 and
+  // 3 one position either side, 4 two (cut by the input's ends).
+  std::vector<float> k(5, 0.0f), v = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f};
+  const int32_t table[1] = {0};
+  const float q[1] = {0.0f};
+  struct expect_row { int pos, window; float mean; };
+  for (const expect_row& e : {expect_row{2, 1, 4.0f}, expect_row{2, 2, 14.0f / 3}, expect_row{2, 3, 14.0f / 3},
+                              expect_row{2, 4, 31.0f / 5}, expect_row{0, 2, 1.5f}, expect_row{4, 3, 12.0f},
+                              expect_row{0, 4, 7.0f / 3}, expect_row{1, 0, 31.0f / 5}}) {
+    float out[1] = {0.0f};
+    attention_args a;
+    a.q = q;
+    a.pos0 = e.pos;
+    a.k_arena = k.data();
+    a.v_arena = v.data();
+    a.block_table = table;
+    a.layout = kv_layout{5, 1, 1, kv_type::f32};
+    a.out = out;
+    a.n_keys = 5;
+    a.window = e.window;
+    attention_reference(a);
+    EXPECT_NEAR(out[0], e.mean, 1e-6) << "reference, pos " << e.pos << " window " << e.window;
+    out[0] = 0.0f;
+    attention_paged(a);
+    EXPECT_NEAR(out[0], e.mean, 1e-6) << "paged, pos " << e.pos << " window " << e.window;
+  }
 }
 
 TEST(attention_alibi, slopes_are_ggmls) {

@@ -67,6 +67,23 @@ void rope_reference(std::vector<double>& x, int n_heads, int head_dim, int n_rot
   }
 }
 
+TEST(layernorm, by_hand_with_and_without_bias) {
+  // x = 1, 2, 3, 4: mean 2.5, variance 1.25, so the normed values are
+  // (x - 2.5) / sqrt(1.25 + eps); then * w, + b where there is a bias
+  // (modern-bert's LayerNorms have none), in place too.
+  const float x[4] = {1.0f, 2.0f, 3.0f, 4.0f}, w[4] = {1.0f, 2.0f, 1.0f, 0.5f}, b[4] = {0.5f, 0.0f, 0.0f, -1.0f};
+  const float eps = 1e-5f;
+  float with_bias[4], without[4];
+  layernorm(x, w, b, with_bias, 4, eps);
+  std::copy(x, x + 4, without);
+  layernorm(without, w, nullptr, without, 4, eps);
+  for (int i = 0; i < 4; ++i) {
+    const double normed = (x[i] - 2.5) / std::sqrt(1.25 + eps);
+    EXPECT_NEAR(without[i], normed * w[i], 1e-6) << i;
+    EXPECT_NEAR(with_bias[i], normed * w[i] + b[i], 1e-6) << i;
+  }
+}
+
 TEST(rope, matches_double_formula_in_both_layouts) {
   const int n_heads = 3;
   for (bool neox : {false, true}) {

@@ -221,6 +221,7 @@ TEST(PreTokenizer, NamesMapToRegexFamilies) {
   EXPECT_TRUE(pre_tokenizer_from_name("command-r").has_value());
   EXPECT_TRUE(pre_tokenizer_from_name("refact").has_value());
   EXPECT_TRUE(pre_tokenizer_from_name("mpt").has_value());
+  EXPECT_EQ(pre_tokenizer_from_name("modern-bert")->kind, pre_tokenizer_kind::gpt2);  // llama.cpp splits ModernBERT's as GPT-2's
   const auto gemma4 = pre_tokenizer_from_name("gemma4");
   EXPECT_EQ(gemma4->kind, pre_tokenizer_kind::line_runs);
   EXPECT_TRUE(gemma4->escape_whitespaces);
