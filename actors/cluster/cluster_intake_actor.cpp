@@ -264,7 +264,7 @@ cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_con
           if (auto* w = slot_of(self, at->first)) self->send(w->intake, cancel_atom_v, at->second, why);
         }
       },
-      [](dequeued_atom, uint64_t, uint32_t) {},  // sessions live on the workers and tell their own intake
+      [](dequeued_atom, request_id, uint32_t) {},  // sessions live on the workers and tell their own intake
       [self](group_done_atom, const std::string& group) {
         for (auto& [name, w] : self->state.workers)
           if (w.up()) self->send(w.intake, group_done_atom_v, group);

@@ -36,7 +36,7 @@ struct routed_request {
   Sink sink{};
   std::string worker;              // the worker serving the current attempt ("" between attempts)
   uint32_t attempt = 0;
-  uint64_t worker_rid = 0;         // the worker's rid for the current attempt; 0 until its accepted
+  request_id worker_rid = 0;       // the worker's rid for the current attempt; 0 until its accepted
   bool accepted_sent = false;      // the sink got `accepted` (only the first attempt's goes out)
   bool produced = false;           // the sink got a chunk: a lost worker now means worker_lost
   std::optional<finish_reason> cancel_pending;  // cancelled while no worker rid was known
@@ -95,7 +95,7 @@ class routed_requests {
 
   // The worker accepted the current attempt as `worker_rid`. Returns the
   // cancel to forward at once, if one came while no rid was known.
-  std::optional<finish_reason> accepted(entry& e, uint64_t worker_rid) {
+  std::optional<finish_reason> accepted(entry& e, request_id worker_rid) {
     e.worker_rid = worker_rid;
     auto c = e.cancel_pending;
     e.cancel_pending.reset();
@@ -110,7 +110,7 @@ class routed_requests {
 
   // The gateway cancels `rid`: the (worker, worker rid) to tell, or nothing
   // when no rid is known yet (kept, and returned by accepted()).
-  std::optional<std::pair<std::string, uint64_t>> cancel(uint64_t rid, finish_reason why) {
+  std::optional<std::pair<std::string, request_id>> cancel(uint64_t rid, finish_reason why) {
     entry* e = find(rid);
     if (!e) return std::nullopt;
     if (e->worker_rid == 0 || e->worker.empty()) {

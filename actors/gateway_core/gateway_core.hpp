@@ -45,7 +45,7 @@ struct gateway_route {
   std::string key;        // the engine's client_id for this request (unique in the core)
   std::string conn;       // the connection (ZeroMQ routing id, HTTP connection id)
   std::string client_id;  // the client's id, unique among the connection's live requests
-  uint64_t rid = 0;       // engine id; 0 until accepted
+  request_id rid = 0;     // engine id; 0 until accepted
   uint64_t seq = 0;       // next per-request event number, for the shell's use
   bool cancel_pending = false;  // cancelled before `accepted` (no rid to cancel yet)
   finish_reason cancel_reason = finish_reason::cancelled;
@@ -62,7 +62,7 @@ class gateway_port {
  public:
   virtual ~gateway_port() = default;
   // Ask the engine to end request `rid`.
-  virtual void cancel(uint64_t rid, finish_reason why) = 0;
+  virtual void cancel(request_id rid, finish_reason why) = 0;
   // Deliver an event to the route's connection (never called once it is gone).
   // The event's client_id is already the client's own id.
   virtual void send_accepted(gateway_route<Extra>& r, const request_accepted& a) = 0;

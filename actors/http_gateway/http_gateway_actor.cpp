@@ -52,7 +52,7 @@ using self_ptr = http_gateway_actor::stateful_pointer<http_state>;
 class http_port final : public gateway_port<http_route> {
  public:
   self_ptr self = nullptr;
-  void cancel(uint64_t rid, finish_reason why) override;
+  void cancel(request_id rid, finish_reason why) override;
   void send_accepted(route& r, const request_accepted& a) override;
   void send_chunk(route& r, const request_chunk& c) override;
   void send_finished(route& r, const request_finished& f) override;
@@ -159,7 +159,7 @@ void to_response(self_ptr self, const route& r, Event&& event) {
   if (end != response_end::none) end_response(self, r.extra.response, end == response_end::cut);
 }
 
-void http_port::cancel(uint64_t rid, finish_reason why) {
+void http_port::cancel(request_id rid, finish_reason why) {
   if (self->state.intake) self->send(self->state.intake, cancel_atom_v, rid, why);
 }
 

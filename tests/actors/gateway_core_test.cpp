@@ -19,7 +19,7 @@ struct extra {
 struct fake_port final : gateway_port<extra> {
   std::vector<std::string> log;
   std::vector<request_chunk> chunks;
-  void cancel(uint64_t rid, finish_reason why) override {
+  void cancel(request_id rid, finish_reason why) override {
     log.push_back("cancel " + std::to_string(rid) + " " + finish_reason_name(why));
   }
   void send_accepted(gateway_route<extra>& r, const request_accepted& a) override {
@@ -57,7 +57,7 @@ struct core_test : ::testing::Test {
   void advance_ms(int ms) { now += std::chrono::milliseconds(ms); }
 
   // Opens conn/id and has the engine accept it as `rid`; returns its key.
-  std::string start(const std::string& conn, const std::string& id, uint64_t rid) {
+  std::string start(const std::string& conn, const std::string& id, request_id rid) {
     auto key = core->open(conn, id);
     EXPECT_TRUE(key.has_value());
     request_accepted a;
