@@ -156,7 +156,7 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
                 {errc::duplicate_id, "id '" + d.id + "' is still active on this connection; use a new id or wait for its finished", 0});
     return;
   }
-  d.request.client_id = *key;
+  d.request.client_id = key->str();
   self->send(st.port.intake, submit_atom_v, std::move(d.request), caf::actor_cast<request_sink_actor>(self));
 }
 
