@@ -29,7 +29,7 @@ using session_actor = caf::typed_actor<
 using executor_actor = caf::typed_actor<caf::reacts_to<sequence_open>, caf::replies_to<engine_step>::with<engine_step_result>,
                                         // Drops a finished sequence's sampler and state now (the scheduler
                                         // sends it when idle; otherwise closes ride on the next step).
-                                        caf::reacts_to<cancel_atom, uint64_t>,
+                                        caf::reacts_to<cancel_atom, request_id>,
                                         // Test hook: the next n steps fail as if the model had thrown.
                                         caf::reacts_to<fail_atom, uint32_t>>;
 
@@ -37,9 +37,9 @@ using executor_actor = caf::typed_actor<caf::reacts_to<sequence_open>, caf::repl
 using scheduler_actor = caf::typed_actor<
     caf::reacts_to<admit_atom, sequence_admission, session_actor>,
     // Ends a sequence (cancel, client gone, shutdown): its session gets finish.
-    caf::reacts_to<cancel_atom, uint64_t, finish_reason>,
+    caf::reacts_to<cancel_atom, request_id, finish_reason>,
     // The session ended the sequence itself (stop string, deadline): free it.
-    caf::reacts_to<finish_atom, uint64_t, finish_reason>,
+    caf::reacts_to<finish_atom, request_id, finish_reason>,
     // Ends every sequence with `shutdown`.
     caf::reacts_to<shutdown_atom>,
     caf::replies_to<stats_atom>::with<engine_stats>>;
@@ -49,9 +49,9 @@ using scheduler_actor = caf::typed_actor<
 // cancel takes.
 using intake_actor = caf::typed_actor<
     caf::reacts_to<submit_atom, generation_request, request_sink_actor>,
-    caf::reacts_to<cancel_atom, uint64_t, finish_reason>,
+    caf::reacts_to<cancel_atom, request_id, finish_reason>,
     // A session left the waiting queue (or ended before starting): frees its admission slot.
-    caf::reacts_to<dequeued_atom, uint64_t, uint32_t>,
+    caf::reacts_to<dequeued_atom, request_id, uint32_t>,
     // No more members of this admission group will be submitted (the client request ended).
     caf::reacts_to<group_done_atom, std::string>,
     // New submits are refused with `draining`; running ones go on.

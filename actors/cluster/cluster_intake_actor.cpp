@@ -96,7 +96,7 @@ void end_with_error(self_ptr self, entry& e, error_report err) {
     self->send(e.sink, request_rejected{e.client_id, std::move(err)});
   } else {
     request_finished f;
-    f.rid = e.rid;
+    f.rid = e.rid.gateway_rid();
     f.client_id = e.client_id;
     f.reason = finish_reason::error;
     f.error = std::move(err);
@@ -132,8 +132,8 @@ void route(self_ptr self, entry& e, bool resubmission) {
   worker_slot& w = *live[*pick];
   ++w.routed;
   generation_request copy = e.request;
-  copy.client_id = st.book.assign(e, w.name);
-  spdlog::debug("cluster: [rid {}] '{}' -> {}{}", e.rid, e.client_id, w.name, resubmission ? " (resubmitted)" : "");
+  copy.client_id = st.book.assign(e, w.name).str();
+  spdlog::debug("cluster: [rid {}] '{}' -> {}{}", e.rid.value(), e.client_id, w.name, resubmission ? " (resubmitted)" : "");
   self->send(w.intake, submit_atom_v, std::move(copy), as_sink(self));
 }
 
@@ -258,13 +258,13 @@ cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_con
         }
         route(self, st.book.open(std::move(req), std::move(sink)), false);
       },
-      [self](cancel_atom, uint64_t rid, finish_reason why) {
+      [self](cancel_atom, request_id rid, finish_reason why) {
         auto& st = self->state;
-        if (auto at = st.book.cancel(rid, why)) {
+        if (auto at = st.book.cancel(cluster::routed_request_id::of_gateway_rid(rid), why)) {
           if (auto* w = slot_of(self, at->first)) self->send(w->intake, cancel_atom_v, at->second, why);
         }
       },
-      [](dequeued_atom, uint64_t, uint32_t) {},  // sessions live on the workers and tell their own intake
+      [](dequeued_atom, request_id, uint32_t) {},  // sessions live on the workers and tell their own intake
       [self](group_done_atom, const std::string& group) {
         for (auto& [name, w] : self->state.workers)
           if (w.up()) self->send(w.intake, group_done_atom_v, group);
@@ -273,7 +273,7 @@ cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_con
       [self](shutdown_atom) {
         auto& st = self->state;
         st.draining = true;
-        std::vector<uint64_t> rids;
+        std::vector<cluster::routed_request_id> rids;
         st.book.for_each([&](entry& e) { rids.push_back(e.rid); });
         for (auto rid : rids) {
           if (auto at = st.book.cancel(rid, finish_reason::shutdown)) {
@@ -290,38 +290,38 @@ cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_con
       // Events of routed requests, from the workers' sessions.
       [self](request_accepted& a) {
         auto& st = self->state;
-        entry* e = st.book.find_key(a.client_id);
+        entry* e = st.book.find_key(route_key::of_client_id(a.client_id));
         if (!e) return;
         if (auto why = st.book.accepted(*e, a.rid)) {
           if (auto* w = slot_of(self, e->worker)) self->send(w->intake, cancel_atom_v, a.rid, *why);
         }
         if (e->accepted_sent) return;  // a resubmission: the client saw the first attempt's
         e->accepted_sent = true;
-        a.rid = e->rid;
+        a.rid = e->rid.gateway_rid();
         a.client_id = e->client_id;
         self->send(e->sink, std::move(a));
       },
       [self](request_chunk& c) {
         auto& st = self->state;
-        entry* e = st.book.find_key(c.client_id);
+        entry* e = st.book.find_key(route_key::of_client_id(c.client_id));
         if (!e) return;
         st.book.produced(*e);
-        c.rid = e->rid;
+        c.rid = e->rid.gateway_rid();
         c.client_id = e->client_id;
         self->send(e->sink, std::move(c));
       },
       [self](request_finished& f) {
         auto& st = self->state;
-        entry* e = st.book.find_key(f.client_id);
+        entry* e = st.book.find_key(route_key::of_client_id(f.client_id));
         if (!e) return;
-        f.rid = e->rid;
+        f.rid = e->rid.gateway_rid();
         f.client_id = e->client_id;
         self->send(e->sink, std::move(f));
         st.book.close(e->rid);
       },
       [self](request_rejected& r) {
         auto& st = self->state;
-        entry* e = st.book.find_key(r.client_id);
+        entry* e = st.book.find_key(route_key::of_client_id(r.client_id));
         if (!e) return;
         // A worker shutting down refuses new work: send it to another one
         // (its client saw nothing yet) and that worker nothing more until it rejoins.

@@ -21,7 +21,7 @@ executor_actor::behavior_type executor_fn(executor_actor::stateful_pointer<execu
       [self](const sequence_open& o) { self->state.runner->open(o); },
       [self](const engine_step& step) -> engine_step_result { return self->state.runner->run(step); },
       [self](fail_atom, uint32_t n) { self->state.runner->fail_next(n); },
-      [self](cancel_atom, uint64_t rid) { self->state.runner->close(rid); },
+      [self](cancel_atom, request_id rid) { self->state.runner->close(rid); },
   };
 }
 

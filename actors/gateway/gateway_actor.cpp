@@ -35,14 +35,14 @@ class wire_port final : public gateway_port<wire_route> {
  public:
   zmq_server* server = nullptr;
   intake_actor intake;
-  std::function<void(uint64_t, finish_reason)> send_cancel;
+  std::function<void(request_id, finish_reason)> send_cancel;
   std::shared_ptr<http::metrics_registry> metrics;
   std::shared_ptr<auth::refusal_log> refusals;  // access control on
 
   void post(const std::string& peer, bool delimiter, const wire::wire_bytes& bytes) {
     server->post(peer, std::string(bytes.begin(), bytes.end()), delimiter);
   }
-  void cancel(uint64_t rid, finish_reason why) override {
+  void cancel(request_id rid, finish_reason why) override {
     if (intake) send_cancel(rid, why);
   }
   void send_accepted(route& r, const request_accepted& a) override {
@@ -156,7 +156,7 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
                 {errc::duplicate_id, "id '" + d.id + "' is still active on this connection; use a new id or wait for its finished", 0});
     return;
   }
-  d.request.client_id = *key;
+  d.request.client_id = key->str();
   self->send(st.port.intake, submit_atom_v, std::move(d.request), caf::actor_cast<request_sink_actor>(self));
 }
 
@@ -223,7 +223,7 @@ void handle_inbound(self_ptr self, gateway_inbound& in) {
 zmq_gateway_actor::behavior_type gateway_fn(self_ptr self, zmq_server* server, gateway_config cfg) {
   auto& st = self->state;
   st.port.server = server;
-  st.port.send_cancel = [self](uint64_t rid, finish_reason why) { self->send(self->state.port.intake, cancel_atom_v, rid, why); };
+  st.port.send_cancel = [self](request_id rid, finish_reason why) { self->send(self->state.port.intake, cancel_atom_v, rid, why); };
   st.core = std::make_unique<gateway_core<wire_route>>(st.port, cfg.core);
   st.port.metrics = cfg.metrics;
   st.access = cfg.access;

@@ -26,6 +26,7 @@
 
 #include "actors/gateway_core/latency_stats.hpp"
 #include "messages/request.hpp"
+#include "messages/route_key.hpp"
 
 namespace cortex {
 
@@ -42,10 +43,10 @@ struct gateway_core_limits {
 // the response it belongs to).
 template <class Extra>
 struct gateway_route {
-  std::string key;        // the engine's client_id for this request (unique in the core)
+  route_key key;          // the engine's client_id for this request (unique in the core)
   std::string conn;       // the connection (ZeroMQ routing id, HTTP connection id)
   std::string client_id;  // the client's id, unique among the connection's live requests
-  uint64_t rid = 0;       // engine id; 0 until accepted
+  request_id rid = 0;     // engine id; 0 until accepted
   uint64_t seq = 0;       // next per-request event number, for the shell's use
   bool cancel_pending = false;  // cancelled before `accepted` (no rid to cancel yet)
   finish_reason cancel_reason = finish_reason::cancelled;
@@ -62,7 +63,7 @@ class gateway_port {
  public:
   virtual ~gateway_port() = default;
   // Ask the engine to end request `rid`.
-  virtual void cancel(uint64_t rid, finish_reason why) = 0;
+  virtual void cancel(request_id rid, finish_reason why) = 0;
   // Deliver an event to the route's connection (never called once it is gone).
   // The event's client_id is already the client's own id.
   virtual void send_accepted(gateway_route<Extra>& r, const request_accepted& a) = 0;
@@ -91,14 +92,14 @@ class gateway_core {
   gateway_core(port& p, gateway_core_limits limits, std::function<gateway_clock::time_point()> now = gateway_clock::now)
       : port_(p), limits_(limits), now_(std::move(now)) {}
 
-  // Opens a route for a new request. Returns its key (set it as the
+  // Opens a route for a new request. Returns its key (set its str() as the
   // request's client_id before submitting), or nullopt when `client_id` is
   // still active on `conn` (the caller answers 409; the live request is untouched).
-  std::optional<std::string> open(const std::string& conn, const std::string& client_id, Extra extra = {}) {
+  std::optional<route_key> open(const std::string& conn, const std::string& client_id, Extra extra = {}) {
     const auto slot = std::make_pair(conn, client_id);
     if (active_.count(slot)) return std::nullopt;
     route r;
-    r.key = "g" + std::to_string(next_key_++);
+    r.key = route_key("g" + std::to_string(next_key_++));
     r.conn = conn;
     r.client_id = client_id;
     r.extra = std::move(extra);
@@ -113,7 +114,7 @@ class gateway_core {
     auto it = active_.find({conn, client_id});
     return it == active_.end() ? nullptr : &routes_.at(it->second);
   }
-  route* find_key(const std::string& key) {
+  route* find_key(const route_key& key) {
     auto it = routes_.find(key);
     return it == routes_.end() ? nullptr : &it->second;
   }
@@ -155,7 +156,7 @@ class gateway_core {
   // Session events, keyed by the route key in their client_id. Events of
   // unknown keys (a route already ended) are dropped.
   void on_accepted(request_accepted& a) {
-    auto* r = find_key(a.client_id);
+    auto* r = find_key(route_key::of_client_id(a.client_id));
     if (!r) return;
     r->rid = a.rid;
     a.client_id = r->client_id;
@@ -164,7 +165,7 @@ class gateway_core {
   }
 
   void on_chunk(request_chunk& c) {
-    auto* r = find_key(c.client_id);
+    auto* r = find_key(route_key::of_client_id(c.client_id));
     if (!r) return;
     const auto t = now_();
     if (!c.token_ids.empty() || !c.text.empty()) {
@@ -192,7 +193,7 @@ class gateway_core {
   }
 
   void on_finished(request_finished& f) {
-    auto* r = find_key(f.client_id);
+    auto* r = find_key(route_key::of_client_id(f.client_id));
     if (!r) return;
     if (f.timings.ttft_ms > 0) ttft_.add(f.timings.ttft_ms);
     f.client_id = r->client_id;
@@ -205,7 +206,7 @@ class gateway_core {
   }
 
   void on_rejected(request_rejected& rj) {
-    auto* r = find_key(rj.client_id);
+    auto* r = find_key(route_key::of_client_id(rj.client_id));
     if (!r) return;
     rj.client_id = r->client_id;
     port_.ended_rejected(*r, rj.error);
@@ -215,7 +216,7 @@ class gateway_core {
 
   // Closes a route whose request was never submitted (the shell held it
   // back and gave up): no event, no accounting.
-  void forget(const std::string& key) { erase(key); }
+  void forget(const route_key& key) { erase(key); }
 
   // Requests opened and not yet terminated.
   size_t n_active() const { return routes_.size(); }
@@ -239,7 +240,7 @@ class gateway_core {
     r.merged.reset();
     port_.send_chunk(r, c);
   }
-  void erase(const std::string& key) {
+  void erase(const route_key& key) {
     auto it = routes_.find(key);
     if (it == routes_.end()) return;
     active_.erase({it->second.conn, it->second.client_id});
@@ -249,8 +250,8 @@ class gateway_core {
   port& port_;
   gateway_core_limits limits_;
   std::function<gateway_clock::time_point()> now_;
-  std::unordered_map<std::string, route> routes_;                       // by key
-  std::map<std::pair<std::string, std::string>, std::string> active_;   // (conn, client id) -> key
+  std::unordered_map<route_key, route> routes_;                         // by key
+  std::map<std::pair<std::string, std::string>, route_key> active_;     // (conn, client id) -> key
   std::unordered_set<std::string> blocked_;
   uint64_t next_key_ = 1;
   uint64_t overflowed_ = 0;

@@ -52,7 +52,7 @@ using self_ptr = http_gateway_actor::stateful_pointer<http_state>;
 class http_port final : public gateway_port<http_route> {
  public:
   self_ptr self = nullptr;
-  void cancel(uint64_t rid, finish_reason why) override;
+  void cancel(request_id rid, finish_reason why) override;
   void send_accepted(route& r, const request_accepted& a) override;
   void send_chunk(route& r, const request_chunk& c) override;
   void send_finished(route& r, const request_finished& f) override;
@@ -143,7 +143,7 @@ void end_response(self_ptr self, uint64_t id, bool cancel_rest = false) {
   const bool grouped = rs.client_ids.size() > 1;
   st.responses.erase(it);
   // Never submitted: their routes close without events.
-  for (const auto& req : held_back) st.core->forget(req.client_id);
+  for (const auto& req : held_back) st.core->forget(route_key::of_client_id(req.client_id));
   // Its admission group takes no more members (intake releases it when the running ones end).
   if (grouped && st.intake) self->send(st.intake, group_done_atom_v, admission_group_of(id));
 }
@@ -159,7 +159,7 @@ void to_response(self_ptr self, const route& r, Event&& event) {
   if (end != response_end::none) end_response(self, r.extra.response, end == response_end::cut);
 }
 
-void http_port::cancel(uint64_t rid, finish_reason why) {
+void http_port::cancel(request_id rid, finish_reason why) {
   if (self->state.intake) self->send(self->state.intake, cancel_atom_v, rid, why);
 }
 
@@ -210,7 +210,7 @@ void submit_all(self_ptr self, uint64_t conn, const std::string& peer, openai_re
     auto key = st.core->open(conn_key(conn), cid, http_route{id, i, rs.group.endpoint(), reqs[i].key_id, peer});
     if (!key) continue;  // cannot happen: ids are unique per response
     rs.client_ids.push_back(cid);
-    reqs[i].client_id = *key;
+    reqs[i].client_id = key->str();
     ready.push_back(std::move(reqs[i]));
   }
   if (ready.size() > 1 && rs.group.endpoint() != openai_endpoint::embeddings &&

@@ -18,7 +18,7 @@ struct intake_state {
   std::shared_ptr<const model> mdl;
   scheduler_actor sched;
   std::unique_ptr<intake_core> core;
-  uint64_t fault_session_crash_rid = 0;  // injected fault; 0: off (rids start at 1)
+  request_id fault_session_crash_rid = 0;  // injected fault; 0: off (rids start at 1)
   static inline const char* name = "cortex.intake";
 };
 
@@ -92,8 +92,8 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
         if (d.ok()) start(self, d.admitted, std::move(sink));
         else reject(self, sink, client_id, std::move(d.error));
       },
-      [self](cancel_atom, uint64_t rid, finish_reason reason) { self->send(self->state.sched, cancel_atom_v, rid, reason); },
-      [self](dequeued_atom, uint64_t, uint32_t n_tokens_prompt) { self->state.core->release(n_tokens_prompt); },
+      [self](cancel_atom, request_id rid, finish_reason reason) { self->send(self->state.sched, cancel_atom_v, rid, reason); },
+      [self](dequeued_atom, request_id, uint32_t n_tokens_prompt) { self->state.core->release(n_tokens_prompt); },
       [self](group_done_atom, const std::string& group) { self->state.core->close_group(group); },
       [self](drain_atom) { self->state.core->drain(); },
       [self](shutdown_atom) {

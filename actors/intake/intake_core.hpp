@@ -34,7 +34,7 @@ struct intake_config {
   uint64_t seed = 0;             // for seeds of requests without one (0: from the clock)
   std::shared_ptr<const chat_setup> chat;  // renders `messages`; null: such requests are 501
   std::shared_ptr<auth::access_policy> access;  // null: access control off (see runtime_config)
-  uint64_t fault_session_crash_rid = 0;  // injected fault (fault_plan.hpp): this request's session throws; 0: off
+  request_id fault_session_crash_rid = 0;  // injected fault (fault_plan.hpp): this request's session throws; 0: off
 };
 
 // An admitted request: what the scheduler and the session are given.

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <string>
 
+#include "messages/request.hpp"  // request_id
 #include "model/expected.hpp"
 
 namespace cortex {
@@ -39,7 +40,7 @@ struct fault_plan {
   int32_t kv_pinned_blocks = 0;
   uint64_t send_fail_at = 0;  // 0: off
   int send_fail_errno = 0;
-  uint64_t session_crash_rid = 0;  // 0: off
+  request_id session_crash_rid = 0;  // 0: off
 
   bool any() const {
     return executor_fail_step || executor_stall_step || kv_pinned_blocks || send_fail_at || session_crash_rid;

@@ -66,7 +66,7 @@ const char* session_state_name(session_state s);
 using session_clock = std::function<double()>;
 
 struct session_config {
-  uint64_t rid = 0;
+  request_id rid = 0;
   // Validated by intake. REQUIRES: params.max_tokens >= 1, already capped to
   // the context; stop strings valid UTF-8.
   generation_request request;
@@ -124,7 +124,7 @@ class session_core {
 
   session_state state() const { return state_; }
   bool is_finished() const { return state_ == session_state::finished; }
-  uint64_t rid() const { return cfg_.rid; }
+  request_id rid() const { return cfg_.rid; }
   uint32_t n_tokens_generated() const { return n_generated_; }
   // Text currently held back (undecided stop-string prefix).
   const std::string& held_text() const { return matcher_.held(); }

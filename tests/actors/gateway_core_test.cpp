@@ -19,7 +19,7 @@ struct extra {
 struct fake_port final : gateway_port<extra> {
   std::vector<std::string> log;
   std::vector<request_chunk> chunks;
-  void cancel(uint64_t rid, finish_reason why) override {
+  void cancel(request_id rid, finish_reason why) override {
     log.push_back("cancel " + std::to_string(rid) + " " + finish_reason_name(why));
   }
   void send_accepted(gateway_route<extra>& r, const request_accepted& a) override {
@@ -57,25 +57,25 @@ struct core_test : ::testing::Test {
   void advance_ms(int ms) { now += std::chrono::milliseconds(ms); }
 
   // Opens conn/id and has the engine accept it as `rid`; returns its key.
-  std::string start(const std::string& conn, const std::string& id, uint64_t rid) {
+  route_key start(const std::string& conn, const std::string& id, request_id rid) {
     auto key = core->open(conn, id);
     EXPECT_TRUE(key.has_value());
     request_accepted a;
     a.rid = rid;
-    a.client_id = *key;
+    a.client_id = key->str();
     core->on_accepted(a);
     return *key;
   }
-  void chunk(const std::string& key, const std::string& text, std::vector<int32_t> ids = {}) {
+  void chunk(const route_key& key, const std::string& text, std::vector<int32_t> ids = {}) {
     request_chunk c;
-    c.client_id = key;
+    c.client_id = key.str();
     c.text = text;
     c.token_ids = std::move(ids);
     core->on_chunk(c);
   }
-  void finish(const std::string& key, finish_reason why = finish_reason::stop, double ttft_ms = 0) {
+  void finish(const route_key& key, finish_reason why = finish_reason::stop, double ttft_ms = 0) {
     request_finished f;
-    f.client_id = key;
+    f.client_id = key.str();
     f.reason = why;
     f.timings.ttft_ms = ttft_ms;
     core->on_finished(f);
@@ -93,7 +93,7 @@ TEST_F(core_test, ids_are_scoped_per_connection_and_free_again_after_the_end) {
 
   request_accepted a;
   a.rid = 11;
-  a.client_id = *k1;
+  a.client_id = k1->str();
   core->on_accepted(a);
   finish(*k1);
   EXPECT_EQ(port.log, (std::vector<std::string>{"accepted a/1 rid 11 tag 7", "finished a/1 stop"}));
@@ -115,7 +115,7 @@ TEST_F(core_test, cancel_before_accepted_is_sent_once_the_rid_is_known) {
   EXPECT_TRUE(port.log.empty()) << "no rid yet: nothing to cancel in the engine";
   request_accepted a;
   a.rid = 42;
-  a.client_id = *key;
+  a.client_id = key->str();
   core->on_accepted(a);
   EXPECT_EQ(port.log, (std::vector<std::string>{"accepted a/1 rid 42 tag 0", "cancel 42 cancelled"}));
 }
@@ -184,7 +184,7 @@ TEST_F(core_test, a_gone_connection_cancels_all_its_requests_and_gets_nothing_mo
   EXPECT_EQ(port.log, (std::vector<std::string>{"cancel 1 client_gone"}));
   request_accepted a;
   a.rid = 2;
-  a.client_id = *k2;
+  a.client_id = k2->str();
   core->on_accepted(a);
   EXPECT_EQ(port.log.back(), "cancel 2 client_gone") << "the pending cancel carries client_gone";
   chunk(k1, "late");
@@ -199,7 +199,7 @@ TEST_F(core_test, a_gone_connection_cancels_all_its_requests_and_gets_nothing_mo
 TEST_F(core_test, rejected_ends_the_route_and_unknown_keys_are_dropped) {
   auto key = core->open("a", "1");
   request_rejected rj;
-  rj.client_id = *key;
+  rj.client_id = key->str();
   rj.error = {errc::overloaded, "full", 100};
   core->on_rejected(rj);
   EXPECT_EQ(port.log, (std::vector<std::string>{"rejected a/1 overloaded"}));
@@ -219,7 +219,7 @@ TEST_F(core_test, every_terminal_event_is_accounted_even_for_a_gone_connection) 
   finish(k1, finish_reason::client_gone);
   finish(k2, finish_reason::length);  // ended on its own before the cancel reached the engine
   request_rejected rj;
-  rj.client_id = *k3;
+  rj.client_id = k3->str();
   rj.error = {errc::overloaded, "full", 100};
   core->on_rejected(rj);
   finish(k4, finish_reason::stop);

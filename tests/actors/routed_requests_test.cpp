@@ -5,6 +5,8 @@
 // Sinks are ints here. Also sum_engine_stats (the router's stats).
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "actors/cluster/cluster_stats.hpp"
 #include "actors/cluster/routed_requests.hpp"
 
@@ -22,17 +24,17 @@ generation_request req(const std::string& id) {
 TEST(routed_requests, events_of_a_superseded_attempt_are_dropped) {
   routed_requests<int> book;
   auto& e = book.open(req("a"), 7);
-  const std::string k1 = book.assign(e, "w1");
+  const route_key k1 = book.assign(e, "w1");
   EXPECT_EQ(book.find_key(k1), &e);
   book.worker_lost("w1");
   EXPECT_EQ(book.find_key(k1), nullptr) << "no worker serves the attempt any more";
-  const std::string k2 = book.assign(e, "w2");
+  const route_key k2 = book.assign(e, "w2");
   EXPECT_NE(k1, k2);
   EXPECT_EQ(book.find_key(k1), nullptr);
   EXPECT_EQ(book.find_key(k2), &e);
   EXPECT_EQ(e.client_id, "a");
   EXPECT_EQ(e.sink, 7);
-  for (const char* bad : {"", "r", "x1.1", "r1", "r1.", "r1.1x", "r99.1"}) EXPECT_EQ(book.find_key(bad), nullptr) << bad;
+  for (const char* bad : {"", "r", "x1.1", "r1", "r1.", "r1.1x", "r99.1"}) EXPECT_EQ(book.find_key(route_key(bad)), nullptr) << bad;
 }
 
 TEST(routed_requests, a_lost_worker_resubmits_only_requests_without_a_chunk) {
@@ -49,7 +51,7 @@ TEST(routed_requests, a_lost_worker_resubmits_only_requests_without_a_chunk) {
   EXPECT_EQ(book.in_flight("w1"), 2u);
   auto lost = book.worker_lost("w1");
   ASSERT_EQ(lost.size(), 2u);
-  for (const auto& l : lost) EXPECT_EQ(l.resubmit, l.rid == quiet.rid) << l.rid;
+  for (const auto& l : lost) EXPECT_EQ(l.resubmit, l.rid == quiet.rid) << l.rid.value();
   EXPECT_EQ(book.in_flight("w1"), 0u);
   EXPECT_EQ(book.in_flight("w2"), 1u);
   EXPECT_EQ(quiet.request.prompt, "Once upon a time") << "kept for the resubmission";
@@ -69,19 +71,19 @@ TEST(routed_requests, a_cancel_without_a_worker_rid_waits_for_the_accepted) {
   ASSERT_TRUE(now.has_value());
   EXPECT_EQ(now->first, "w1");
   EXPECT_EQ(now->second, 42u);
-  EXPECT_FALSE(book.cancel(999, finish_reason::cancelled).has_value()) << "unknown rids are ignored";
+  EXPECT_FALSE(book.cancel(routed_request_id(999), finish_reason::cancelled).has_value()) << "unknown rids are ignored";
 }
 
 TEST(routed_requests, a_detached_request_starts_a_new_attempt_elsewhere) {
   routed_requests<int> book;
   auto& e = book.open(req("a"), 1);
-  const std::string k1 = book.assign(e, "draining");
+  const route_key k1 = book.assign(e, "draining");
   book.accepted(e, 5);
   book.detach(e);
   EXPECT_EQ(book.in_flight("draining"), 0u);
   EXPECT_EQ(book.find_key(k1), nullptr);
   EXPECT_FALSE(book.cancel(e.rid, finish_reason::cancelled).has_value()) << "no worker rid until the next accepted";
-  const std::string k2 = book.assign(e, "other");
+  const route_key k2 = book.assign(e, "other");
   EXPECT_EQ(book.find_key(k2), &e);
   EXPECT_EQ(book.in_flight("other"), 1u);
   EXPECT_EQ(book.accepted(e, 9), finish_reason::cancelled) << "the cancel made in between is delivered";
@@ -94,8 +96,8 @@ TEST(routed_requests, close_ends_a_request_and_its_load) {
   EXPECT_NE(a.rid, b.rid);
   book.assign(a, "w1");
   book.assign(b, "w1");
-  const uint64_t rid = a.rid;
-  const std::string key = routed_requests<int>::key_of(a);
+  const routed_request_id rid = a.rid;
+  const route_key key = routed_requests<int>::key_of(a);
   book.close(rid);
   EXPECT_EQ(book.find(rid), nullptr);
   EXPECT_EQ(book.find_key(key), nullptr);
@@ -104,6 +106,33 @@ TEST(routed_requests, close_ends_a_request_and_its_load) {
   book.close(rid);  // twice: nothing
   EXPECT_EQ(book.size(), 1u);
 }
+
+TEST(routed_requests, a_key_parses_back_to_its_request_and_attempt) {
+  routed_requests<int> book;
+  book.open(req("a"), 1);
+  auto& e = book.open(req("b"), 1);
+  book.assign(e, "w1");
+  book.assign(e, "w2");
+  const route_key key = routed_requests<int>::key_of(e);
+  EXPECT_EQ(key.str(), "r2.2");
+  const auto back = parse_routed_key(key);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->rid, e.rid);
+  EXPECT_EQ(back->attempt, 2u);
+  EXPECT_EQ(e.rid.gateway_rid(), 2u) << "the gateway sees the router's id as the request's rid";
+  EXPECT_EQ(routed_request_id::of_gateway_rid(e.rid.gateway_rid()), e.rid);
+  // A client's own id or a gateway's key is not one of the router's keys.
+  for (const char* other : {"g17", "a", "r2", "r2.x", "r2.99999999999"})
+    EXPECT_FALSE(parse_routed_key(route_key(other)).has_value()) << other;
+}
+
+// The router's id, an engine request_id, a route key and a client id are
+// different things: none converts into another implicitly.
+static_assert(!std::is_convertible<routed_request_id, request_id>::value, "");
+static_assert(!std::is_convertible<request_id, routed_request_id>::value, "");
+static_assert(!std::is_convertible<route_key, std::string>::value, "");
+static_assert(!std::is_convertible<std::string, route_key>::value, "");
+static_assert(!std::is_convertible<const char*, route_key>::value, "");
 
 TEST(cluster_stats, sums_counts_pools_the_hit_rate_and_weights_the_means) {
   engine_stats a, b;

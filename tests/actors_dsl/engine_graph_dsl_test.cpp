@@ -56,13 +56,13 @@ struct exec_script {
   int32_t block_size = 16;
   bool hold = false;            // keep replies until (ready_atom)
   uint32_t fail_next = 0;       // set by (fail_atom, n)
-  std::set<uint64_t> open;      // samplers the scheduler opened and has not closed
-  std::set<uint64_t> ever_opened;
+  std::set<request_id> open;    // samplers the scheduler opened and has not closed
+  std::set<request_id> ever_opened;
   uint64_t steps = 0, failed_steps = 0;
   std::vector<std::string> violations;  // contract breaches seen by the fake
   std::vector<std::pair<caf::typed_response_promise<engine_step_result>, engine_step_result>> held;
 
-  int32_t token_at(uint64_t rid, int32_t pos) const {
+  int32_t token_at(request_id rid, int32_t pos) const {
     return vocab[static_cast<size_t>((rid * 7919u + static_cast<uint64_t>(pos) * 104729u) % vocab.size())];
   }
 };
@@ -102,7 +102,7 @@ caf::behavior fake_executor(caf::event_based_actor* self, std::shared_ptr<exec_s
       },
       [s](fail_atom, uint32_t n) { s->fail_next += n; },
       // Closes the scheduler sends when idle (no step to carry them).
-      [s](cancel_atom, uint64_t rid) {
+      [s](cancel_atom, request_id rid) {
         if (!s->open.erase(rid)) s->violations.push_back("closed rid " + std::to_string(rid) + " was not open");
       },
       [s](ready_atom) {
@@ -120,7 +120,7 @@ enum class ev { accepted, chunk, finished, rejected };
 
 struct sink_event {
   ev kind = ev::accepted;
-  uint64_t rid = 0;
+  request_id rid = 0;
   std::string client_id;
   std::string text;
   std::vector<int32_t> ids;
@@ -179,7 +179,7 @@ request_sink_actor::behavior_type recording_sink(request_sink_actor::pointer, st
 // then chunks, then exactly one finished and nothing after it.
 struct request_view {
   std::string problem;  // empty when the sequence of events is well formed
-  uint64_t rid = 0;
+  request_id rid = 0;
   uint32_t prompt_tokens = 0, completion_tokens = 0;
   size_t n_accepted = 0, n_chunks = 0, n_finished = 0, n_rejected = 0;
   std::string text;          // chunks + finished
@@ -408,7 +408,7 @@ CAF_TEST(valid submit flows intake to session to scheduler to executor and back)
   // session has said accepted first and frees its admission slot.
   expect((session_update), from(scheduler).to(session));
   expect((request_accepted), from(session).to(sink));
-  expect((dequeued_atom, uint64_t, uint32_t), from(session).to(intake));
+  expect((dequeued_atom, request_id, uint32_t), from(session).to(intake));
   // The executor gets the sampler, then the step.
   expect((sequence_open), from(scheduler).to(exec));
   expect((engine_step), from(scheduler).to(exec));
@@ -578,7 +578,7 @@ CAF_TEST(events of concurrent requests arrive in order per request) {
   auto s = stats();
   CAF_CHECK_GREATER(s.step_seqs_max, 1u);  // they shared steps
   CAF_CHECK_EQUAL(finished_by(s, finish_reason::length), prompts.size());
-  std::set<uint64_t> rids;
+  std::set<request_id> rids;
   for (size_t i = 0; i < prompts.size(); ++i) rids.insert(view_of(*log, "r" + std::to_string(i)).rid);
   CAF_CHECK_EQUAL(rids.size(), prompts.size());
   check_idle();

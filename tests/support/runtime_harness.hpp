@@ -163,7 +163,7 @@ class runtime_fixture {
   caf::actor_system& sys() { return sys_; }
 
   void submit(generation_request req) { caf::anon_send(rt_->intake(), submit_atom_v, std::move(req), sink_); }
-  void cancel(uint64_t rid) { caf::anon_send(rt_->intake(), cancel_atom_v, rid, finish_reason::cancelled); }
+  void cancel(request_id rid) { caf::anon_send(rt_->intake(), cancel_atom_v, rid, finish_reason::cancelled); }
   engine_stats stats() {
     caf::scoped_actor self{sys_};
     engine_stats out;
