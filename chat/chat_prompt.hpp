@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex {

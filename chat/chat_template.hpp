@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/jinja_interpreter.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

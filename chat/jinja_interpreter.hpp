@@ -11,7 +11,7 @@
 
 #include "chat/jinja_parser.hpp"
 #include "chat/jinja_value.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::chat {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::chat {
 

@@ -9,7 +9,7 @@
 
 #include "chat/jinja_ast.hpp"
 #include "chat/jinja_lexer.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::chat {
 

@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_output.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::chat {
 

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

@@ -28,7 +28,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 namespace schema_parts {

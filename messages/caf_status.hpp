@@ -1,4 +1,4 @@
-// The one conversion between plain code's errors (status, model/status.hpp)
+// The one conversion between plain code's errors (status, base/status.hpp)
 // and caf::error, used where an error crosses an actor boundary: a request
 // handler's error reply, or an error arriving in a request's error handler.
 #pragma once
@@ -6,7 +6,7 @@
 #include <caf/error.hpp>
 
 #include "messages/type_ids.hpp"  // CAF_ERROR_CODE_ENUM(cortex::errc, "cortex")
-#include "model/status.hpp"
+#include "base/status.hpp"
 
 namespace cortex {
 

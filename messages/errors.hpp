@@ -1,5 +1,5 @@
 // The project's error vocabulary on the wire side: the codes (errc, defined
-// with status in model/status.hpp so CAF-free model code uses the same
+// with status in base/status.hpp so CAF-free model code uses the same
 // codes) as protocol.md numbers and names them, and error_report, an error
 // as it travels to a client. Actors carry errc as caf::error
 // (messages/type_ids.hpp).
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/status.hpp"  // errc, status: CAF-free, shared with model/
+#include "base/status.hpp"  // errc, status: CAF-free, shared with model/
 
 namespace cortex {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/tensor_table.hpp"

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/forward.hpp"
 #include "model/single_sequence.hpp"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels/ggml_type.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::gguf {
 

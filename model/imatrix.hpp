@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::quantize {
 

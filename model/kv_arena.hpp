@@ -27,7 +27,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/kv_type.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/kv_groups.hpp"
 #include "model/model.hpp"
 

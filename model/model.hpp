@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/matmul.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/weights.hpp"

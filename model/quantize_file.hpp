@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/gguf.hpp"
 #include "model/imatrix.hpp"
 #include "model/quantize_plan.hpp"

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "kernels/ggml_type.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/gguf.hpp"
 
 namespace cortex::quantize {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/model.hpp"
 
 namespace cortex {

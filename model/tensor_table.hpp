@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/gguf.hpp"
 #include "model/weights.hpp"
 

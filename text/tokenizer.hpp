@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/gguf.hpp"
 #include "text/vocab.hpp"
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/gguf.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/string_map.hpp"

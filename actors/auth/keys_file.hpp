@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::auth {
 

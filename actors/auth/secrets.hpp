@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::auth {
 

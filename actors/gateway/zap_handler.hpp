@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

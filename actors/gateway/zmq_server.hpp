@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "actors/gateway/zap_handler.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

@@ -25,7 +25,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/gateway.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

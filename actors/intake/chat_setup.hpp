@@ -11,7 +11,7 @@
 #include "messages/request.hpp"
 #include "chat/chat_template.hpp"
 #include "chat/tool_format.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/model.hpp"
 
 namespace cortex {

@@ -34,7 +34,7 @@
 
 #include "actors/kv_cache/block_pool.hpp"
 #include "messages/request.hpp"  // request_id
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/kv_groups.hpp"  // kv_block_released
 
 namespace cortex {

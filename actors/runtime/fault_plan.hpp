@@ -29,7 +29,7 @@
 #include <string>
 
 #include "messages/request.hpp"  // request_id
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

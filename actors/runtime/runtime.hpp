@@ -16,7 +16,7 @@
 
 #include "actors/runtime/runtime_config.hpp"
 #include "messages/actors.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 #include "model/model.hpp"
 
 namespace cortex {

@@ -10,7 +10,7 @@
 
 #include "actors/runtime/fault_plan.hpp"
 #include "kernels/kv_type.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

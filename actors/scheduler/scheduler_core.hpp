@@ -41,7 +41,7 @@
 #include "actors/scheduler/sequence.hpp"
 #include "actors/scheduler/sched_plan.hpp"
 #include "actors/scheduler/step_cost_model.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

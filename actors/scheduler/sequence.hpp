@@ -9,7 +9,7 @@
 #include "actors/scheduler/prompt_lookup.hpp"
 #include "actors/scheduler/draft_governor.hpp"
 #include "messages/request.hpp"  // finish_reason: the vocabulary sessions report
-#include "model/status.hpp"
+#include "base/status.hpp"
 
 namespace cortex {
 

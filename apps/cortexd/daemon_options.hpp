@@ -10,7 +10,7 @@
 #include "actors/http_gateway/http_server.hpp"
 #include "actors/runtime/runtime_config.hpp"
 #include "apps/common/args.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex {
 

@@ -18,7 +18,7 @@
 
 #include "bench/load/completion_stream_reader.hpp"
 #include "bench/load/load_run.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::load {
 

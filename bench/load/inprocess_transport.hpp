@@ -8,7 +8,7 @@
 
 #include "actors/runtime/runtime_config.hpp"
 #include "bench/load/load_run.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::load {
 

@@ -8,7 +8,7 @@
 
 #include "apps/common/curve_keys.hpp"
 #include "bench/load/load_run.hpp"
-#include "model/expected.hpp"
+#include "base/expected.hpp"
 
 namespace cortex::load {
 

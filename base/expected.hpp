@@ -1,13 +1,13 @@
-// A value or an error (model/status.hpp: code and message), for plain code.
-// Functions that can fail on outside input return expected<T>; nothing in
-// model/ throws across its API.
+// A value or an error (base/status.hpp: code and message), for plain code.
+// Functions that can fail on outside input return expected<T>; nothing
+// below actors/ throws across its API.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <variant>
 
-#include "model/status.hpp"
+#include "base/status.hpp"
 
 namespace cortex {
 

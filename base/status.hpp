@@ -1,16 +1,17 @@
 // The project's error vocabulary for plain code: an error code (`errc`, the
 // codes of protocol.md) and a message saying what is wrong and, where
 // possible, what to fix. Errors are values: functions that can fail on
-// outside input return status (or expected<T>, model/expected.hpp); nothing
+// outside input return status (or expected<T>, base/expected.hpp); nothing
 // throws across an API.
 //
-// Why here: model/ is the lowest layer whose functions fail on outside input
-// (GGUF files, tokenizer metadata), and it must stay CAF-free; messages/
-// (errors.hpp: wire codes and names, error_report; type_ids.hpp: errc
-// registered as caf::error; caf_status.hpp: the one status <-> caf::error
-// conversion) and every actor include this header, so one code travels
-// unchanged from a model function to a client. It includes only the
-// standard library, so model/ stays CAF-free and depends on nothing above it.
+// Why here: base/ is below every folder that can fail (model/, text/,
+// chat/, grammar/, messages/, the sockets and the auth file reader), so each
+// includes it without including model/ (design.md's layering, checked by
+// tests/docs/include_layers.py); messages/ (errors.hpp: wire codes and
+// names, error_report; type_ids.hpp: errc registered as caf::error;
+// caf_status.hpp: the one status <-> caf::error conversion) and every actor
+// include it, so one code travels unchanged from a model function to a
+// client. It includes only the standard library.
 #pragma once
 
 #include <cstdint>
