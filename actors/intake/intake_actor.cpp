@@ -7,7 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/session/session_actor.hpp"
+#include "messages/session_start.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex {
@@ -18,6 +18,7 @@ struct intake_state {
   std::shared_ptr<const model> mdl;
   scheduler_actor sched;
   std::unique_ptr<intake_core> core;
+  session_spawner spawn_session;
   request_id fault_session_crash_rid = 0;  // injected fault; 0: off (rids start at 1)
   static inline const char* name = "cortex.intake";
 };
@@ -73,16 +74,17 @@ void start(self_ptr self, intake_admission& a, request_sink_actor sink) {
   scfg.fault_crash = a.rid == st.fault_session_crash_rid;
   const std::string client_id = scfg.request.client_id;
   session_links links{std::move(sink), st.sched, caf::actor_cast<intake_actor>(self), std::move(a.ticket)};
-  auto session = spawn_session(self, st.mdl->tokenizer(), std::move(scfg), a.queue_pos, links);
+  auto session = st.spawn_session(self, st.mdl->tokenizer(), std::move(scfg), a.queue_pos, links);
   guard_session(session, links, a.rid, client_id, a.n_tokens_prompt);
   self->send(st.sched, admit_atom_v, std::move(a.sequence), std::move(session));
 }
 
 intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model> m, scheduler_actor sched,
-                                      intake_config cfg) {
+                                      intake_config cfg, session_spawner spawn) {
   auto& st = self->state;
   st.mdl = std::move(m);
   st.sched = std::move(sched);
+  st.spawn_session = std::move(spawn);
   st.fault_session_crash_rid = cfg.fault_session_crash_rid;
   st.core = std::make_unique<intake_core>(cfg, st.mdl->tokenizer());
   return {
@@ -107,8 +109,8 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
 }  // namespace
 
 intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const model> m, scheduler_actor sched,
-                          const intake_config& cfg) {
-  return sys.spawn(intake_fn, std::move(m), std::move(sched), cfg);
+                          const intake_config& cfg, session_spawner spawn) {
+  return sys.spawn(intake_fn, std::move(m), std::move(sched), cfg, std::move(spawn));
 }
 
 }  // namespace cortex

@@ -13,6 +13,7 @@
 #include "actors/executor/executor_actor.hpp"
 #include "actors/intake/intake_actor.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
+#include "actors/session/session_actor.hpp"
 #include "model/kv_arena.hpp"
 
 namespace cortex {
@@ -135,7 +136,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ic.access = c.access;
   ic.fault_session_crash_rid = c.faults.session_crash_rid;
   if (c.faults.any()) spdlog::warn("fault injection is on (tests only): see actors/runtime/fault_plan.hpp");
-  rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic);
+  rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic, spawn_session);
   spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({} KV, {} bytes per token, {:.0f} MiB), context {} per request",
                rt->model_->name(), rt->model_->quant_name(), threads, rt->kv_blocks_, c.block_size,
                kernels::kv_type_name(c.kv_type), kv_bytes_per_token,

@@ -11,24 +11,12 @@
 #include "actors/auth/access_policy.hpp"
 #include "actors/session/session_core.hpp"
 #include "messages/actors.hpp"
+#include "messages/session_start.hpp"
 
 namespace cortex {
 
-struct session_links {
-  request_sink_actor sink;
-  scheduler_actor scheduler;  // told when the session ends a request itself
-  intake_actor intake;        // told when the request leaves the waiting queue
-  // The request's hold on its API key (access control on), finished with
-  // the completion tokens at the terminal event; released at the latest
-  // when the session is destroyed. Null: access control off.
-  std::shared_ptr<auth::admission_ticket> ticket;
-  // Set once the request has left the waiting queue (its admission slot
-  // released), by whoever releases it first: the session, or intake's
-  // guard when the session dies before (intake_actor.cpp). Never null.
-  std::shared_ptr<std::atomic<bool>> dequeued = std::make_shared<std::atomic<bool>>(false);
-};
-
-// Spawned by intake. `tok` must outlive the actor (the runtime's model).
+// Spawned by intake (through the session_spawner the runtime gives it).
+// `tok` must outlive the actor (the runtime's model).
 // Sends `accepted` at once.
 session_actor spawn_session(caf::local_actor* parent, const tokenizer& tok, session_config cfg, uint32_t queue_pos,
                             session_links links);

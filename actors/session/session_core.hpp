@@ -55,6 +55,7 @@
 #include "chat/output_parser.hpp"
 #include "messages/engine.hpp"
 #include "messages/request.hpp"
+#include "messages/session_config.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex {
@@ -64,15 +65,6 @@ const char* session_state_name(session_state s);
 
 // Milliseconds on a monotonic clock. Injected so tests are deterministic.
 using session_clock = std::function<double()>;
-
-struct session_config {
-  request_id rid = 0;
-  // Validated by intake. REQUIRES: params.max_tokens >= 1, already capped to
-  // the context; stop strings valid UTF-8.
-  generation_request request;
-  uint32_t n_tokens_prompt = 0;  // length of the tokenized prompt (BOS included)
-  bool fault_crash = false;      // injected fault (fault_plan.hpp): the session actor throws on its first update
-};
 
 // What one call produced, for the actor to send in this order.
 struct session_events {

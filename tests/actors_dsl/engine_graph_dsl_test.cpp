@@ -26,6 +26,7 @@
 #include "actors/intake/intake_actor.hpp"
 #include "actors/runtime/runtime.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
+#include "actors/session/session_actor.hpp"
 #include "messages/actors.hpp"
 #include "model/model.hpp"
 #include "text/tokenizer.hpp"
@@ -293,7 +294,7 @@ struct fixture : test_coordinator_fixture<dsl_config> {
     ic.max_waiting = max_waiting;
     ic.limits.n_vocab = mdl->tokenizer().n_vocab();
     ic.seed = 1;
-    intake = spawn_intake(sys, mdl, scheduler, ic);
+    intake = spawn_intake(sys, mdl, scheduler, ic, spawn_session);
     sink = sys.spawn(recording_sink, log);
     run();
   }

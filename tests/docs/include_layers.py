@@ -10,6 +10,8 @@ the source tree (CTest: include_layers). Dependencies point one way:
 - model/, text/, chat/, grammar/ and kernels/ know neither CAF nor ZeroMQ,
   nor messages/, actors/ or apps/;
 - messages/ includes neither actors/ nor apps/; actors/ never apps/;
+- actors never include each other: no actors/X file includes another
+  folder's *_actor.hpp, except actors/runtime, which wires the graph;
 - no file outside model/ includes model/, except apps/, actors/executor,
   actors/runtime and the tools (bench/, tests/), and the known places listed
   in MODEL_INCLUDES_TO_MOVE, each with what it still needs: the list may
@@ -93,6 +95,9 @@ def violations(root):
                         out.append(where + ": messages/ includes neither actors/ nor apps/")
                     if top == "actors" and folder == "apps":
                         out.append(where + ": actors/ never includes apps/")
+                    if (top == "actors" and folder == "actors" and inc.endswith("_actor.hpp")
+                            and inc.split("/")[1] != rel.split("/")[1] and not rel.startswith("actors/runtime/")):
+                        out.append(where + ": actors never include each other (messages/ carries what they share)")
                     if folder == "model" and not model_include_allowed(rel, inc):
                         out.append(where + ": only model/, apps/, actors/executor, actors/runtime and the tools "
                                    "include model/ (tests/docs/include_layers.py lists the places still to move)")
