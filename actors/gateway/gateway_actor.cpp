@@ -36,7 +36,7 @@ class wire_port final : public gateway_port<wire_route> {
   zmq_server* server = nullptr;
   intake_actor intake;
   std::function<void(request_id, finish_reason)> send_cancel;
-  std::shared_ptr<http::metrics_registry> metrics;
+  std::shared_ptr<metrics_registry> metrics;
   std::shared_ptr<auth::refusal_log> refusals;  // access control on
 
   void post(const std::string& peer, bool delimiter, const wire::wire_bytes& bytes) {

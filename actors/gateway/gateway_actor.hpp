@@ -19,9 +19,7 @@
 
 namespace cortex {
 
-namespace http {
 class metrics_registry;
-}
 namespace auth {
 class access_policy;
 class refusal_log;
@@ -29,7 +27,7 @@ class refusal_log;
 
 struct gateway_config {
   gateway_core_limits core;  // slow-reader backlog
-  std::shared_ptr<http::metrics_registry> metrics;  // shared with the HTTP gateway's /metrics; may be null
+  std::shared_ptr<metrics_registry> metrics;  // shared with the HTTP gateway's /metrics; may be null
   // Access control (auth.md): each submit belongs to the key its CURVE
   // connection was bound to, or (no CURVE) the key its `auth` field names;
   // 401 otherwise. Null: off.

@@ -1,6 +1,6 @@
 #include "actors/gateway_core/metrics_registry.hpp"
 
-namespace cortex::http {
+namespace cortex {
 
 namespace {
 
@@ -199,4 +199,4 @@ std::string metrics_registry::render() const {
   return w.text();
 }
 
-}  // namespace cortex::http
+}  // namespace cortex

@@ -49,7 +49,7 @@
 #include "actors/gateway_core/prometheus_text.hpp"
 #include "messages/request.hpp"
 
-namespace cortex::http {
+namespace cortex {
 
 class metrics_registry {
  public:
@@ -135,4 +135,4 @@ class metrics_registry {
   histogram ttft_, itl_, duration_, queue_, step_duration_, step_batch_tokens_;
 };
 
-}  // namespace cortex::http
+}  // namespace cortex

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace cortex::http {
+namespace cortex {
 
 std::string prometheus_number(double v) {
   if (std::isnan(v)) return "NaN";
@@ -83,4 +83,4 @@ void histogram::write(prometheus_writer& w, std::string_view name, const label_s
   w.sample(base + "_count", labels, static_cast<double>(count_));
 }
 
-}  // namespace cortex::http
+}  // namespace cortex

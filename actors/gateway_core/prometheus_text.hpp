@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace cortex::http {
+namespace cortex {
 
 // Label pairs in the order written: {{"endpoint", "chat_completions"}, ...}.
 using label_set = std::vector<std::pair<std::string, std::string>>;
@@ -64,4 +64,4 @@ class histogram {
   double sum_ = 0;
 };
 
-}  // namespace cortex::http
+}  // namespace cortex

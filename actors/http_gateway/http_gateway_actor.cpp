@@ -313,9 +313,9 @@ void handle_metrics(self_ptr self, uint64_t conn) {
       reg->set_kernel_isa(e->kernel_isa);
       reg->set_kv_bytes(static_cast<double>(e->kv_bytes_used), static_cast<double>(e->kv_bytes_full),
                         static_cast<double>(e->kv_bytes_total));
-      std::vector<http::metrics_registry::kv_group_gauges> groups;
+      std::vector<metrics_registry::kv_group_gauges> groups;
       for (size_t g = 0; g < e->kv_group_windows.size(); ++g) {
-        http::metrics_registry::kv_group_gauges gg;
+        metrics_registry::kv_group_gauges gg;
         gg.window = e->kv_group_windows[g];
         if (g < e->kv_group_blocks_used.size()) gg.blocks_used = e->kv_group_blocks_used[g];
         if (g < e->kv_group_blocks_released.size()) gg.blocks_released = e->kv_group_blocks_released[g];

@@ -21,9 +21,7 @@
 
 namespace cortex {
 
-namespace http {
 class metrics_registry;
-}
 namespace auth {
 class access_policy;
 }
@@ -38,10 +36,10 @@ struct http_model_hooks {
 struct http_gateway_config {
   gateway_core_limits core;
   std::shared_ptr<http_model_hooks> hooks;  // REQUIRED
-  std::shared_ptr<http::metrics_registry> metrics;  // shared with the other gateways; null: /metrics answers 501
+  std::shared_ptr<metrics_registry> metrics;  // shared with the other gateways; null: /metrics answers 501
   // Called before each /metrics answer (e.g. cortexd sets the ZeroMQ
   // connection gauge); may be empty.
-  std::function<void(http::metrics_registry&)> before_scrape;
+  std::function<void(metrics_registry&)> before_scrape;
   // Access control (auth.md): every /v1 request needs `Authorization:
   // Bearer <key>` (checked on the head, before the body is read); /health/*
   // stay open, /metrics too unless auth_metrics. Null: off.

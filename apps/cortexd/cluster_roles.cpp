@@ -46,7 +46,7 @@ expected<worker_actor> publish_worker(caf::actor_system& sys, const daemon_optio
 cluster_intake_actor start_router(caf::actor_system& sys, const daemon_options& o,
                                   std::function<void(const intake_actor&, const model_info&)> ready,
                                   std::function<void(bool)> serving,
-                                  std::shared_ptr<http::metrics_registry> metrics) {
+                                  std::shared_ptr<metrics_registry> metrics) {
   cluster_intake_config c;
   c.workers = o.workers;
   c.routing = o.routing;
@@ -60,7 +60,7 @@ cluster_intake_actor start_router(caf::actor_system& sys, const daemon_options& 
   c.on_workers = [metrics](const std::vector<cluster_worker_view>& views, uint64_t followed, uint64_t overridden) {
     metrics->set_affinity_picks(followed, overridden);
     for (const auto& v : views) {
-      http::metrics_registry::worker_gauges g;
+      metrics_registry::worker_gauges g;
       g.up = v.up;
       g.running = v.stats.running;
       g.waiting = v.stats.waiting;

@@ -34,6 +34,6 @@ expected<worker_actor> publish_worker(caf::actor_system& sys, const daemon_optio
 cluster_intake_actor start_router(caf::actor_system& sys, const daemon_options& o,
                                   std::function<void(const intake_actor&, const model_info&)> ready,
                                   std::function<void(bool)> serving,
-                                  std::shared_ptr<http::metrics_registry> metrics);
+                                  std::shared_ptr<metrics_registry> metrics);
 
 }  // namespace cortex

@@ -104,7 +104,7 @@ void reload_workers(const cortex::daemon_options& opts, const cortex::cluster_in
 // admits the curve_public keys of the keys file (auth.md), binding each
 // connection to its key id; refused handshakes are counted and logged.
 cortex::status setup_curve(cortex::daemon_options& opts, const std::shared_ptr<cortex::auth::access_policy>& access,
-                           const std::shared_ptr<cortex::http::metrics_registry>& metrics,
+                           const std::shared_ptr<cortex::metrics_registry>& metrics,
                            const std::shared_ptr<cortex::auth::refusal_log>& refusals) {
   std::string key, error;
   if (!cortex::cli::read_curve_key_file(opts.curve_secret_key_path, key, error))
@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
-  auto metrics = std::make_shared<cortex::http::metrics_registry>();
+  auto metrics = std::make_shared<cortex::metrics_registry>();
   auto zmq_refusals = std::make_shared<cortex::auth::refusal_log>("zmq");  // the ZAP handler's and the gateway's
   if (!opts.curve_secret_key_path.empty()) {
     if (cortex::status s = setup_curve(opts, access, metrics, zmq_refusals); !s) {
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
     hcfg.access = access;
     hcfg.auth_metrics = opts.auth_metrics;
     cortex::zmq_server* zmq = server->get();
-    hcfg.before_scrape = [zmq](cortex::http::metrics_registry& r) { r.set_connections("zmq", static_cast<double>(zmq->n_peers())); };
+    hcfg.before_scrape = [zmq](cortex::metrics_registry& r) { r.set_connections("zmq", static_cast<double>(zmq->n_peers())); };
     gateways.push_back(cortex::spawn_http_gateway(sys, *http, hcfg));
     spdlog::info("listening on {} and http://{} (health: starting)", (*server)->endpoint(), http->address());
   } else {

@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-namespace cortex::http {
+namespace cortex {
 namespace {
 
 using nlohmann::json;
@@ -218,4 +218,4 @@ TEST(MetricsRegistry, NoTokenNoTimeToFirstToken) {
 }
 
 }  // namespace
-}  // namespace cortex::http
+}  // namespace cortex

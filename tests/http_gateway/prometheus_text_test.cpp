@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-namespace cortex::http {
+namespace cortex {
 namespace {
 
 TEST(PrometheusText, Numbers) {
@@ -67,4 +67,4 @@ TEST(PrometheusText, EmptyHistogram) {
 }
 
 }  // namespace
-}  // namespace cortex::http
+}  // namespace cortex
