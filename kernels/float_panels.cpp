@@ -16,14 +16,11 @@ namespace {
 
 constexpr int panel_rows = 16;
 
-// Weight (r, c) of w as a float.
-float weight_at(const weight_view& w, int64_t r, int64_t c) {
+// Weight (r, c) of a bf16 or f32 w as a float (f16 panels keep the bits).
+float wide_weight_at(const weight_view& w, int64_t r, int64_t c) {
   const uint8_t* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_bytes;
-  switch (w.type) {
-    case ggml_type::f16: return fp16_to_fp32(reinterpret_cast<const uint16_t*>(row)[c]);
-    case ggml_type::bf16: return bf16_to_fp32(reinterpret_cast<const uint16_t*>(row)[c]);
-    default: return reinterpret_cast<const float*>(row)[c];
-  }
+  if (w.type == ggml_type::bf16) return bf16_to_fp32(reinterpret_cast<const uint16_t*>(row)[c]);
+  return reinterpret_cast<const float*>(row)[c];
 }
 
 // x rounded as llama.cpp rounds activations for the weight type, into
@@ -64,8 +61,8 @@ float_panels pack_float_panels(const weight_view& w, thread_pool& pool) {
   p.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
   const int64_t n_panels = p.n_panels();
   const bool half = p.half();
-  pool.parallel_for(static_cast<int>(std::min<int64_t>(n_panels, 4 * pool.size())), [&](int task, int) {
-    const int n_tasks = static_cast<int>(std::min<int64_t>(n_panels, 4 * pool.size()));
+  const int n_tasks = static_cast<int>(std::min<int64_t>(n_panels, 4 * pool.size()));
+  pool.parallel_for(n_tasks, [&](int task, int) {
     for (int64_t q = n_panels * task / n_tasks; q < n_panels * (task + 1) / n_tasks; ++q) {
       uint8_t* panel = p.data_.get() + static_cast<size_t>(q) * p.panel_bytes();
       for (int64_t c = 0; c < w.cols; ++c) {
@@ -78,7 +75,7 @@ float_panels pack_float_panels(const weight_view& w, thread_pool& pool) {
                                           : uint16_t{0};
             std::memcpy(panel + at * 2, &h, 2);
           } else {
-            const float v = r < w.rows ? weight_at(w, r, c) : 0.0f;
+            const float v = r < w.rows ? wide_weight_at(w, r, c) : 0.0f;
             std::memcpy(panel + at * 4, &v, 4);
           }
         }

@@ -6,7 +6,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -137,49 +136,33 @@ void for_each_half_panel_tile(int64_t p0, int64_t p1, int n_tokens, const Tile& 
   }
 }
 
-// Calls tile.run<nr, nt>(r, t) over rows [r0, r1) x tokens [t0, t1):
+// Calls tile.run<nr, nt>(r, t) over rows [r0, r1) x tokens [0, n_tokens):
 // NR x NT tiles, NR x 1 for leftover tokens, then single rows at the end.
 template <int NR, int NT, class Tile>
-void for_each_tile(int64_t r0, int64_t r1, int t0, int t1, const Tile& tile) {
+void for_each_tile(int64_t r0, int64_t r1, int n_tokens, const Tile& tile) {
   int64_t r = r0;
   for (; r + NR <= r1; r += NR) {
-    int t = t0;
-    for (; t + NT <= t1; t += NT) tile.template run<NR, NT>(r, t);
-    for (; t < t1; ++t) tile.template run<NR, 1>(r, t);
+    int t = 0;
+    for (; t + NT <= n_tokens; t += NT) tile.template run<NR, NT>(r, t);
+    for (; t < n_tokens; ++t) tile.template run<NR, 1>(r, t);
   }
   for (; r < r1; ++r) {
-    int t = t0;
-    for (; t + NT <= t1; t += NT) tile.template run<1, NT>(r, t);
-    for (; t < t1; ++t) tile.template run<1, 1>(r, t);
+    int t = 0;
+    for (; t + NT <= n_tokens; t += NT) tile.template run<1, NT>(r, t);
+    for (; t < n_tokens; ++t) tile.template run<1, 1>(r, t);
   }
-}
-
-// Tokens per pass over the rows: as many as fit in about 128 KiB of
-// activations (a multiple of NT, at least NT). Every pass reads its tokens
-// from L2 once per NR rows, and the NR rows' weights stay in L1 across the
-// pass; without passes, each group of NR rows would read the whole batch's
-// activations (megabytes for an encoder batch) from L3. Each output is
-// still one tile's dot, so the results do not depend on the passes.
-template <int NT>
-int tokens_per_pass(const quantized_x& x) {
-  constexpr size_t budget = 128 * 1024;
-  const size_t per_token = x.stride > 0 ? x.stride : 1;
-  const size_t n = budget / per_token / NT * NT;
-  return static_cast<int>(n < static_cast<size_t>(NT) ? NT : n > 4096 ? 4096 : n);
 }
 
 // A matmul_rows_fn from a tile type {w, x, y} with run<nr, nt>(r, t):
-// DecodeNR x 1 tiles for one token, NR x NT tiles for batches, in passes of
-// tokens_per_pass tokens.
+// DecodeNR x 1 tiles for one token, NR x NT tiles for batches.
 template <class Tile, int DecodeNR, int NR, int NT>
 void tiled_rows(const weight_view& w, const quantized_x& x, int n_tokens, float* y, int64_t r0, int64_t r1) {
   const Tile tile{w, x, y};
   if (n_tokens == 1) {
-    for_each_tile<DecodeNR, 1>(r0, r1, 0, 1, tile);
-    return;
+    for_each_tile<DecodeNR, 1>(r0, r1, n_tokens, tile);
+  } else {
+    for_each_tile<NR, NT>(r0, r1, n_tokens, tile);
   }
-  const int pass = tokens_per_pass<NT>(x);
-  for (int t0 = 0; t0 < n_tokens; t0 += pass) for_each_tile<NR, NT>(r0, r1, t0, std::min(n_tokens, t0 + pass), tile);
 }
 
 }  // namespace
