@@ -11,6 +11,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/auth/access_policy.hpp"
+
 namespace cortex {
 
 namespace {

@@ -3,12 +3,8 @@
 // All of a request's events come from this one actor, so they arrive in order.
 #pragma once
 
-#include <atomic>
-#include <memory>
-
 #include <caf/fwd.hpp>
 
-#include "actors/auth/access_policy.hpp"
 #include "actors/session/session_core.hpp"
 #include "messages/actors.hpp"
 #include "messages/session_start.hpp"
