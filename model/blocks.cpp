@@ -21,7 +21,7 @@ linear_group make_linear_group(const std::vector<const kernels::weight_view*>& p
     linear_unit u;
     u.first = i;
     const auto& w = *parts[static_cast<size_t>(i)];
-    if (all_prefill && kernels::float_panels_supported(w.type)) {
+    if (all_prefill && kernels::float_panels_supported(w.type) && w.rows > 0 && w.cols > 0) {
       u.panels = kernels::pack_float_panels(w, pool);
       f.release_pages(w.data, static_cast<size_t>(w.rows) * w.row_bytes);
       g.units.push_back(std::move(u));
