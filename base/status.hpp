@@ -8,7 +8,7 @@
 // chat/, grammar/, messages/, the sockets and the auth file reader), so each
 // includes it without including model/ (design.md's layering, checked by
 // tests/docs/include_layers.py); messages/ (errors.hpp: wire codes and
-// names, error_report; type_ids.hpp: errc registered as caf::error;
+// names, status; type_ids.hpp: errc registered as caf::error;
 // caf_status.hpp: the one status <-> caf::error conversion) and every actor
 // include it, so one code travels unchanged from a model function to a
 // client. It includes only the standard library.
@@ -21,9 +21,11 @@
 
 namespace cortex {
 
+// The codes of a failure. No code means success: 0 is left unnamed (CAF
+// reads an error enum's 0 as "no error"), and only status::is_ok() looks at
+// it.
 enum class errc : uint8_t {
-  none = 0,
-  malformed,          // 400: not msgpack, not a map, wrong types; a corrupt file
+  malformed = 1,        // 400: not msgpack, not a map, wrong types; a corrupt file
   invalid_param,      // 400: out-of-range values, token id >= vocab
   unknown_type,       // 400: unknown message type
   unknown_model,      // 404
@@ -42,13 +44,22 @@ enum class errc : uint8_t {
   worker_lost         // 503: (router) the worker serving a streaming request died; retryable
 };
 
-// Success (code == errc::none, empty message) or an error with its code.
+// The one error value of the project: success (the default, status::ok()),
+// or a failure with its code, a message that says what is wrong and what to
+// fix, and for retryable codes how long to wait. Plain code returns it (or
+// expected<T>); results carry it as their `error`; the wire, HTTP and
+// actor messages send it as it is (messages/type_ids.hpp). One convention:
+// is_ok() (or its bool), never a comparison of `code`.
 struct status {
-  errc code = errc::none;
-  std::string message;  // empty when ok
+  errc code{};                  // set only on failure
+  std::string message;          // empty when ok
+  uint32_t retry_after_ms = 0;  // a failure with a retryable code: the wait to suggest
+
+  status() = default;
+  status(errc c, std::string m, uint32_t retry_ms = 0) : code(c), message(std::move(m)), retry_after_ms(retry_ms) {}
 
   static status ok() { return {}; }
-  bool is_ok() const { return code == errc::none; }
+  bool is_ok() const { return code == errc{}; }
   explicit operator bool() const { return is_ok(); }
 };
 
@@ -56,7 +67,7 @@ struct status {
 // names the code).
 inline std::ostream& operator<<(std::ostream& os, const status& s) { return os << s.message; }
 
-// An error. REQUIRES: code != errc::none.
+// A failure (status's constructor, named for reading at return sites).
 inline status fail(errc code, std::string message) { return status{code, std::move(message)}; }
 
 }  // namespace cortex

@@ -21,7 +21,7 @@ using request_sink_actor = caf::typed_actor<caf::reacts_to<request_accepted>, ca
 using session_actor = caf::typed_actor<
     caf::reacts_to<session_update>,
     // An end decided outside the session (cancel, shutdown, executor failure).
-    caf::reacts_to<finish_atom, finish_reason, error_report>,
+    caf::reacts_to<finish_atom, finish_reason, status>,
     // Its own deadline timer.
     caf::reacts_to<deadline_atom>>;
 

@@ -4,7 +4,6 @@ namespace cortex {
 
 uint16_t errc_code(errc e) {
   switch (e) {
-    case errc::none: return 0;
     case errc::malformed: case errc::invalid_param: case errc::unknown_type: return 400;
     case errc::unknown_model: return 404;
     case errc::duplicate_id: return 409;
@@ -25,7 +24,6 @@ uint16_t errc_code(errc e) {
 
 const char* errc_name(errc e) {
   switch (e) {
-    case errc::none: return "none";
     case errc::malformed: return "malformed";
     case errc::invalid_param: return "invalid_param";
     case errc::unknown_type: return "unknown_type";

@@ -191,7 +191,7 @@ struct request_finished {
   uint32_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   request_timings timings;
   uint32_t preemptions = 0;
-  error_report error;      // when reason == error
+  status error;      // when reason == error
   std::map<std::string, std::string> tags;
   std::vector<float> embedding;  // (n_embd,) L2-normalized, for request_kind::embed
 };
@@ -199,7 +199,7 @@ struct request_finished {
 // A submit that was rejected before it started (no accepted, no finished).
 struct request_rejected {
   std::string client_id;
-  error_report error;
+  status error;
 };
 
 }  // namespace cortex

@@ -31,12 +31,7 @@ typename Inspector::result_type inspect(Inspector& f, tool_call_delta& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, status& x) {
-  return f(caf::meta::type_name("status"), x.code, x.message);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, error_report& x) {
-  return f(caf::meta::type_name("error_report"), x.code, x.message, x.retry_after_ms);
+  return f(caf::meta::type_name("status"), x.code, x.message, x.retry_after_ms);
 }
 
 template <class Inspector>
@@ -183,7 +178,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cortex, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(cortex, (cortex::engine_step_result))
   CAF_ADD_TYPE_ID(cortex, (cortex::session_update))
   CAF_ADD_TYPE_ID(cortex, (cortex::engine_stats))
-  CAF_ADD_TYPE_ID(cortex, (cortex::error_report))
+  CAF_ADD_TYPE_ID(cortex, (cortex::status))
   CAF_ADD_TYPE_ID(cortex, (cortex::finish_reason))
   CAF_ADD_TYPE_ID(cortex, (cortex::gateway_inbound))
   CAF_ADD_TYPE_ID(cortex, (cortex::http_inbound))

@@ -193,7 +193,7 @@ access_policy::admit_result access_policy::admit(const admission_request& r, boo
   if (st.tokens) st.tokens->take(charge, t);
   ++st.use.running;
   ++st.use.admitted;
-  return {{errc::none, {}, 0},
+  return {status::ok(),
           std::make_shared<admission_ticket>(shared_from_this(), r.key_id, r.prompt_tokens, r.max_tokens, group_open)};
 }
 

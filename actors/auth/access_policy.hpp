@@ -117,7 +117,7 @@ class access_policy : public std::enable_shared_from_this<access_policy> {
   // max_concurrent requests are running). On success the ticket holds the
   // charge (prompt_tokens + max_tokens) and the concurrency slot.
   struct admit_result {
-    error_report error;                       // code none: admitted
+    status error;                       // ok: admitted
     std::shared_ptr<admission_ticket> ticket; // when admitted
   };
   // `group_open`: the request has more members, which join() the ticket.

@@ -17,7 +17,7 @@ std::string_view trim(std::string_view s) {
 credential_check refuse(std::string msg) { return {{}, {errc::unauthenticated, std::move(msg), 0}}; }
 
 credential_check check_secret(const access_policy& policy, std::string_view secret) {
-  if (auto id = policy.authenticate_secret(secret)) return {*id, {errc::none, {}, 0}};
+  if (auto id = policy.authenticate_secret(secret)) return {*id, status::ok()};
   return refuse("the API key is not valid (unknown or revoked); check the key you were given");
 }
 
@@ -54,7 +54,7 @@ credential_check check_auth_field(const access_policy& policy, std::string_view 
 refusal_log::refusal_log(std::string gateway, double lines_per_minute)
     : gateway_(std::move(gateway)), bucket_(lines_per_minute, std::chrono::steady_clock::now()) {}
 
-void refusal_log::refused(std::string_view key_id, std::string_view peer, const error_report& e) {
+void refusal_log::refused(std::string_view key_id, std::string_view peer, const status& e) {
   const auto now = std::chrono::steady_clock::now();
   uint64_t skipped = 0;
   {

@@ -18,8 +18,8 @@ namespace cortex::auth {
 // The credentials of one request: a key id, or the 401 to answer.
 struct credential_check {
   std::string key_id;  // when ok
-  error_report error;  // code none: ok
-  bool ok() const { return error.code == errc::none; }
+  status error;  // ok() when authenticated
+  bool ok() const { return error.is_ok(); }
 };
 
 // Whether an error is an access-control refusal (401, 403, 429 rate_limited).
@@ -45,7 +45,7 @@ credential_check check_auth_field(const access_policy& policy, std::string_view 
 class refusal_log {
  public:
   explicit refusal_log(std::string gateway, double lines_per_minute = 60);
-  void refused(std::string_view key_id, std::string_view peer, const error_report& e);
+  void refused(std::string_view key_id, std::string_view peer, const status& e);
 
  private:
   std::string gateway_;

@@ -90,7 +90,7 @@ void set_workers(self_ptr self, const std::vector<std::string>& names) {
 // Ends a request the router accepted (or only received) with `err`: a
 // rejection when the sink has not seen `accepted`, else a finished with
 // reason error. Exactly one terminal per request: the entry is closed.
-void end_with_error(self_ptr self, entry& e, error_report err) {
+void end_with_error(self_ptr self, entry& e, status err) {
   auto& st = self->state;
   if (!e.accepted_sent) {
     self->send(e.sink, request_rejected{e.client_id, std::move(err)});
@@ -123,8 +123,8 @@ void route(self_ptr self, entry& e, bool resubmission) {
   const auto pick = st.policy->pick(key, loads);
   if (!pick) {
     end_with_error(self, e,
-                   resubmission ? error_report{errc::worker_lost, "the worker chosen for this request is gone or shutting down and no other worker is up; retry", 1000}
-                                : error_report{errc::not_ready, "no worker is up behind this router; retry shortly", 1000});
+                   resubmission ? status{errc::worker_lost, "the worker chosen for this request is gone or shutting down and no other worker is up; retry", 1000}
+                                : status{errc::not_ready, "no worker is up behind this router; retry shortly", 1000});
     return;
   }
   if (key && st.cfg.routing == cluster::routing_mode::affinity)

@@ -54,14 +54,14 @@ class wire_port final : public gateway_port<wire_route> {
   void send_finished(route& r, const request_finished& f) override {
     post(r.conn, r.extra.delimiter, wire::encode_finished(f, r.seq++, r.extra.want));
   }
-  void send_rejected(route& r, const error_report& e) override {
+  void send_rejected(route& r, const status& e) override {
     post(r.conn, r.extra.delimiter, wire::encode_error(r.client_id, 0, e, true));
   }
   // Every request's end, delivered or not (its peer may be gone).
   void ended(route& r, const request_finished& f) override {
     if (metrics) metrics->record_finished("wire", f, true, r.extra.key_id);
   }
-  void ended_rejected(route& r, const error_report& e) override {
+  void ended_rejected(route& r, const status& e) override {
     if (refusals && auth::is_access_refusal(e.code)) refusals->refused(r.extra.key_id, r.extra.peer_address, e);
     if (!metrics) return;
     metrics->count_rejection(errc_name(e.code), r.extra.key_id);
@@ -86,12 +86,12 @@ using self_ptr = zmq_gateway_actor::stateful_pointer<gateway_state>;
 // `terminal`: the error ends the request `id` (a rejected submit); false
 // when it rejects a message naming a live request (which goes on) or one
 // that is no request.
-void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err, bool terminal) {
+void reply_error(self_ptr self, const gateway_inbound& in, const std::string& id, const status& err, bool terminal) {
   self->state.port.post(in.peer, in.delimiter, wire::encode_error(id, 0, err, terminal));
 }
 
 // A request (submit, embed, rerank) the gateway itself refuses (not ready, draining, duplicate id, no key).
-void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& id, const error_report& err,
+void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& id, const status& err,
                    const std::string& key_id = {}) {
   if (auto& m = self->state.port.metrics) m->count_rejection(errc_name(err.code), key_id);
   // A duplicate id names the live request, which goes on: not its terminal.
@@ -100,7 +100,7 @@ void refuse_submit(self_ptr self, const gateway_inbound& in, const std::string& 
 
 // The key a submit belongs to: its connection's CURVE key, else its `auth`
 // field. An empty id with the 401 in `err` when neither names a key.
-std::string submit_key(self_ptr self, const gateway_inbound& in, const wire::decode_result& d, error_report& err) {
+std::string submit_key(self_ptr self, const gateway_inbound& in, const wire::decode_result& d, status& err) {
   auto& st = self->state;
   if (!in.user_id.empty()) return in.user_id;
   auto c = auth::check_auth_field(*st.access, d.auth);
@@ -131,7 +131,7 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
   auto& st = self->state;
   if (st.health != health_status::ready || !st.port.intake) {
     const bool draining = st.health == health_status::draining;
-    error_report err{draining ? errc::draining : errc::not_ready,
+    status err{draining ? errc::draining : errc::not_ready,
                      draining ? "the server is shutting down; submit to another instance"
                               : "the model is still loading; retry shortly",
                      draining ? 1000u : 500u};
@@ -140,7 +140,7 @@ void handle_submit(self_ptr self, gateway_inbound& in, wire::decode_result& d) {
   }
   std::string key_id;
   if (st.access) {
-    error_report err;
+    status err;
     key_id = submit_key(self, in, d, err);
     if (key_id.empty()) {
       st.port.refusals->refused({}, in.peer_address, err);

@@ -69,12 +69,12 @@ class gateway_port {
   virtual void send_accepted(gateway_route<Extra>& r, const request_accepted& a) = 0;
   virtual void send_chunk(gateway_route<Extra>& r, const request_chunk& c) = 0;
   virtual void send_finished(gateway_route<Extra>& r, const request_finished& f) = 0;
-  virtual void send_rejected(gateway_route<Extra>& r, const error_report& e) = 0;
+  virtual void send_rejected(gateway_route<Extra>& r, const status& e) = 0;
   // Every terminal event of a known route, called before send_finished /
   // send_rejected and also when its connection is gone (then nothing is
   // sent): for accounting that must count every request (metrics).
   virtual void ended(gateway_route<Extra>& /*r*/, const request_finished& /*f*/) {}
-  virtual void ended_rejected(gateway_route<Extra>& /*r*/, const error_report& /*e*/) {}
+  virtual void ended_rejected(gateway_route<Extra>& /*r*/, const status& /*e*/) {}
 };
 
 // Appends `next` to `into` (text, token ids, logprobs): a slow reader gets

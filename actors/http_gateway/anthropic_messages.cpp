@@ -285,12 +285,12 @@ bool is_anthropic_target(std::string_view target) {
   return path == "/v1/messages" || path.compare(0, 13, "/v1/messages/") == 0;
 }
 
-std::string anthropic_error_body(const error_report& e) {
+std::string anthropic_error_body(const status& e) {
   return dump_json(ordered_json{{"type", "error"},
                                 {"error", {{"type", anthropic_error_type(openai_http_status(e.code))}, {"message", e.message}}}});
 }
 
-openai_error_response make_anthropic_error(const error_report& e) {
+openai_error_response make_anthropic_error(const status& e) {
   openai_error_response r = make_openai_error(e);  // the same status and headers
   r.body = anthropic_error_body(e);
   return r;
@@ -344,7 +344,7 @@ ordered_json anthropic_encoder::message_json(bool finished) const {
 
 std::string anthropic_encoder::body() const { return dump_json(message_json(true)); }
 
-openai_error_response anthropic_encoder::error_response(const error_report& e, std::string_view) const {
+openai_error_response anthropic_encoder::error_response(const status& e, std::string_view) const {
   return make_anthropic_error(e);
 }
 
@@ -383,7 +383,7 @@ std::string anthropic_encoder::end_events(const request_finished&) {
          sse_named_event("message_stop", R"({"type":"message_stop"})");
 }
 
-std::string anthropic_encoder::error_events(const error_report& e, std::string_view) {
+std::string anthropic_encoder::error_events(const status& e, std::string_view) {
   return sse_named_event("error", anthropic_error_body(e));
 }
 

@@ -49,8 +49,7 @@ namespace cortex::http {
 struct anthropic_parse_result {
   openai_request request;  // the mapped chat request (n = 1)
   openai_error error;
-  anthropic_parse_result() { error.report.code = errc::none; }
-  bool ok() const { return error.report.code == errc::none; }
+  bool ok() const { return error.report.is_ok(); }
 };
 
 // `count_tokens`: a /v1/messages/count_tokens body (max_tokens optional; the
@@ -59,8 +58,8 @@ anthropic_parse_result parse_anthropic_request(const std::string& body, const op
 
 // A request target under /v1/messages: its errors are Anthropic-shaped.
 bool is_anthropic_target(std::string_view target);
-std::string anthropic_error_body(const error_report& e);
-openai_error_response make_anthropic_error(const error_report& e);
+std::string anthropic_error_body(const status& e);
+openai_error_response make_anthropic_error(const status& e);
 
 class anthropic_encoder final : public api_encoder {
  public:
@@ -68,13 +67,13 @@ class anthropic_encoder final : public api_encoder {
   anthropic_encoder(bool streaming, std::string id, std::string model);
 
   std::string body() const override;
-  openai_error_response error_response(const error_report& e, std::string_view param = {}) const override;
+  openai_error_response error_response(const status& e, std::string_view param = {}) const override;
 
  private:
   std::string start_events(const request_accepted& a) override;
   std::string block_events(const block_event& e) override;
   std::string end_events(const request_finished& f) override;
-  std::string error_events(const error_report& e, std::string_view param) override;
+  std::string error_events(const status& e, std::string_view param) override;
 
   nlohmann::ordered_json message_json(bool finished) const;
   nlohmann::ordered_json block_json(size_t block, bool finished) const;

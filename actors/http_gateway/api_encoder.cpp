@@ -48,7 +48,7 @@ std::string api_encoder::on_finished(const request_finished& f) {
   return emit(out + end_events(f));
 }
 
-std::string api_encoder::on_error(const error_report& e, std::string_view param) {
+std::string api_encoder::on_error(const status& e, std::string_view param) {
   if (done_) return {};
   done_ = true;
   has_error_ = true;

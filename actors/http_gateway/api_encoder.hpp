@@ -43,17 +43,17 @@ class api_encoder {
   std::string on_chunk(const request_chunk& c);
   std::string on_finished(const request_finished& f);
   // Ends the stream with the API's error event ("" when not streaming or done).
-  std::string on_error(const error_report& e, std::string_view param = {});
+  std::string on_error(const status& e, std::string_view param = {});
 
   bool streaming() const { return streaming_; }
   bool done() const { return done_; }
   bool started() const { return started_; }
-  const error_report* error() const { return has_error_ ? &error_ : nullptr; }
+  const status* error() const { return has_error_ ? &error_ : nullptr; }
 
   // The whole answer. REQUIRES: done() and no error().
   virtual std::string body() const = 0;
   // An error in the API's shape, sent instead of a response.
-  virtual openai_error_response error_response(const error_report& e, std::string_view param = {}) const = 0;
+  virtual openai_error_response error_response(const status& e, std::string_view param = {}) const = 0;
 
  protected:
   // Streaming only: the events that open the stream (on accepted), that a
@@ -62,7 +62,7 @@ class api_encoder {
   virtual std::string start_events(const request_accepted& a) = 0;
   virtual std::string block_events(const block_event& e) = 0;
   virtual std::string end_events(const request_finished& f) = 0;
-  virtual std::string error_events(const error_report& e, std::string_view param) = 0;
+  virtual std::string error_events(const status& e, std::string_view param) = 0;
 
   const output_blocks& blocks() const { return blocks_; }
   const api_usage& usage() const { return usage_; }
@@ -80,7 +80,7 @@ class api_encoder {
   api_usage usage_;
   finish_reason reason_ = finish_reason::stop;
   std::string stop_string_;
-  error_report error_;
+  status error_;
 };
 
 }  // namespace cortex::http

@@ -56,11 +56,11 @@ class http_port final : public gateway_port<http_route> {
   void send_accepted(route& r, const request_accepted& a) override;
   void send_chunk(route& r, const request_chunk& c) override;
   void send_finished(route& r, const request_finished& f) override;
-  void send_rejected(route& r, const error_report& e) override;
+  void send_rejected(route& r, const status& e) override;
   // Metrics, for every request: also those whose connection is gone
   // (client_gone) or whose response already ended, which get no send_*.
   void ended(route& r, const request_finished& f) override;
-  void ended_rejected(route& r, const error_report& e) override;
+  void ended_rejected(route& r, const status& e) override;
 };
 
 struct http_state {
@@ -97,7 +97,7 @@ void respond_json(self_ptr self, uint64_t conn, int status, std::string body, ht
   self->state.server->respond(conn, std::move(r));
 }
 
-void respond_error(self_ptr self, uint64_t conn, const error_report& e, std::string_view param = {}) {
+void respond_error(self_ptr self, uint64_t conn, const status& e, std::string_view param = {}) {
   // Every 401 names the scheme, also one from intake (a key revoked by a
   // reload between the head's check and the admission).
   auto er = make_openai_error(e, param);
@@ -175,7 +175,7 @@ void http_port::send_finished(route& r, const request_finished& f) {
   to_response(self, r, [&](openai_response_group& g, response_io& io) { return g.on_finished(io, r.extra.index, f); });
 }
 
-void http_port::send_rejected(route& r, const error_report& e) {
+void http_port::send_rejected(route& r, const status& e) {
   to_response(self, r, [&](openai_response_group& g, response_io& io) { return g.on_rejected(io, r.extra.index, e); });
 }
 
@@ -183,7 +183,7 @@ void http_port::ended(route& r, const request_finished& f) {
   if (auto& m = self->state.cfg.metrics) m->record_finished(openai_endpoint_label(r.extra.endpoint), f, true, r.extra.key_id);
 }
 
-void http_port::ended_rejected(route& r, const error_report& e) {
+void http_port::ended_rejected(route& r, const status& e) {
   auto& st = self->state;
   if (auto& m = st.cfg.metrics) {
     m->count_rejection(errc_name(e.code), r.extra.key_id);
@@ -224,13 +224,13 @@ void submit_all(self_ptr self, uint64_t conn, const std::string& peer, openai_re
 }
 
 // The error of a request refused before it exists, in the shape of its endpoint's API.
-openai_error_response api_error(openai_endpoint ep, const error_report& e, std::string_view param) {
+openai_error_response api_error(openai_endpoint ep, const status& e, std::string_view param) {
   const bool anthropic = ep == openai_endpoint::messages || ep == openai_endpoint::count_tokens;
   return anthropic ? make_anthropic_error(e) : make_openai_error(e, param);
 }
 
 // Refuses a request before it is submitted (counted as a rejection).
-void refuse_request(self_ptr self, uint64_t conn, openai_endpoint ep, const error_report& e, std::string_view param = {}) {
+void refuse_request(self_ptr self, uint64_t conn, openai_endpoint ep, const status& e, std::string_view param = {}) {
   auto& st = self->state;
   if (st.cfg.metrics) {
     st.cfg.metrics->count_rejection(errc_name(e.code));
@@ -241,10 +241,10 @@ void refuse_request(self_ptr self, uint64_t conn, openai_endpoint ep, const erro
 }
 
 // Why the gateway takes no request now (loading, draining), if so.
-std::optional<error_report> not_serving(const http_state& st) {
+std::optional<status> not_serving(const http_state& st) {
   if (st.health == health_status::ready && st.intake) return std::nullopt;
   const bool draining = st.health == health_status::draining;
-  return error_report{draining ? errc::draining : errc::not_ready,
+  return status{draining ? errc::draining : errc::not_ready,
                       draining ? "the server is shutting down; send to another instance" : "the model is still loading; retry shortly",
                       draining ? 1000u : 500u};
 }
@@ -276,7 +276,7 @@ void handle_api(self_ptr self, const http_inbound& in, openai_endpoint ep) {
 
 void handle_openai(self_ptr self, const http_inbound& in, openai_endpoint ep) {
   auto& st = self->state;
-  auto refuse = [&](const error_report& e, std::string_view param = {}) { refuse_request(self, in.conn, ep, e, param); };
+  auto refuse = [&](const status& e, std::string_view param = {}) { refuse_request(self, in.conn, ep, e, param); };
   if (auto e = not_serving(st)) return refuse(*e);
   auto parsed = parse_openai_request(ep, in.body, st.limits);
   if (!parsed.ok()) return refuse(parsed.error.report, parsed.error.param);
@@ -422,11 +422,11 @@ http_gateway_actor::behavior_type http_gateway_fn(self_ptr self, http_server* se
 // The head check (on the server's I/O thread; the policy, the metrics and
 // the log are thread-safe): /v1 needs a known key, /health/* never, and
 // /metrics only with auth_metrics.
-std::function<std::optional<error_report>(const http_head&, std::string&)> head_check(const http_gateway_config& cfg,
+std::function<std::optional<status>(const http_head&, std::string&)> head_check(const http_gateway_config& cfg,
                                                                                       std::shared_ptr<auth::refusal_log> log) {
   if (!cfg.access) return {};
   return [access = cfg.access, metrics = cfg.metrics, auth_metrics = cfg.auth_metrics, log](
-             const http_head& h, std::string& key_id) -> std::optional<error_report> {
+             const http_head& h, std::string& key_id) -> std::optional<status> {
     const auto kind = classify_http_route(h.method, h.target).kind;
     const bool open = kind == http_route_kind::health_live || kind == http_route_kind::health_ready ||
                       kind == http_route_kind::health_startup || (kind == http_route_kind::metrics && !auth_metrics) ||

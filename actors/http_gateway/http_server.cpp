@@ -215,7 +215,7 @@ class http_connection : public std::enable_shared_from_this<http_connection> {
   // An error answered without involving the gateway (OpenAI's error shape
   // and headers, openai_error.hpp; Anthropic's for a target under
   // /v1/messages) with `status`; the connection closes after it.
-  void fail(uint16_t status, const error_report& e, std::string_view target = {}) {
+  void fail(uint16_t status, const cortex::status& e, std::string_view target = {}) {
     keep_alive_ = false;
     busy_ = true;
     stream_.expires_never();

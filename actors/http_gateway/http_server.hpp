@@ -62,7 +62,7 @@ class http_server {
     // is answered at once (status from its code; 401 adds
     // `WWW-Authenticate: Bearer`) and the connection closed; otherwise
     // `key_id` (set by the callback) travels in the http_inbound.
-    std::function<std::optional<error_report>(const http_head&, std::string& key_id)> on_head;
+    std::function<std::optional<status>(const http_head&, std::string& key_id)> on_head;
   };
 
   // Resolves and binds `host:port` (in the calling thread). Errors name the

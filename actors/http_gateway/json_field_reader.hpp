@@ -30,7 +30,7 @@ class json_field_reader {
  public:
   explicit json_field_reader(openai_error& out) : out_(out) {}
 
-  bool failed() const { return out_.report.code != errc::none; }
+  bool failed() const { return !out_.report.is_ok(); }
   // Records code / param / message unless an error is already recorded. Returns false.
   bool fail(errc code, const std::string& param, std::string message);
   // invalid_param "<param> must be <expected>, got <describe_json(v)>".

@@ -21,7 +21,7 @@ const char* openai_error_type(uint16_t status) {
   }
 }
 
-std::string openai_error_body(const error_report& e, std::string_view param) {
+std::string openai_error_body(const status& e, std::string_view param) {
   const uint16_t status = openai_http_status(e.code);
   nlohmann::ordered_json err = {{"message", e.message},
                         {"type", openai_error_type(status)},
@@ -31,7 +31,7 @@ std::string openai_error_body(const error_report& e, std::string_view param) {
   return dump_json(nlohmann::ordered_json{{"error", std::move(err)}});
 }
 
-openai_error_response make_openai_error(const error_report& e, std::string_view param) {
+openai_error_response make_openai_error(const status& e, std::string_view param) {
   openai_error_response r;
   r.status = openai_http_status(e.code);
   r.body = openai_error_body(e, param);

@@ -23,7 +23,7 @@ namespace cortex::http {
 
 // An error about a request, with the request field it concerns.
 struct openai_error {
-  error_report report;  // report.code == errc::none: no error
+  status report;  // report.is_ok(): no error
   std::string param;    // the offending field as a JSON path ("messages[2].content"); "": null
 };
 
@@ -42,8 +42,8 @@ uint16_t openai_http_status(errc code);
 // "invalid_request_error", "authentication_error", ... for an HTTP status.
 const char* openai_error_type(uint16_t status);
 // The body {"error": {"message", "type", "param", "code"}} (one line, no newline).
-std::string openai_error_body(const error_report& e, std::string_view param = {});
-openai_error_response make_openai_error(const error_report& e, std::string_view param = {});
+std::string openai_error_body(const status& e, std::string_view param = {});
+openai_error_response make_openai_error(const status& e, std::string_view param = {});
 inline openai_error_response make_openai_error(const openai_error& e) { return make_openai_error(e.report, e.param); }
 
 }  // namespace cortex::http

@@ -89,9 +89,8 @@ struct openai_request {
 
 struct openai_parse_result {
   openai_request request;  // complete when ok()
-  openai_error error;      // error.report.code == errc::none when ok()
-  openai_parse_result() { error.report.code = errc::none; }
-  bool ok() const { return error.report.code == errc::none; }
+  openai_error error;      // error.report.is_ok() when ok()
+  bool ok() const { return error.report.is_ok(); }
 };
 
 // Parses the body of a POST to `endpoint`. `body` may be any bytes.

@@ -34,7 +34,7 @@ class openai_response_builder {
   bool complete() const { return n_finished_ == choices_.size(); }
   // The first choice that ended with reason `error`, else nullptr: the
   // caller answers with make_openai_error(*error()) instead of body().
-  const error_report* error() const { return has_error_ ? &error_ : nullptr; }
+  const status* error() const { return has_error_ ? &error_ : nullptr; }
   // The response body. REQUIRES: complete().
   std::string body() const;
 
@@ -54,7 +54,7 @@ class openai_response_builder {
   size_t n_finished_ = 0;
   usage_totals usage_;
   bool has_error_ = false;
-  error_report error_;
+  status error_;
 };
 
 }  // namespace cortex::http

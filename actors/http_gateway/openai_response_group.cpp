@@ -58,7 +58,7 @@ void openai_response_group::write(response_io& io, std::string bytes) {
   io.stream_write(std::move(bytes));
 }
 
-void openai_response_group::respond_error(response_io& io, const error_report& e) const {
+void openai_response_group::respond_error(response_io& io, const status& e) const {
   const openai_error_response r = api_ ? api_->error_response(e) : make_openai_error(e);
   io.respond(r.status, r.body, r.headers());
 }
@@ -89,7 +89,7 @@ response_end openai_response_group::finish_embedding(response_io& io, uint32_t i
   if (f.reason != finish_reason::stop) {
     respond_error(io, f.reason == finish_reason::error
                           ? f.error
-                          : error_report{errc::internal, std::string("the embedding ended with ") + finish_reason_name(f.reason), 0});
+                          : status{errc::internal, std::string("the embedding ended with ") + finish_reason_name(f.reason), 0});
     return response_end::cut;
   }
   if (index >= embeddings_.size()) return response_end::none;
@@ -108,7 +108,7 @@ response_end openai_response_group::finish_api(response_io& io, const request_fi
   if (!api_->done()) return response_end::none;
   if (api_->streaming()) {
     io.stream_end();
-  } else if (const error_report* e = api_->error()) {
+  } else if (const status* e = api_->error()) {
     respond_error(io, *e);
   } else {
     io.respond(200, api_->body(), {});
@@ -129,7 +129,7 @@ response_end openai_response_group::on_finished(response_io& io, uint32_t index,
     return f.reason == finish_reason::error ? response_end::cut : response_end::complete;
   }
   whole_->on_finished(index, f);
-  if (const error_report* e = whole_->error()) {  // one choice failed: the response is that error
+  if (const status* e = whole_->error()) {  // one choice failed: the response is that error
     respond_error(io, *e);
     return response_end::cut;
   }
@@ -138,7 +138,7 @@ response_end openai_response_group::on_finished(response_io& io, uint32_t index,
   return response_end::complete;
 }
 
-response_end openai_response_group::on_rejected(response_io& io, uint32_t index, const error_report& e) {
+response_end openai_response_group::on_rejected(response_io& io, uint32_t index, const status& e) {
   if (e.code == errc::draining && index > 0 && endpoint_ != openai_endpoint::embeddings &&
       endpoint_ != openai_endpoint::rerank) {
     request_finished f;

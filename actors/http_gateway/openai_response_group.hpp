@@ -87,7 +87,7 @@ class openai_response_group {
   response_end on_accepted(response_io& io, uint32_t index, const request_accepted& a);
   response_end on_chunk(response_io& io, uint32_t index, const request_chunk& c);
   response_end on_finished(response_io& io, uint32_t index, const request_finished& f);
-  response_end on_rejected(response_io& io, uint32_t index, const error_report& e);
+  response_end on_rejected(response_io& io, uint32_t index, const status& e);
 
   openai_endpoint endpoint() const { return endpoint_; }
 
@@ -99,7 +99,7 @@ class openai_response_group {
   void release_held_back(response_io& io);
   void write(response_io& io, std::string bytes);
   // An error answered as a status, in the response's API's shape.
-  void respond_error(response_io& io, const error_report& e) const;
+  void respond_error(response_io& io, const status& e) const;
   response_end finish_embedding(response_io& io, uint32_t index, const request_finished& f);
   response_end finish_api(response_io& io, const request_finished& f);
 

@@ -128,7 +128,7 @@ std::string openai_stream_encoder::on_finished(uint32_t i, const request_finishe
   return emit(std::move(out));
 }
 
-std::string openai_stream_encoder::on_error(const error_report& e, std::string_view param) {
+std::string openai_stream_encoder::on_error(const status& e, std::string_view param) {
   if (done_) return {};
   done_ = true;
   return emit(sse_event(openai_error_body(e, param)) + std::string(sse_done));

@@ -50,7 +50,7 @@ class openai_stream_encoder {
   std::string on_finished(uint32_t choice, const request_finished& f);
   // Ends the stream with an error event (e.g. a choice's submit rejected
   // after another choice's events went out).
-  std::string on_error(const error_report& e, std::string_view param = {});
+  std::string on_error(const status& e, std::string_view param = {});
 
   // [DONE] was produced.
   bool done() const { return done_; }

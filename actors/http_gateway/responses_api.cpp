@@ -361,7 +361,7 @@ ordered_json responses_encoder::response_json(bool finished) const {
 
 std::string responses_encoder::body() const { return dump_json(response_json(true)); }
 
-openai_error_response responses_encoder::error_response(const error_report& e, std::string_view param) const {
+openai_error_response responses_encoder::error_response(const status& e, std::string_view param) const {
   return make_openai_error(e, param);
 }
 
@@ -424,7 +424,7 @@ std::string responses_encoder::end_events(const request_finished&) {
   return event(type, {{"response", response_json(true)}});
 }
 
-std::string responses_encoder::error_events(const error_report& e, std::string_view) {
+std::string responses_encoder::error_events(const status& e, std::string_view) {
   failed_code_ = e.code == errc::context_overflow ? "context_length_exceeded" : errc_name(e.code);
   failed_message_ = e.message;
   return event("response.failed", {{"response", response_json(true)}});

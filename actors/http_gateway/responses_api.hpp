@@ -52,8 +52,7 @@ struct responses_request {
 struct responses_parse_result {
   responses_request request;
   openai_error error;
-  responses_parse_result() { error.report.code = errc::none; }
-  bool ok() const { return error.report.code == errc::none; }
+  bool ok() const { return error.report.is_ok(); }
 };
 
 responses_parse_result parse_responses_request(const std::string& body, const openai_limits& lim);
@@ -64,13 +63,13 @@ class responses_encoder final : public api_encoder {
   responses_encoder(const responses_request& r, std::string id, int64_t created_at);
 
   std::string body() const override;
-  openai_error_response error_response(const error_report& e, std::string_view param = {}) const override;
+  openai_error_response error_response(const status& e, std::string_view param = {}) const override;
 
  private:
   std::string start_events(const request_accepted& a) override;
   std::string block_events(const block_event& e) override;
   std::string end_events(const request_finished& f) override;
-  std::string error_events(const error_report& e, std::string_view param) override;
+  std::string error_events(const status& e, std::string_view param) override;
 
   // The response object: status "in_progress" before the end, else from reason().
   nlohmann::ordered_json response_json(bool finished) const;

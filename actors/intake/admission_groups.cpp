@@ -41,7 +41,7 @@ auth::access_policy::admit_result admission_groups::admit(const generation_reque
 }
 
 void admission_groups::undo(const generation_request& req, const std::shared_ptr<auth::admission_ticket>& ticket,
-                            const error_report& err) {
+                            const status& err) {
   if (!ticket) return;
   auto it = req.admission_group.empty() ? groups_.end() : groups_.find(req.admission_group);
   if (it == groups_.end() || it->second.seen <= 1) {  // the first member: nothing was joined yet

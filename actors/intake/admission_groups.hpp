@@ -32,7 +32,7 @@ class admission_groups {
   // The member admitted by admit() was refused afterwards (the server's own
   // queue): a first member's admission is undone and the group refused with
   // `err`; a later member simply did not join.
-  void undo(const generation_request& req, const std::shared_ptr<auth::admission_ticket>& ticket, const error_report& err);
+  void undo(const generation_request& req, const std::shared_ptr<auth::admission_ticket>& ticket, const status& err);
 
   // No member of `group` comes any more (its client request ended): its
   // ticket is released once its running members end.
@@ -43,7 +43,7 @@ class admission_groups {
  private:
   struct entry {
     std::shared_ptr<auth::admission_ticket> ticket;  // null: refused with `refusal`
-    error_report refusal;
+    status refusal;
     uint32_t seen = 0;  // members that came
     uint32_t size = 0;
   };

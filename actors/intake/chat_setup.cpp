@@ -62,7 +62,7 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-error_report bad(const std::string& message) { return {errc::invalid_param, message, 0}; }
+status bad(const std::string& message) { return {errc::invalid_param, message, 0}; }
 
 // The Hermes convention (http.md) for a template that does not read
 // `tools`: the tools and the call syntax in a system preamble.
@@ -97,7 +97,7 @@ bool plain_text(const tokenizer& tok, const std::string& text) {
 
 }  // namespace
 
-error_report chat_prompt_tokens(const chat_setup& chat, const tokenizer& tok, const generation_request& r,
+status chat_prompt_tokens(const chat_setup& chat, const tokenizer& tok, const generation_request& r,
                                 const std::string& request_grammar, chat_render_result& out) {
   chat_prompt_request req;
   req.add_generation_prompt = r.add_generation_prompt;
@@ -170,7 +170,7 @@ error_report chat_prompt_tokens(const chat_setup& chat, const tokenizer& tok, co
   }
   if (!g.empty() && o.thinking_open) g = chat::wrap_after_think(g);
   out.grammar = std::move(g);
-  return {errc::none, {}, 0};
+  return status::ok();
 }
 
 }  // namespace cortex

@@ -49,7 +49,7 @@ struct chat_render_result {
 // format and the grammar. Errors are 400 invalid_param naming the field
 // (`messages`: malformed JSON, or the template's own error such as
 // raise_exception; `tools`, `tool_choice`: a bad tool, schema or choice).
-error_report chat_prompt_tokens(const chat_setup& chat, const tokenizer& tok, const generation_request& r,
+status chat_prompt_tokens(const chat_setup& chat, const tokenizer& tok, const generation_request& r,
                                 const std::string& request_grammar, chat_render_result& out);
 
 }  // namespace cortex

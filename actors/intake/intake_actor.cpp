@@ -25,7 +25,7 @@ struct intake_state {
 
 using self_ptr = intake_actor::stateful_pointer<intake_state>;
 
-void reject(self_ptr self, const request_sink_actor& sink, const std::string& client_id, error_report err) {
+void reject(self_ptr self, const request_sink_actor& sink, const std::string& client_id, status err) {
   spdlog::info("rejected request '{}': {} {}", client_id, errc_name(err.code), err.message);
   self->send(sink, request_rejected{client_id, std::move(err)});
 }

@@ -50,13 +50,13 @@ intake_decision intake_core::admit(generation_request req) {
   std::shared_ptr<auth::admission_ticket> ticket;
   if (groups_) {
     auto a = groups_->admit(req, n_tokens_prompt, v.request.max_tokens);
-    if (a.error.code != errc::none) {
+    if (!a.error.is_ok()) {
       d.error = std::move(a.error);
       return d;
     }
     ticket = std::move(a.ticket);
   }
-  if (error_report err = admission_.try_admit(n_tokens_prompt); err.code != errc::none) {
+  if (status err = admission_.try_admit(n_tokens_prompt); !err.is_ok()) {
     if (groups_) groups_->undo(req, ticket, err);
     d.error = std::move(err);
     return d;

@@ -53,9 +53,8 @@ struct intake_admission {
 
 struct intake_decision {
   intake_admission admitted;  // when ok()
-  error_report error;         // code none when admitted
-  intake_decision() { error.code = errc::none; }
-  bool ok() const { return error.code == errc::none; }
+  status error;         // ok() when admitted
+  bool ok() const { return error.is_ok(); }
 };
 
 class intake_core {

@@ -21,18 +21,7 @@ std::string num(double v) {
 
 constexpr size_t max_grammar_bytes = 1u << 20;
 
-error_report refuse(errc code, std::string message) {
-  error_report e;
-  e.code = code;
-  e.message = std::move(message);
-  return e;
-}
-
-error_report ok() {
-  error_report e;
-  e.code = errc::none;
-  return e;
-}
+status refuse(errc code, std::string message) { return status{code, std::move(message)}; }
 
 bool in_vocab(int32_t id, int32_t n_vocab) { return id >= 0 && id < n_vocab; }
 
@@ -42,7 +31,7 @@ std::string not_a_token(const std::string& field, int32_t id, int32_t n_vocab) {
 }
 
 // The sampling and stopping parameters that need no tokenizer.
-error_report check_params(const request_params& p, const validation_limits& lim) {
+status check_params(const request_params& p, const validation_limits& lim) {
   if (p.max_tokens == 0) return refuse(errc::invalid_param, "params.max_tokens must be >= 1, got 0");
   if (!std::isfinite(p.temperature) || p.temperature < 0)
     return refuse(errc::invalid_param,
@@ -93,12 +82,12 @@ error_report check_params(const request_params& p, const validation_limits& lim)
     if (!(v >= -100 && v <= 100))
       return refuse(errc::invalid_param, "params.logit_bias[" + std::to_string(id) + "] must be in [-100, 100], got " + num(v));
   }
-  return ok();
+  return status::ok();
 }
 
 // A grammar the executor will run: it compiles and does not start with too
 // many open parses. Errors name `field`.
-error_report check_grammar(const std::string& gbnf, const std::string& field) {
+status check_grammar(const std::string& gbnf, const std::string& field) {
   auto c = grammar::compile(gbnf);
   if (!c) return refuse(errc::invalid_param, field + ": " + c.error().message);
   // The executor refuses a state with too many open parses at any step;
@@ -109,14 +98,14 @@ error_report check_grammar(const std::string& gbnf, const std::string& field) {
                                            " parses at its start, more than the " + std::to_string(grammar_matcher::max_open_stacks) +
                                            " allowed (too many alternatives, or optional properties, at one place)");
   }
-  return ok();
+  return status::ok();
 }
 
 // Structured output: params.json_schema becomes a grammar; either must
 // compile (grammar/), its errors naming the field.
-error_report resolve_grammar(const generation_request& r, std::string& gbnf) {
+status resolve_grammar(const generation_request& r, std::string& gbnf) {
   const request_params& p = r.params;
-  if (p.grammar.empty() && p.json_schema.empty()) return ok();
+  if (p.grammar.empty() && p.json_schema.empty()) return status::ok();
   if (!p.grammar.empty() && !p.json_schema.empty())
     return refuse(errc::invalid_param, "give params.grammar or params.json_schema, not both");
   if (r.kind == request_kind::embed) return refuse(errc::invalid_param, "an embedding request takes no grammar or json_schema");
@@ -175,7 +164,7 @@ request_validator::request_validator(validation_limits limits, const tokenizer& 
 
 validation_result request_validator::validate(const generation_request& r) {
   validation_result out;
-  auto reject = [&](error_report e) {
+  auto reject = [&](status e) {
     out.error = std::move(e);
     return out;
   };
@@ -206,9 +195,9 @@ validation_result request_validator::validate(const generation_request& r) {
     return reject(refuse(errc::invalid_param, "model '" + limits_.model_name + "' is not a reranker (pooling_type rank): "
                                               "it cannot score documents; use /v1/embeddings"));
   }
-  error_report params = check_params(r.params, limits_);
-  if (params.code != errc::none) return reject(std::move(params));
-  if (auto e = resolve_grammar(r, out.request.grammar); e.code != errc::none) return reject(std::move(e));
+  status params = check_params(r.params, limits_);
+  if (!params.is_ok()) return reject(std::move(params));
+  if (auto e = resolve_grammar(r, out.request.grammar); !e.is_ok()) return reject(std::move(e));
 
   std::vector<int32_t> prompt;
   if (!r.messages_json.empty()) {
@@ -216,11 +205,11 @@ validation_result request_validator::validate(const generation_request& r) {
       return reject(refuse(errc::invalid_param, "give exactly one of prompt / tokens / messages, not several"));
     if (!chat_) return reject(refuse(errc::unsupported, "this server renders no chat messages; send prompt or tokens"));
     chat_render_result chat;
-    if (auto e = chat_prompt_tokens(*chat_, tok_, r, out.request.grammar, chat); e.code != errc::none) return reject(std::move(e));
+    if (auto e = chat_prompt_tokens(*chat_, tok_, r, out.request.grammar, chat); !e.is_ok()) return reject(std::move(e));
     prompt = std::move(chat.prompt);
     if (prompt.empty()) return reject(refuse(errc::invalid_param, "messages rendered to an empty prompt"));
     if (chat.grammar != out.request.grammar) {  // a tool call's grammar, or the request's after the reasoning
-      if (auto e = check_grammar(chat.grammar, r.tools_json.empty() ? "params.grammar" : "tools"); e.code != errc::none)
+      if (auto e = check_grammar(chat.grammar, r.tools_json.empty() ? "params.grammar" : "tools"); !e.is_ok())
         return reject(std::move(e));
       out.request.grammar = std::move(chat.grammar);
     }
@@ -282,14 +271,14 @@ validation_result request_validator::validate(const generation_request& r) {
   // Drawn here, not in the sampler, so that the seed can be logged and the
   // request replayed.
   v.seed = r.params.has_seed ? r.params.seed : seeds_();
-  out.error = ok();
+  out.error = status::ok();
   return out;
 }
 
 admission_limits::admission_limits(uint32_t max_waiting, uint64_t max_queued_tokens, uint32_t retry_after_ms)
     : max_waiting_(max_waiting), max_queued_tokens_(max_queued_tokens), retry_after_ms_(retry_after_ms) {}
 
-error_report admission_limits::try_admit(uint32_t n_tokens_prompt) {
+status admission_limits::try_admit(uint32_t n_tokens_prompt) {
   if (n_waiting_ > 0) {
     std::string why;
     if (n_waiting_ >= max_waiting_)
@@ -298,20 +287,20 @@ error_report admission_limits::try_admit(uint32_t n_tokens_prompt) {
       why = std::to_string(n_queued_tokens_) + " prompt tokens are queued and this request adds " +
             std::to_string(n_tokens_prompt) + " (limit " + std::to_string(max_queued_tokens_) + ")";
     if (!why.empty()) {
-      error_report e = refuse(errc::overloaded, "the server is overloaded: " + why + "; retry after " +
+      status e = refuse(errc::overloaded, "the server is overloaded: " + why + "; retry after " +
                                                   std::to_string(retry_after_ms_) + " ms");
       e.retry_after_ms = retry_after_ms_;
       return e;
     }
   } else if (max_waiting_ == 0) {
-    error_report e = refuse(errc::overloaded, "the server admits no waiting requests (limit 0); retry after " +
+    status e = refuse(errc::overloaded, "the server admits no waiting requests (limit 0); retry after " +
                                                 std::to_string(retry_after_ms_) + " ms");
     e.retry_after_ms = retry_after_ms_;
     return e;
   }
   ++n_waiting_;
   n_queued_tokens_ += n_tokens_prompt;
-  return ok();
+  return status::ok();
 }
 
 bool admission_limits::release(uint32_t n_tokens_prompt) {

@@ -61,8 +61,8 @@ struct validated_request {
 
 struct validation_result {
   validated_request request;  // when ok()
-  error_report error;         // code == errc::none when ok()
-  bool ok() const { return error.code == errc::none; }
+  status error;         // ok() when the request is valid
+  bool ok() const { return error.is_ok(); }
 };
 
 // True when `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
@@ -102,10 +102,10 @@ class admission_limits {
  public:
   admission_limits(uint32_t max_waiting, uint64_t max_queued_tokens, uint32_t retry_after_ms = 1000);
 
-  // Counts the request and returns an error with code none; or, when a limit
+  // Counts the request and returns ok; or, when a limit
   // is reached, counts nothing and returns `overloaded` (retryable, with
   // retry_after_ms) saying which limit.
-  error_report try_admit(uint32_t n_tokens_prompt);
+  status try_admit(uint32_t n_tokens_prompt);
   // The request left the queue (started running or ended before it).
   // REQUIRES: matches an admitted request. A release that would underflow is
   // a bug: it asserts in debug; in release it clamps and returns false.

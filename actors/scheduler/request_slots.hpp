@@ -34,7 +34,7 @@ class request_slots {
   struct finished_note {
     Session session;      // default-constructed: the session has ended already
     finish_reason reason = finish_reason::stop;
-    error_report error;   // code == errc::none unless reason == error
+    status error;   // ok unless reason == error
   };
 
   // A new request. Fails (internal: rids are intake's, a duplicate is a bug) when `rid` is still live.
@@ -157,10 +157,8 @@ class request_slots {
       n.session = it->second.session;
       n.reason = f.reason;
       if (f.reason == finish_reason::error) {
-        n.error.code = f.error.code == errc::none ? errc::internal : f.error.code;
-        n.error.message = f.error.message.empty() ? "the request failed in the engine" : f.error.message;
-      } else {
-        n.error.code = errc::none;
+        n.error = f.error.is_ok() ? status{errc::internal, "the request failed in the engine"} : f.error;
+        if (n.error.message.empty()) n.error.message = "the request failed in the engine";
       }
       if (it->second.opened) to_close_.push_back(f.rid);
       slots_.erase(it);

@@ -201,7 +201,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
         status s = st.core->add(std::move(req));            // duplicate_id, invalid_param
         if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
         if (!s) {
-          self->send(session, finish_atom_v, finish_reason::error, to_error_report(s));
+          self->send(session, finish_atom_v, finish_reason::error, s);
           return;
         }
         kick(self);

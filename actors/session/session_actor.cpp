@@ -97,7 +97,7 @@ session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, ses
         // scheduler sees too) must reach the scheduler.
         emit(self, ev, true);
       },
-      [self](finish_atom, finish_reason reason, error_report& err) {
+      [self](finish_atom, finish_reason reason, status& err) {
         auto ev = self->state.core->finish(reason, std::move(err));
         emit(self, ev, false);
       },

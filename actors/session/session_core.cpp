@@ -175,7 +175,7 @@ session_events session_core::on_update(const session_update& u) {
   return ev;
 }
 
-session_events session_core::finish(finish_reason reason, error_report error) {
+session_events session_core::finish(finish_reason reason, status error) {
   if (state_ == session_state::finished) return {};
   return end(reason, std::move(error), clock_());
 }
@@ -213,7 +213,7 @@ request_timings session_core::timings(double now) const {
   return t;
 }
 
-session_events session_core::end(finish_reason reason, error_report error, double now) {
+session_events session_core::end(finish_reason reason, status error, double now) {
   const generation_request& req = cfg_.request;
   // Generation is over: the detokenizer's incomplete bytes and the held-back
   // text are released (a stop string may still cut the flushed tail).

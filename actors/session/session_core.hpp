@@ -107,7 +107,7 @@ class session_core {
   // An end decided outside (cancelled, deadline, shutdown, client_gone,
   // error with `error`; stop/length are accepted too). Releases held-back
   // text (see above). Ignored (applied == false) once finished.
-  session_events finish(finish_reason reason, error_report error = {});
+  session_events finish(finish_reason reason, status error = {});
 
   // Ends the request with `deadline` if its deadline has passed.
   session_events check_deadline();
@@ -123,7 +123,7 @@ class session_core {
 
  private:
   void enter_decoding(double now);
-  session_events end(finish_reason reason, error_report error, double now);
+  session_events end(finish_reason reason, status error, double now);
   request_timings timings(double now) const;
 
   const tokenizer& tok_;

@@ -84,10 +84,9 @@ struct decode_result {
   // that the last entry reads "... and N more". A key longer than
   // max_id_bytes or not valid UTF-8 is listed as "<key of N bytes>".
   std::vector<std::string> ignored;
-  error_report error;                    // error.code == errc::none when ok()
+  status error;                    // error.is_ok() when ok()
 
-  decode_result() { error.code = errc::none; }
-  bool ok() const { return error.code == errc::none; }
+  bool ok() const { return error.is_ok(); }
 };
 
 // Decodes one client message. `data` may be any bytes (hostile input is

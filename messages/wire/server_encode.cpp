@@ -222,7 +222,7 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
   return w.take();
 }
 
-wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e, bool terminal) {
+wire_bytes encode_error(const std::string& id, uint64_t seq, const status& e, bool terminal) {
   const bool retryable = errc_retryable(e.code);
   const bool version = e.code == errc::unsupported_version;
   message_writer w("error", id, seq, 5 + retryable + version, terminal);

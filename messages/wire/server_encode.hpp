@@ -79,7 +79,7 @@ wire_bytes encode_finished(const request_finished& f, uint64_t seq, const output
 // when this error is the request's terminal message (its submit was
 // rejected: seq 0); false when it only rejects another message naming a
 // live request's id, or a message that is no request (then no seq).
-wire_bytes encode_error(const std::string& id, uint64_t seq, const error_report& e, bool terminal);
+wire_bytes encode_error(const std::string& id, uint64_t seq, const status& e, bool terminal);
 // `nonce`: the ping's nonce as msgpack bytes (decode_result::nonce), copied
 // verbatim; empty: no nonce key.
 wire_bytes encode_pong(const std::string& id, uint64_t seq, const std::vector<uint8_t>& nonce, uint64_t server_time_ms);

@@ -32,7 +32,7 @@ struct fake_port final : gateway_port<extra> {
   void send_finished(gateway_route<extra>& r, const request_finished& f) override {
     log.push_back("finished " + r.conn + "/" + f.client_id + " " + finish_reason_name(f.reason));
   }
-  void send_rejected(gateway_route<extra>& r, const error_report& e) override {
+  void send_rejected(gateway_route<extra>& r, const status& e) override {
     log.push_back("rejected " + r.conn + "/" + r.client_id + " " + errc_name(e.code));
   }
   // Terminal events for accounting, apart from `log` (which holds what is sent).
@@ -40,7 +40,7 @@ struct fake_port final : gateway_port<extra> {
   void ended(gateway_route<extra>& r, const request_finished& f) override {
     ended_log.push_back("ended " + r.conn + "/" + f.client_id + " " + finish_reason_name(f.reason));
   }
-  void ended_rejected(gateway_route<extra>& r, const error_report& e) override {
+  void ended_rejected(gateway_route<extra>& r, const status& e) override {
     ended_log.push_back("ended " + r.conn + "/" + r.client_id + " " + errc_name(e.code));
   }
 };

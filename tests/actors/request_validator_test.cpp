@@ -229,7 +229,7 @@ TEST(request_validator, utf8_check) {
 
 TEST(admission_limits, requests_and_tokens_are_bounded_and_released) {
   admission_limits a(/*max_waiting=*/3, /*max_queued_tokens=*/100, /*retry_after_ms=*/250);
-  EXPECT_EQ(a.try_admit(60).code, errc::none);
+  EXPECT_TRUE(a.try_admit(60).is_ok());
   auto full = a.try_admit(50);  // 110 tokens > 100
   EXPECT_EQ(full.code, errc::overloaded);
   EXPECT_TRUE(errc_retryable(full.code));
@@ -238,8 +238,8 @@ TEST(admission_limits, requests_and_tokens_are_bounded_and_released) {
   EXPECT_EQ(a.n_waiting(), 1u);
   EXPECT_EQ(a.n_queued_tokens(), 60u);
 
-  EXPECT_EQ(a.try_admit(40).code, errc::none);  // exactly 100
-  EXPECT_EQ(a.try_admit(0).code, errc::none);
+  EXPECT_TRUE(a.try_admit(40).is_ok());  // exactly 100
+  EXPECT_TRUE(a.try_admit(0).is_ok());
   auto many = a.try_admit(0);  // 3 waiting
   EXPECT_EQ(many.code, errc::overloaded);
   EXPECT_NE(many.message.find("3 requests are waiting"), std::string::npos) << many.message;
@@ -247,7 +247,7 @@ TEST(admission_limits, requests_and_tokens_are_bounded_and_released) {
   EXPECT_TRUE(a.release(60));
   EXPECT_EQ(a.n_waiting(), 2u);
   EXPECT_EQ(a.n_queued_tokens(), 40u);
-  EXPECT_EQ(a.try_admit(60).code, errc::none);
+  EXPECT_TRUE(a.try_admit(60).is_ok());
   EXPECT_TRUE(a.release(60));
   EXPECT_TRUE(a.release(40));
   EXPECT_TRUE(a.release(0));
@@ -255,7 +255,7 @@ TEST(admission_limits, requests_and_tokens_are_bounded_and_released) {
   EXPECT_EQ(a.n_queued_tokens(), 0u);
 
   // An empty queue takes any single request, so a big prompt cannot starve.
-  EXPECT_EQ(a.try_admit(500).code, errc::none);
+  EXPECT_TRUE(a.try_admit(500).is_ok());
   EXPECT_EQ(a.try_admit(1).code, errc::overloaded);
   EXPECT_TRUE(a.release(500));
 

@@ -382,7 +382,7 @@ TEST(session_core, error_end_carries_the_report) {
   ASSERT_TRUE(stories_tokenizer());
   harness h(request());
   h.start();
-  error_report e;
+  status e;
   e.code = errc::internal;
   e.message = "step 12 failed";
   h.collect(h.core.finish(finish_reason::error, e));

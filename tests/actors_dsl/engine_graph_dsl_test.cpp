@@ -126,7 +126,7 @@ struct sink_event {
   std::string text;
   std::vector<int32_t> ids;
   finish_reason reason = finish_reason::stop;
-  errc code = errc::none;
+  status error;  // the request's error, when it failed
   uint32_t prompt_tokens = 0, completion_tokens = 0;
 };
 
@@ -161,7 +161,7 @@ request_sink_actor::behavior_type recording_sink(request_sink_actor::pointer, st
         e.text = f.text;
         e.ids = f.token_ids;
         e.reason = f.reason;
-        e.code = f.error.code;
+        e.error = f.error;
         e.prompt_tokens = f.prompt_tokens;
         e.completion_tokens = f.completion_tokens;
         log->events.push_back(std::move(e));
@@ -170,7 +170,7 @@ request_sink_actor::behavior_type recording_sink(request_sink_actor::pointer, st
         sink_event e;
         e.kind = ev::rejected;
         e.client_id = r.client_id;
-        e.code = r.error.code;
+        e.error = r.error;
         log->events.push_back(std::move(e));
       },
   };
@@ -186,7 +186,7 @@ struct request_view {
   std::string text;          // chunks + finished
   std::vector<int32_t> ids;  // chunks + finished
   finish_reason reason = finish_reason::stop;
-  errc code = errc::none;
+  status error;  // the request's error, when it failed
 };
 
 request_view view_of(const sink_log& log, const std::string& client_id) {
@@ -218,12 +218,12 @@ request_view view_of(const sink_log& log, const std::string& client_id) {
         v.text += e.text;
         v.ids.insert(v.ids.end(), e.ids.begin(), e.ids.end());
         v.reason = e.reason;
-        v.code = e.code;
+        v.error = e.error;
         v.completion_tokens = e.completion_tokens;
         break;
       case ev::rejected:
         v.n_rejected++;
-        v.code = e.code;
+        v.error = e.error;
         break;
     }
   }
@@ -389,7 +389,7 @@ CAF_TEST(invalid submit gets exactly one rejected and spawns nothing) {
     auto v = view_of(*log, id);
     CAF_CHECK_EQUAL(v.problem, "");
     CAF_CHECK_EQUAL(v.n_rejected, 1u);
-    CAF_CHECK_EQUAL(std::string(errc_name(v.code)), std::string(errc_name(errc::invalid_param)));
+    CAF_CHECK_EQUAL(std::string(errc_name(v.error.code)), std::string(errc_name(errc::invalid_param)));
   }
   auto s = stats();
   CAF_CHECK_EQUAL(s.steps, 0u);
@@ -519,7 +519,7 @@ CAF_TEST(a failing step ends only its requests with error and the next succeed) 
     auto v = view_of(*log, id);
     CAF_CHECK_EQUAL(v.problem, "");
     CAF_CHECK_EQUAL(reason_name(v.reason), "error");
-    CAF_CHECK_EQUAL(std::string(errc_name(v.code)), std::string(errc_name(errc::internal)));
+    CAF_CHECK_EQUAL(std::string(errc_name(v.error.code)), std::string(errc_name(errc::internal)));
   }
   CAF_CHECK_EQUAL(view_of(*log, "a").n_chunks, 1u);  // its first token came from the good step
   check_completed("c", 5);
@@ -596,7 +596,7 @@ CAF_TEST(a full waiting queue rejects with overloaded until a request starts) {
   auto v = view_of(*log, "second");
   CAF_CHECK_EQUAL(v.problem, "");
   CAF_CHECK_EQUAL(v.n_rejected, 1u);
-  CAF_CHECK_EQUAL(std::string(errc_name(v.code)), std::string(errc_name(errc::overloaded)));
+  CAF_CHECK_EQUAL(std::string(errc_name(v.error.code)), std::string(errc_name(errc::overloaded)));
   consume_messages();  // "first" started (its slot is free again); its step is held
   submit(make_request("third", "Mom said", 3));
   consume_messages();
@@ -631,7 +631,7 @@ CAF_TEST(shutdown ends running and waiting requests once and refuses new ones) {
   run();
   auto late = view_of(*log, "too-late");
   CAF_CHECK_EQUAL(late.n_rejected, 1u);
-  CAF_CHECK_EQUAL(std::string(errc_name(late.code)), std::string(errc_name(errc::draining)));
+  CAF_CHECK_EQUAL(std::string(errc_name(late.error.code)), std::string(errc_name(errc::draining)));
   CAF_CHECK_EQUAL(finished_by(stats(), finish_reason::shutdown), 2u);
   check_idle();
 }

@@ -9,8 +9,8 @@ namespace {
 
 using nlohmann::json;
 
-error_report report(errc code, const std::string& message, uint32_t retry_after_ms = 0) {
-  error_report e;
+status report(errc code, const std::string& message, uint32_t retry_after_ms = 0) {
+  status e;
   e.code = code;
   e.message = message;
   e.retry_after_ms = retry_after_ms;

@@ -196,7 +196,7 @@ TEST(OpenaiStream, ErrorMidStreamEndsIt) {
 TEST(OpenaiStream, RejectedChoiceAfterStart) {
   openai_stream_encoder enc(context(openai_endpoint::completions, 2));
   std::string sse = enc.on_chunk(0, chunk("x"));
-  error_report e;
+  status e;
   e.code = errc::overloaded;
   e.message = "the queue is full";
   e.retry_after_ms = 1500;

@@ -207,7 +207,7 @@ TEST(wire_codec, finished_with_a_retryable_error_says_when_to_retry) {
 }
 
 TEST(wire_codec, error_with_and_without_id) {
-  error_report e{errc::invalid_param, "params.top_p must be in (0, 1], got 1.5", 0};
+  status e{errc::invalid_param, "params.top_p must be in (0, 1], got 1.5", 0};
   server_message m = read(encode_error("r9", 0, e, true));
   EXPECT_EQ(keys_of(m),
             (std::vector<std::string>{"v", "t", "id", "seq", "terminal", "code", "name", "message", "retryable"}));
