@@ -238,6 +238,95 @@ worker_slot* slot_of(self_ptr self, const std::string& name) {
   return it == self->state.workers.end() || !it->second.up() ? nullptr : &it->second;
 }
 
+void on_submit(self_ptr self, generation_request& req, request_sink_actor& sink) {
+  auto& st = self->state;
+  if (st.draining) {
+    self->send(sink, request_rejected{req.client_id, {errc::draining, "the router is shutting down; submit to another instance", 1000}});
+    return;
+  }
+  route(self, st.book.open(std::move(req), std::move(sink)), false);
+}
+
+// Cancels a routed request here and on its worker.
+void cancel_routed(self_ptr self, cluster::routed_request_id rid, finish_reason why) {
+  if (auto at = self->state.book.cancel(rid, why)) {
+    if (auto* w = slot_of(self, at->first)) self->send(w->intake, cancel_atom_v, at->second, why);
+  }
+}
+
+void on_shutdown(self_ptr self) {
+  auto& st = self->state;
+  st.draining = true;
+  std::vector<cluster::routed_request_id> rids;
+  st.book.for_each([&](entry& e) { rids.push_back(e.rid); });
+  for (auto rid : rids) cancel_routed(self, rid, finish_reason::shutdown);
+}
+
+engine_stats summed_stats(self_ptr self) {
+  std::vector<engine_stats> all;
+  for (auto& [name, w] : self->state.workers)
+    if (w.up()) all.push_back(w.stats);
+  return cluster::sum_engine_stats(all);
+}
+
+// The routed request a worker's event is about (its client id is the
+// router's route key), or null when it has ended here already.
+template <class Event>
+entry* entry_of(self_ptr self, const Event& ev) {
+  return self->state.book.find_key(route_key::of_client_id(ev.client_id));
+}
+
+// A worker's event, renamed to the id and client id the gateway knows.
+template <class Event>
+void forward(self_ptr self, const entry& e, Event&& ev) {
+  ev.rid = e.rid.gateway_rid();
+  ev.client_id = e.client_id;
+  self->send(e.sink, std::forward<Event>(ev));
+}
+
+void on_accepted(self_ptr self, request_accepted& a) {
+  auto& st = self->state;
+  entry* e = entry_of(self, a);
+  if (!e) return;
+  if (auto why = st.book.accepted(*e, a.rid)) {
+    if (auto* w = slot_of(self, e->worker)) self->send(w->intake, cancel_atom_v, a.rid, *why);
+  }
+  if (e->accepted_sent) return;  // a resubmission: the client saw the first attempt's
+  e->accepted_sent = true;
+  forward(self, *e, std::move(a));
+}
+
+void on_chunk(self_ptr self, request_chunk& c) {
+  entry* e = entry_of(self, c);
+  if (!e) return;
+  self->state.book.produced(*e);
+  forward(self, *e, std::move(c));
+}
+
+void on_finished(self_ptr self, request_finished& f) {
+  entry* e = entry_of(self, f);
+  if (!e) return;
+  forward(self, *e, std::move(f));
+  self->state.book.close(e->rid);
+}
+
+void on_rejected(self_ptr self, request_rejected& r) {
+  auto& st = self->state;
+  entry* e = entry_of(self, r);
+  if (!e) return;
+  // A worker shutting down refuses new work: send it to another one
+  // (its client saw nothing yet) and that worker nothing more until it rejoins.
+  if (r.error.code == errc::draining && !e->produced) {
+    if (auto it = st.workers.find(e->worker); it != st.workers.end() && !it->second.draining) {
+      it->second.draining = true;
+      spdlog::info("cluster: worker {} is draining: no new requests go to it", e->worker);
+    }
+    st.book.detach(*e);
+    return route(self, *e, true);
+  }
+  end_with_error(self, *e, std::move(r.error));
+}
+
 cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
@@ -250,19 +339,9 @@ cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_con
   });
   self->send(self, tick_atom_v);
   return {
-      [self](submit_atom, generation_request& req, request_sink_actor sink) {
-        auto& st = self->state;
-        if (st.draining) {
-          self->send(sink, request_rejected{req.client_id, {errc::draining, "the router is shutting down; submit to another instance", 1000}});
-          return;
-        }
-        route(self, st.book.open(std::move(req), std::move(sink)), false);
-      },
+      [self](submit_atom, generation_request& req, request_sink_actor sink) { on_submit(self, req, sink); },
       [self](cancel_atom, request_id rid, finish_reason why) {
-        auto& st = self->state;
-        if (auto at = st.book.cancel(cluster::routed_request_id::of_gateway_rid(rid), why)) {
-          if (auto* w = slot_of(self, at->first)) self->send(w->intake, cancel_atom_v, at->second, why);
-        }
+        cancel_routed(self, cluster::routed_request_id::of_gateway_rid(rid), why);
       },
       [](dequeued_atom, request_id, uint32_t) {},  // sessions live on the workers and tell their own intake
       [self](group_done_atom, const std::string& group) {
@@ -270,71 +349,13 @@ cluster_intake_actor::behavior_type cluster_fn(self_ptr self, cluster_intake_con
           if (w.up()) self->send(w.intake, group_done_atom_v, group);
       },
       [self](drain_atom) { self->state.draining = true; },
-      [self](shutdown_atom) {
-        auto& st = self->state;
-        st.draining = true;
-        std::vector<cluster::routed_request_id> rids;
-        st.book.for_each([&](entry& e) { rids.push_back(e.rid); });
-        for (auto rid : rids) {
-          if (auto at = st.book.cancel(rid, finish_reason::shutdown)) {
-            if (auto* w = slot_of(self, at->first)) self->send(w->intake, cancel_atom_v, at->second, finish_reason::shutdown);
-          }
-        }
-      },
-      [self](stats_atom) {
-        std::vector<engine_stats> all;
-        for (auto& [name, w] : self->state.workers)
-          if (w.up()) all.push_back(w.stats);
-        return cluster::sum_engine_stats(all);
-      },
+      [self](shutdown_atom) { on_shutdown(self); },
+      [self](stats_atom) { return summed_stats(self); },
       // Events of routed requests, from the workers' sessions.
-      [self](request_accepted& a) {
-        auto& st = self->state;
-        entry* e = st.book.find_key(route_key::of_client_id(a.client_id));
-        if (!e) return;
-        if (auto why = st.book.accepted(*e, a.rid)) {
-          if (auto* w = slot_of(self, e->worker)) self->send(w->intake, cancel_atom_v, a.rid, *why);
-        }
-        if (e->accepted_sent) return;  // a resubmission: the client saw the first attempt's
-        e->accepted_sent = true;
-        a.rid = e->rid.gateway_rid();
-        a.client_id = e->client_id;
-        self->send(e->sink, std::move(a));
-      },
-      [self](request_chunk& c) {
-        auto& st = self->state;
-        entry* e = st.book.find_key(route_key::of_client_id(c.client_id));
-        if (!e) return;
-        st.book.produced(*e);
-        c.rid = e->rid.gateway_rid();
-        c.client_id = e->client_id;
-        self->send(e->sink, std::move(c));
-      },
-      [self](request_finished& f) {
-        auto& st = self->state;
-        entry* e = st.book.find_key(route_key::of_client_id(f.client_id));
-        if (!e) return;
-        f.rid = e->rid.gateway_rid();
-        f.client_id = e->client_id;
-        self->send(e->sink, std::move(f));
-        st.book.close(e->rid);
-      },
-      [self](request_rejected& r) {
-        auto& st = self->state;
-        entry* e = st.book.find_key(route_key::of_client_id(r.client_id));
-        if (!e) return;
-        // A worker shutting down refuses new work: send it to another one
-        // (its client saw nothing yet) and that worker nothing more until it rejoins.
-        if (r.error.code == errc::draining && !e->produced) {
-          if (auto it = st.workers.find(e->worker); it != st.workers.end() && !it->second.draining) {
-            it->second.draining = true;
-            spdlog::info("cluster: worker {} is draining: no new requests go to it", e->worker);
-          }
-          st.book.detach(*e);
-          return route(self, *e, true);
-        }
-        end_with_error(self, *e, std::move(r.error));
-      },
+      [self](request_accepted& a) { on_accepted(self, a); },
+      [self](request_chunk& c) { on_chunk(self, c); },
+      [self](request_finished& f) { on_finished(self, f); },
+      [self](request_rejected& r) { on_rejected(self, r); },
       [self](workers_atom, const std::vector<std::string>& names) { set_workers(self, names); },
       [self](tick_atom) { tick(self); },
   };
