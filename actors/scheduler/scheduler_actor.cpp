@@ -53,6 +53,8 @@ void report_finished(self_ptr self) {
 }
 
 void kick(self_ptr self);
+void count_step(scheduler_state& st, const sched_plan& plan, uint64_t step_id);
+void send_step(self_ptr self, std::shared_ptr<sched_plan> plan, engine_step step);
 
 void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res) {
   auto& st = self->state;
@@ -100,16 +102,25 @@ void kick(self_ptr self) {
   // Told at planning time, so the session's queue and prefill times are right.
   for (auto& [session, u] : start.started) self->send(session, std::move(u));
   for (auto& o : start.opens) self->send(st.exec, std::move(o));
-  engine_step& step = start.step;
-  step.step_id = st.next_step_id++;
+  start.step.step_id = st.next_step_id++;
+  count_step(st, *plan, start.step.step_id);
+  send_step(self, plan, std::move(start.step));
+}
+
+void count_step(scheduler_state& st, const sched_plan& plan, uint64_t step_id) {
   st.steps++;
-  st.batch_tokens += static_cast<uint64_t>(plan->stats.n_tokens_batch);
-  st.batch_seqs += static_cast<uint64_t>(plan->stats.n_seqs);
-  st.step_seqs_max = std::max(st.step_seqs_max, static_cast<uint32_t>(plan->stats.n_seqs));
-  spdlog::trace("scheduler: step {}: {} seqs, {} tokens ({} decode, {} prefill), {}/{} blocks, {} preempted", step.step_id,
-                plan->stats.n_seqs, plan->stats.n_tokens_batch, plan->stats.n_tokens_decode, plan->stats.n_tokens_prefill,
-                plan->stats.n_blocks_used, plan->stats.n_blocks_total, plan->stats.n_preemptions);
+  st.batch_tokens += static_cast<uint64_t>(plan.stats.n_tokens_batch);
+  st.batch_seqs += static_cast<uint64_t>(plan.stats.n_seqs);
+  st.step_seqs_max = std::max(st.step_seqs_max, static_cast<uint32_t>(plan.stats.n_seqs));
+  spdlog::trace("scheduler: step {}: {} seqs, {} tokens ({} decode, {} prefill), {}/{} blocks, {} preempted", step_id,
+                plan.stats.n_seqs, plan.stats.n_tokens_batch, plan.stats.n_tokens_decode, plan.stats.n_tokens_prefill,
+                plan.stats.n_blocks_used, plan.stats.n_blocks_total, plan.stats.n_preemptions);
+}
+
+// The step to the executor; its result (or the executor's loss) comes back to on_step_done.
+void send_step(self_ptr self, std::shared_ptr<sched_plan> plan, engine_step step) {
   const auto sent = std::chrono::steady_clock::now();
+  auto& st = self->state;
   self->request(st.exec, caf::infinite, std::move(step))
       .then([self, plan, sent](engine_step_result& res) {
               const double round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
@@ -170,6 +181,25 @@ engine_stats make_stats(const scheduler_state& st) {
   return s;
 }
 
+void on_admit(self_ptr self, sequence_admission& a, const session_actor& session) {
+  auto& st = self->state;
+  status s = st.core->add(seq_request_of(a, st.core->config().speculative, st.state_bytes_per_slot > 0));  // duplicate_id, invalid_param
+  if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
+  if (!s) {
+    self->send(session, finish_atom_v, finish_reason::error, s);
+    return;
+  }
+  kick(self);
+}
+
+// A request ends before the scheduler ended it: cancelled, or its session is gone.
+void end_early(self_ptr self, request_id rid, finish_reason reason) {
+  if (self->state.core->finish(rid, reason)) {
+    report_finished(self);
+    kick(self);
+  }
+}
+
 scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const model> m, executor_actor exec,
                                             scheduler_config cfg, kv_cache_config kv_cfg, step_observer on_step) {
   auto& st = self->state;
@@ -187,38 +217,11 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
   st.kv = std::make_unique<kv_cache_manager>(kv_cfg);
   st.core = std::make_unique<scheduler_core>(cfg, *st.kv);
   return {
-      [self](admit_atom, sequence_admission& a, session_actor session) {
-        auto& st = self->state;
-        seq_request req;
-        req.rid = a.rid;
-        req.priority = a.priority;
-        req.tokens_prompt = a.tokens_prompt;
-        req.max_tokens = static_cast<int32_t>(std::max<uint32_t>(1, a.params.max_tokens));
-        req.embed = a.kind == request_kind::embed;
-        req.spec = a.params.spec_given ? spec_config{a.params.spec_ngram, a.params.spec_max_draft}
-                                       : st.core->config().speculative;
-        if (req.embed || a.params.max_tokens <= 1 || st.state_bytes_per_slot > 0) req.spec = {};
-        status s = st.core->add(std::move(req));            // duplicate_id, invalid_param
-        if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
-        if (!s) {
-          self->send(session, finish_atom_v, finish_reason::error, s);
-          return;
-        }
-        kick(self);
-      },
-      [self](cancel_atom, request_id rid, finish_reason reason) {
-        if (self->state.core->finish(rid, reason)) {
-          report_finished(self);
-          kick(self);
-        }
-      },
+      [self](admit_atom, sequence_admission& a, session_actor session) { on_admit(self, a, session); },
+      [self](cancel_atom, request_id rid, finish_reason reason) { end_early(self, rid, reason); },
       [self](finish_atom, request_id rid, finish_reason reason) {
-        auto& st = self->state;
-        st.slots.forget_session(rid);  // it has ended already: it is not told again
-        if (st.core->finish(rid, reason)) {
-          report_finished(self);
-          kick(self);
-        }
+        self->state.slots.forget_session(rid);  // it has ended already: it is not told again
+        end_early(self, rid, reason);
       },
       [self](shutdown_atom) {
         auto& st = self->state;

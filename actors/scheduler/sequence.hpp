@@ -8,6 +8,7 @@
 
 #include "actors/scheduler/prompt_lookup.hpp"
 #include "actors/scheduler/draft_governor.hpp"
+#include "messages/engine.hpp"   // sequence_admission
 #include "messages/request.hpp"  // finish_reason: the vocabulary sessions report
 #include "base/status.hpp"
 
@@ -36,6 +37,12 @@ struct seq_request {
   bool embed = false;                // prefill only (see sequence::embed)
   spec_config spec;                  // speculative decoding; off by default
 };
+
+// The scheduler's view of an admitted request. Speculative decoding follows
+// the request's own settings, else `default_spec`; it is off for embeddings,
+// for requests of at most one token, and for recurrent models (`recurrent`:
+// drafts would advance their state past tokens that may be rejected).
+seq_request seq_request_of(const sequence_admission& a, const spec_config& default_spec, bool recurrent);
 
 struct sequence {
   request_id rid = 0;

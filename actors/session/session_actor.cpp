@@ -59,31 +59,39 @@ void emit(self_ptr self, session_events& ev, bool tell_scheduler) {
   self->quit();
 }
 
-session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, session_config cfg, uint32_t queue_pos,
-                                        session_links links) {
-  auto& st = self->state;
-  st.links = std::move(links);
-  st.n_tokens_prompt = cfg.n_tokens_prompt;
-  st.fault_crash = cfg.fault_crash;
+request_accepted accepted_of(const session_config& cfg, uint32_t queue_pos) {
   request_accepted acc;
   acc.rid = cfg.rid;
   acc.client_id = cfg.request.client_id;
   acc.prompt_tokens = cfg.n_tokens_prompt;
   acc.queue_pos = queue_pos;
   acc.tags = cfg.request.tags;
+  return acc;
+}
+
+// A sink on another node (a router, issue 14) may vanish with its node:
+// then nobody reads this request, which ends as a gone client's would,
+// freeing its KV blocks. (A local sink lives as long as its process.)
+void watch_remote_sink(self_ptr self) {
+  if (self->state.links.sink.node() == self->node()) return;
+  self->monitor(self->state.links.sink);
+  self->set_down_handler([self](caf::down_msg&) {
+    spdlog::info("[rid {}] its sink's node is gone: cancelling", self->state.core->rid());
+    self->send(self->state.links.scheduler, cancel_atom_v, self->state.core->rid(), finish_reason::client_gone);
+  });
+}
+
+session_actor::behavior_type session_fn(self_ptr self, const tokenizer* tok, session_config cfg, uint32_t queue_pos,
+                                        session_links links) {
+  auto& st = self->state;
+  st.links = std::move(links);
+  st.n_tokens_prompt = cfg.n_tokens_prompt;
+  st.fault_crash = cfg.fault_crash;
+  request_accepted acc = accepted_of(cfg, queue_pos);
   auto now_ms = [self] { return ms_of(self->clock().now()); };
   st.core = std::make_unique<session_core>(*tok, std::move(cfg), now_ms);
   self->send(st.links.sink, std::move(acc));
-  // A sink on another node (a router, issue 14) may vanish with its node:
-  // then nobody reads this request, which ends as a gone client's would,
-  // freeing its KV blocks. (A local sink lives as long as its process.)
-  if (st.links.sink.node() != self->node()) {
-    self->monitor(st.links.sink);
-    self->set_down_handler([self](caf::down_msg&) {
-      spdlog::info("[rid {}] its sink's node is gone: cancelling", self->state.core->rid());
-      self->send(self->state.links.scheduler, cancel_atom_v, self->state.core->rid(), finish_reason::client_gone);
-    });
-  }
+  watch_remote_sink(self);
   if (auto at = st.core->deadline_at_ms()) {
     const auto in = std::chrono::microseconds(static_cast<int64_t>((std::max(0.0, *at - now_ms()) + 1.0) * 1000.0));
     self->delayed_send(self, in, deadline_atom_v);

@@ -43,13 +43,13 @@ TEST(scheduler_embed, chunks_beside_decodes_skip_the_prefix_cache_and_end_with_s
   scheduler_core core(cfg, kv);
   const std::vector<int32_t> prompt = iota_tokens(40, 1);
   // A generating sequence with the same prompt puts its two full blocks in the prefix cache.
-  ASSERT_TRUE(core.add({1, 0, prompt, 30}).is_ok());
+  ASSERT_TRUE(core.add({1, 0, prompt, 30, false, {}}).is_ok());
   for (int i = 0; i < 20; ++i) {
     const sched_plan plan = core.schedule();
     core.update(plan, answer(plan));
   }
   ASSERT_GT(kv.stats().n_blocks_cached, 0);
-  seq_request embed{2, 0, prompt, 1};
+  seq_request embed{2, 0, prompt, 1, false, {}};
   embed.embed = true;
   ASSERT_TRUE(core.add(embed).is_ok());
 
@@ -84,7 +84,7 @@ TEST(scheduler_embed, chunks_beside_decodes_skip_the_prefix_cache_and_end_with_s
 TEST(scheduler_embed, no_answer_for_a_completed_prompt_is_an_error) {
   kv_cache_manager kv(testing::kv_cfg(16, 16, true));
   scheduler_core core(scheduler_config{}, kv);
-  seq_request embed{3, 0, iota_tokens(10, 1), 1};
+  seq_request embed{3, 0, iota_tokens(10, 1), 1, false, {}};
   embed.embed = true;
   ASSERT_TRUE(core.add(embed).is_ok());
   const sched_plan plan = core.schedule();
