@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/vocab.hpp"
 
 namespace cortex {

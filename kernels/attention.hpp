@@ -16,6 +16,13 @@
 
 namespace cortex::kernels {
 
+// A block-table entry whose block was released: every position it covered
+// lies before the window of any query still to come (a windowed group only).
+// Nothing reads it; the table keeps its place so that position p stays at
+// entry p / block_size. The K/V cache manager writes it, the forward pass
+// and the executor skip it.
+constexpr int32_t kv_block_released = -1;
+
 struct kv_layout {
   int block_size;  // tokens per block
   int n_kv_heads;  // K/V heads (GQA groups)

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/tensor_table.hpp"
 #include "model/weights.hpp"

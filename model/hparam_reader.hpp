@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "model/hparams.hpp"
 
 namespace cortex {

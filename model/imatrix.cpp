@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 
 namespace cortex::quantize {
 

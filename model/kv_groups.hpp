@@ -18,15 +18,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/attention.hpp"
 #include "model/hparams.hpp"
 
 namespace cortex {
 
-// A block-table entry whose block was released: every position it covered
-// lies before the window of any query still to come (a windowed group only).
-// Nothing reads it; the table keeps its place so that position p stays at
-// entry p / block_size.
-constexpr int32_t kv_block_released = -1;
+using kernels::kv_block_released;  // kernels/attention.hpp: a released block's table entry
 
 struct kv_group {
   int window = 0;           // 0: full attention; else keys p' with p - p' < window

@@ -9,7 +9,7 @@
 
 #include "kernels/matmul.hpp"
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "model/hparams.hpp"
 #include "model/weights.hpp"
 

@@ -13,7 +13,7 @@
 
 #include "kernels/quant.hpp"
 #include "kernels/thread_pool.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 
 namespace cortex::quantize {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "model/imatrix.hpp"
 #include "model/quantize_plan.hpp"
 

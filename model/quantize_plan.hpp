@@ -31,7 +31,7 @@
 
 #include "kernels/ggml_type.hpp"
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 
 namespace cortex::quantize {
 

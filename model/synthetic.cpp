@@ -6,7 +6,7 @@
 
 #include "kernels/quant.hpp"
 #include "model/arch.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/tensor_table.hpp"
 
 namespace cortex {

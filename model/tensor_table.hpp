@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "model/weights.hpp"
 
 namespace cortex {

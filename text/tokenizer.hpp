@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/vocab.hpp"
 
 namespace cortex {

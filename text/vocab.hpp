@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/string_map.hpp"
 

@@ -9,10 +9,10 @@
 
 namespace cortex {
 
-expected<chat_setup> load_chat_setup(const model& m, const std::string& override_path, const std::string& tool_format,
-                                     const std::string& reasoning_format) {
-  const auto& v = m.tokenizer().vocabulary();
-  auto defaults = model_chat_defaults(m.file(), v);
+expected<chat_setup> load_chat_setup(const gguf::file& model_file, const tokenizer& tok, const std::string& override_path,
+                                     const std::string& tool_format, const std::string& reasoning_format) {
+  const auto& v = tok.vocabulary();
+  auto defaults = model_chat_defaults(model_file, v);
   std::string text = defaults.template_text;
   std::string origin = defaults.template_from_model ? "the model's tokenizer.chat_template" : "ChatML (the model has no chat template)";
   if (!override_path.empty()) {

@@ -12,7 +12,8 @@
 #include "chat/chat_template.hpp"
 #include "chat/tool_format.hpp"
 #include "base/expected.hpp"
-#include "model/model.hpp"
+#include "gguf/gguf.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 
@@ -26,11 +27,12 @@ struct chat_setup {
   std::string reasoning_format = "auto";
 };
 
-// `override_path` empty: the model's template. `tool_format` empty: the
+// The model's file (its tokenizer.chat_template and vocabulary) and
+// tokenizer. `override_path` empty: the model's template. `tool_format` empty: the
 // family detected from the template. Errors name the file and the template
 // problem, or an unknown tool format. Warnings (unknown filters...) are in
 // tmpl.warnings().
-expected<chat_setup> load_chat_setup(const model& m, const std::string& override_path,
+expected<chat_setup> load_chat_setup(const gguf::file& model_file, const tokenizer& tok, const std::string& override_path,
                                      const std::string& tool_format = "", const std::string& reasoning_format = "auto");
 
 // A chat request made ready for the engine.

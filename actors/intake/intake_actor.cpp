@@ -15,7 +15,7 @@ namespace cortex {
 namespace {
 
 struct intake_state {
-  std::shared_ptr<const model> mdl;
+  std::shared_ptr<const tokenizer> tok;  // the model's
   scheduler_actor sched;
   std::unique_ptr<intake_core> core;
   session_spawner spawn_session;
@@ -74,19 +74,19 @@ void start(self_ptr self, intake_admission& a, request_sink_actor sink) {
   scfg.fault_crash = a.rid == st.fault_session_crash_rid;
   const std::string client_id = scfg.request.client_id;
   session_links links{std::move(sink), st.sched, caf::actor_cast<intake_actor>(self), std::move(a.ticket)};
-  auto session = st.spawn_session(self, st.mdl->tokenizer(), std::move(scfg), a.queue_pos, links);
+  auto session = st.spawn_session(self, *st.tok, std::move(scfg), a.queue_pos, links);
   guard_session(session, links, a.rid, client_id, a.n_tokens_prompt);
   self->send(st.sched, admit_atom_v, std::move(a.sequence), std::move(session));
 }
 
-intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model> m, scheduler_actor sched,
+intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const tokenizer> tok, scheduler_actor sched,
                                       intake_config cfg, session_spawner spawn) {
   auto& st = self->state;
-  st.mdl = std::move(m);
+  st.tok = std::move(tok);
   st.sched = std::move(sched);
   st.spawn_session = std::move(spawn);
   st.fault_session_crash_rid = cfg.fault_session_crash_rid;
-  st.core = std::make_unique<intake_core>(cfg, st.mdl->tokenizer());
+  st.core = std::make_unique<intake_core>(cfg, *st.tok);
   return {
       [self](submit_atom, generation_request& req, request_sink_actor sink) {
         const std::string client_id = req.client_id;
@@ -108,9 +108,9 @@ intake_actor::behavior_type intake_fn(self_ptr self, std::shared_ptr<const model
 
 }  // namespace
 
-intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const model> m, scheduler_actor sched,
+intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const tokenizer> tok, scheduler_actor sched,
                           const intake_config& cfg, session_spawner spawn) {
-  return sys.spawn(intake_fn, std::move(m), std::move(sched), cfg, std::move(spawn));
+  return sys.spawn(intake_fn, std::move(tok), std::move(sched), cfg, std::move(spawn));
 }
 
 }  // namespace cortex

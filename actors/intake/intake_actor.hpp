@@ -11,13 +11,13 @@
 #include "actors/intake/intake_core.hpp"
 #include "messages/actors.hpp"
 #include "messages/session_start.hpp"
-#include "model/model.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 
 // spawn starts each admitted request's session (actors/runtime passes
 // actors/session's spawn_session).
-intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const model> m, scheduler_actor sched,
+intake_actor spawn_intake(caf::actor_system& sys, std::shared_ptr<const tokenizer> tok, scheduler_actor sched,
                           const intake_config& cfg, session_spawner spawn);
 
 }  // namespace cortex

@@ -182,16 +182,16 @@ validation_result request_validator::validate(const generation_request& r) {
       return reject(refuse(errc::invalid_param, model + " is an embedding model and only embeds (/v1/embeddings, "
                                                         "/v1/rerank): it cannot generate text"));
     }
-    if (limits_.pooling == pooling_kind::none) {
+    if (limits_.output == encoder_output::per_token) {
       return reject(refuse(errc::invalid_param, model + " pools nothing (pooling_type none: one vector per token); "
                                                         "an embedding request needs a pooled model"));
     }
-    if (limits_.pooling == pooling_kind::rank && r.document.empty()) {
+    if (limits_.output == encoder_output::score && r.document.empty()) {
       return reject(refuse(errc::invalid_param, model + " is a reranker (pooling_type rank): it scores documents "
                                                         "against a query (/v1/rerank) and gives no embeddings"));
     }
   }
-  if (!r.document.empty() && !(limits_.embeds_only && limits_.pooling == pooling_kind::rank)) {
+  if (!r.document.empty() && !(limits_.embeds_only && limits_.output == encoder_output::score)) {
     return reject(refuse(errc::invalid_param, "model '" + limits_.model_name + "' is not a reranker (pooling_type rank): "
                                               "it cannot score documents; use /v1/embeddings"));
   }

@@ -17,10 +17,14 @@
 #include "messages/errors.hpp"
 #include "messages/request.hpp"
 #include "actors/intake/chat_setup.hpp"
-#include "model/hparams.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex {
+
+// What an encoder gives for an input, by its file's pooling type: one pooled
+// vector (mean, cls, last), one vector per token (none), or a score (rank:
+// a reranker).
+enum class encoder_output : uint8_t { pooled_vector, per_token, score };
 
 struct validation_limits {
   int32_t n_ctx = 0;                  // context length of the model (positions)
@@ -36,7 +40,7 @@ struct validation_limits {
   // it), and the file's pooling must give one vector per input (not none;
   // rank scores pairs). n_ctx is then what one step computes whole.
   bool embeds_only = false;
-  pooling_kind pooling = pooling_kind::mean;
+  encoder_output output = encoder_output::pooled_vector;
   std::string model_name;             // for the messages
 };
 

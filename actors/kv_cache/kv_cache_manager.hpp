@@ -35,9 +35,11 @@
 #include "actors/kv_cache/block_pool.hpp"
 #include "messages/request.hpp"  // request_id
 #include "base/expected.hpp"
-#include "model/kv_groups.hpp"  // kv_block_released
+#include "kernels/attention.hpp"  // kv_block_released
 
 namespace cortex {
+
+using kernels::kv_block_released;
 
 struct kv_cache_config {
   int32_t n_blocks = 0;             // blocks in the pool (> 0)

@@ -84,7 +84,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   // A bad --chat-template fails before anything is spawned.
-  auto chat = load_chat_setup(*rt->model_, c.chat_template_path, c.tool_format, c.reasoning_format);
+  auto chat = load_chat_setup(rt->model_->file(), rt->model_->tokenizer(), c.chat_template_path, c.tool_format, c.reasoning_format);
   if (!chat) return chat.error();
   for (const auto& w : chat->tmpl.warnings()) spdlog::warn("chat template ({}): {}", chat->origin, w);
   spdlog::info("chat template: {}; {} end-of-turn token(s); tool calls: {}{}{}", chat->origin, chat->stop_ids.size(),
@@ -113,6 +113,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   sc.speculative = {c.spec_ngram, c.spec_max_draft};
   sc.adaptive_drafts = c.spec_adaptive;
   sc.whole_inputs = hp.encoder.enabled;
+  sc.recurrent_state_bytes = hp.state_floats() * sizeof(float);
   kv_cache_config kc;
   kc.n_blocks = rt->kv_blocks_;
   kc.block_size = c.block_size;
@@ -123,12 +124,17 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   kc.group_windows = groups.windows();
   kc.group_layers = groups.layer_counts();
   kc.fault_pinned_blocks = c.faults.kv_pinned_blocks;
-  rt->scheduler_ = spawn_scheduler(sys, rt->model_, rt->executor_, sc, kc, c.on_step);
+  // The actors past the executor see the model's tokenizer only (the
+  // aliasing pointer keeps the whole model alive as long as they run).
+  const std::shared_ptr<const tokenizer> tok(rt->model_, &rt->model_->tokenizer());
+  rt->scheduler_ = spawn_scheduler(sys, tok, rt->executor_, sc, kc, c.on_step);
   intake_config ic;
   ic.limits.n_ctx = rt->n_ctx_;
   ic.limits.n_vocab = hp.n_vocab;
   ic.limits.embeds_only = hp.encoder.enabled;
-  ic.limits.pooling = hp.encoder.pooling;
+  ic.limits.output = hp.encoder.pooling == pooling_kind::none   ? encoder_output::per_token
+                    : hp.encoder.pooling == pooling_kind::rank ? encoder_output::score
+                                                               : encoder_output::pooled_vector;
   ic.limits.model_name = rt->model_->name();
   ic.max_waiting = static_cast<uint32_t>(c.max_waiting);
   ic.max_queued_tokens = static_cast<uint64_t>(c.max_queued_tokens);
@@ -136,7 +142,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ic.access = c.access;
   ic.fault_session_crash_rid = c.faults.session_crash_rid;
   if (c.faults.any()) spdlog::warn("fault injection is on (tests only): see actors/runtime/fault_plan.hpp");
-  rt->intake_ = spawn_intake(sys, rt->model_, rt->scheduler_, ic, spawn_session);
+  rt->intake_ = spawn_intake(sys, tok, rt->scheduler_, ic, spawn_session);
   spdlog::info("runtime ready: {} ({}), {} threads, {} KV blocks of {} tokens ({} KV, {} bytes per token, {:.0f} MiB), context {} per request",
                rt->model_->name(), rt->model_->quant_name(), threads, rt->kv_blocks_, c.block_size,
                kernels::kv_type_name(c.kv_type), kv_bytes_per_token,

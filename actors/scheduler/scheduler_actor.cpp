@@ -20,7 +20,7 @@ namespace cortex {
 namespace {
 
 struct scheduler_state {
-  std::shared_ptr<const model> mdl;
+  std::shared_ptr<const tokenizer> tok;  // the model's: its end-of-generation tokens
   executor_actor exec;
   std::unique_ptr<kv_cache_manager> kv;
   std::unique_ptr<scheduler_core> core;
@@ -58,7 +58,7 @@ void send_step(self_ptr self, std::shared_ptr<sched_plan> plan, engine_step step
 
 void on_step_done(self_ptr self, const sched_plan& plan, engine_step_result& res) {
   auto& st = self->state;
-  const auto& tok = st.mdl->tokenizer();
+  const tokenizer& tok = *st.tok;
   if (res.failed()) {
     st.failed_steps++;
     spdlog::error("scheduler: step {} failed: {} ({}); its {} requests end with an error", res.step_id, res.error.message,
@@ -200,13 +200,13 @@ void end_early(self_ptr self, request_id rid, finish_reason reason) {
   }
 }
 
-scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const model> m, executor_actor exec,
+scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const tokenizer> tok, executor_actor exec,
                                             scheduler_config cfg, kv_cache_config kv_cfg, step_observer on_step) {
   auto& st = self->state;
   st.on_step = std::move(on_step);
-  st.mdl = std::move(m);
+  st.tok = std::move(tok);
   st.exec = std::move(exec);
-  st.state_bytes_per_slot = st.mdl->hparams().state_floats() * sizeof(float);
+  st.state_bytes_per_slot = cfg.recurrent_state_bytes;
   if (st.state_bytes_per_slot > 0) {
     // Recurrent layers: a cached prefix's K/V would not restore their state
     // (a wrong hit is a wrong answer), and drafts would advance it past
@@ -234,9 +234,9 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
 
 }  // namespace
 
-scheduler_actor spawn_scheduler(caf::actor_system& sys, std::shared_ptr<const model> m, executor_actor exec,
+scheduler_actor spawn_scheduler(caf::actor_system& sys, std::shared_ptr<const tokenizer> tok, executor_actor exec,
                                 const scheduler_config& cfg, const kv_cache_config& kv_cfg, step_observer on_step) {
-  return sys.spawn(scheduler_fn, std::move(m), std::move(exec), cfg, kv_cfg, std::move(on_step));
+  return sys.spawn(scheduler_fn, std::move(tok), std::move(exec), cfg, kv_cfg, std::move(on_step));
 }
 
 }  // namespace cortex

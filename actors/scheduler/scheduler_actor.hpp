@@ -13,7 +13,7 @@
 #include "actors/kv_cache/kv_cache_manager.hpp"
 #include "actors/scheduler/scheduler_core.hpp"
 #include "messages/actors.hpp"
-#include "model/model.hpp"
+#include "text/tokenizer.hpp"
 
 namespace cortex {
 
@@ -22,7 +22,8 @@ namespace cortex {
 // cheap and thread-safe (e.g. a metrics registry's observe_step).
 using step_observer = std::function<void(double duration_s, uint32_t n_tokens)>;
 
-scheduler_actor spawn_scheduler(caf::actor_system& sys, std::shared_ptr<const model> m, executor_actor exec,
+// `tok`: the model's tokenizer (its end-of-generation tokens end sequences).
+scheduler_actor spawn_scheduler(caf::actor_system& sys, std::shared_ptr<const tokenizer> tok, executor_actor exec,
                                 const scheduler_config& cfg, const kv_cache_config& kv_cfg, step_observer on_step = {});
 
 }  // namespace cortex

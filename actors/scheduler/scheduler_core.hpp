@@ -73,6 +73,11 @@ struct scheduler_config {
   // room), and holds no K/V blocks: the executor reads the step's own rows.
   // REQUIRES then: every prompt <= max_batch_tokens (intake caps them).
   bool whole_inputs = false;
+  // A recurrent model's state per running sequence (bytes; 0: none). The
+  // scheduler actor then turns prefix caching and speculation off (a cached
+  // prefix's K/V would not restore the state; drafts would advance it past
+  // tokens that may be rejected) and counts the executor's state slots.
+  uint64_t recurrent_state_bytes = 0;
 };
 
 struct scheduler_totals {

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "kernels/thread_pool.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "grammar/json_schema.hpp"
 #include "grammar/token_mask.hpp"
 #include "text/tokenizer.hpp"

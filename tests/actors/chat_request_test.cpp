@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "actors/intake/chat_setup.hpp"
+#include "model/model.hpp"
 #include "actors/intake/request_validator.hpp"
 #include "chat/model_chat.hpp"
 #include "tests/support/golden.hpp"

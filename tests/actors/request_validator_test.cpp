@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "actors/intake/request_validator.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "tests/actors/stories_tokenizer.hpp"
 
 namespace cortex {
@@ -338,12 +338,12 @@ class encoder_validator : public ::testing::Test {
     ASSERT_TRUE(t) << t.error().message;
     tok_ = std::move(*t);
   }
-  validation_limits encoder_limits(pooling_kind pooling) const {
+  validation_limits encoder_limits(encoder_output output) const {
     validation_limits l;
     l.n_ctx = 512;
     l.n_vocab = tok_->n_vocab();
     l.embeds_only = true;
-    l.pooling = pooling;
+    l.output = output;
     l.model_name = "bge";
     return l;
   }
@@ -359,7 +359,7 @@ class encoder_validator : public ::testing::Test {
 };
 
 TEST_F(encoder_validator, frames_texts_and_refuses_generation) {
-  request_validator v(encoder_limits(pooling_kind::cls), *tok_, 1);
+  request_validator v(encoder_limits(encoder_output::pooled_vector), *tok_, 1);
   auto ok = v.validate(embed("Hello world"));
   ASSERT_TRUE(ok.ok()) << ok.error.message;
   EXPECT_EQ(ok.request.tokens_prompt, tok_->encode("Hello world", true));
@@ -379,14 +379,14 @@ TEST_F(encoder_validator, frames_texts_and_refuses_generation) {
   ASSERT_FALSE(not_reranker.ok());
   EXPECT_NE(not_reranker.error.message.find("not a reranker"), std::string::npos) << not_reranker.error.message;
 
-  request_validator none(encoder_limits(pooling_kind::none), *tok_, 1);
+  request_validator none(encoder_limits(encoder_output::per_token), *tok_, 1);
   auto unpooled = none.validate(embed("Hello"));
   ASSERT_FALSE(unpooled.ok());
   EXPECT_NE(unpooled.error.message.find("pooling_type none"), std::string::npos) << unpooled.error.message;
 }
 
 TEST_F(encoder_validator, reranker_takes_query_document_pairs) {
-  request_validator v(encoder_limits(pooling_kind::rank), *tok_, 1);
+  request_validator v(encoder_limits(encoder_output::score), *tok_, 1);
   auto pair = embed("What is the capital of France?");
   pair.document = "Paris is the capital of France.";
   auto ok = v.validate(pair);

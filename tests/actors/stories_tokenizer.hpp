@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex {

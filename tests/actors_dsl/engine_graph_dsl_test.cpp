@@ -288,13 +288,14 @@ struct fixture : test_coordinator_fixture<dsl_config> {
     kc.n_blocks = n_blocks;
     kc.block_size = k_block_size;
     kc.enable_prefix_caching = true;
-    scheduler = spawn_scheduler(sys, mdl, exec, sc, kc);
+    const std::shared_ptr<const tokenizer> tok(mdl, &mdl->tokenizer());
+    scheduler = spawn_scheduler(sys, tok, exec, sc, kc);
     intake_config ic;
     ic.limits.n_ctx = std::min(mdl->hparams().n_ctx_train, n_blocks * k_block_size);  // as runtime::start
     ic.max_waiting = max_waiting;
     ic.limits.n_vocab = mdl->tokenizer().n_vocab();
     ic.seed = 1;
-    intake = spawn_intake(sys, mdl, scheduler, ic, spawn_session);
+    intake = spawn_intake(sys, tok, scheduler, ic, spawn_session);
     sink = sys.spawn(recording_sink, log);
     run();
   }

@@ -22,7 +22,7 @@
 
 #include "chat/chat_prompt.hpp"
 #include "chat/chat_template.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_shared.hpp"

@@ -1,4 +1,4 @@
-// Fuzz target: a GGUF file from outside (model/gguf.hpp parse on a memory
+// Fuzz target: a GGUF file from outside (gguf/gguf.hpp parse on a memory
 // buffer: header, metadata, tensor table), every typed metadata look-up,
 // then the tokenizer a model load builds from that metadata
 // (vocab::from_gguf, tokenizer::from_gguf) with a short encode / decode.
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 

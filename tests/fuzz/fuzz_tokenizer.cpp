@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "messages/wire/utf8.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 #include "tests/fuzz/fuzz_shared.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "grammar/token_mask.hpp"
 #include "model/sampler.hpp"
 #include "text/tokenizer.hpp"

@@ -11,8 +11,8 @@
 
 #include "kernels/thread_pool.hpp"
 #include "model/embedding.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/kv_arena.hpp"
 #include "model/model.hpp"
 #include "model/synthetic.hpp"

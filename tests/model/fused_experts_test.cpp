@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kernels/thread_pool.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
 #include "model/synthetic.hpp"

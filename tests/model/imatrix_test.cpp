@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/imatrix.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/temp_dir.hpp"

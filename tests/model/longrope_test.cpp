@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "kernels/thread_pool.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
 #include "tests/support/golden.hpp"

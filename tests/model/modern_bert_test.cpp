@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/model.hpp"
 
 namespace cortex {

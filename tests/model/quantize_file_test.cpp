@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/quant.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "model/quantize_file.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/sha256.hpp"

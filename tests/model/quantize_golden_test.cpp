@@ -10,7 +10,7 @@
 
 #include "kernels/ggml_type.hpp"
 #include "kernels/quant.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex {

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "kernels/quant.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/quantize_file.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/sha256.hpp"

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/quantize_plan.hpp"
 
 namespace cortex::quantize {

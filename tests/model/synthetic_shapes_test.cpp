@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <unistd.h>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "model/model.hpp"
 #include "model/synthetic.hpp"
 #include "text/tokenizer.hpp"

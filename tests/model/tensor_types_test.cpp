@@ -12,7 +12,7 @@
 #include "kernels/quant.hpp"
 #include "kernels/quant_traits.hpp"
 #include "kernels/thread_pool.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "model/model.hpp"
 #include "model/single_sequence.hpp"
 #include "model/synthetic.hpp"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "text/tokenizer.hpp"
 
 namespace cortex {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/text/detokenizer_stream.hpp"
 #include "tests/support/golden.hpp"

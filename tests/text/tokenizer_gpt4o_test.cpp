@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <unistd.h>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "tests/support/golden.hpp"
 #include "text/tokenizer.hpp"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/text/detokenizer_stream.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/text/detokenizer_stream.hpp"

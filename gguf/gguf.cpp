@@ -1,4 +1,4 @@
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

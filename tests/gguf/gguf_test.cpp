@@ -9,8 +9,8 @@
 #include <random>
 
 #include "kernels/fp16.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "tests/support/golden.hpp"
 
 namespace cortex::gguf {

@@ -1,4 +1,4 @@
-#include "model/gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -10,7 +10,7 @@
 
 #include "kernels/ggml_type.hpp"
 #include "base/expected.hpp"
-#include "model/gguf.hpp"
+#include "gguf/gguf.hpp"
 
 namespace cortex::gguf {
 
