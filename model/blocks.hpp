@@ -165,9 +165,16 @@ class blocks {
   void layer_norm(const float* in, const std::vector<float>& w, const std::vector<float>& b, float* out);
   // xn = x: a post-norm layer's blocks read the residual stream itself.
   void copy_to_input();
+  // A post-norm layer's residual, a token at a time while its rows are in
+  // L1: out += out_bias (empty: none), x += residual_scale * out,
+  // x = LayerNorm(x) * w + b, xn = x. The same operations, in the same
+  // order, as add_bias, residual, layer_norm and copy_to_input one after
+  // the other over all tokens.
+  void residual_layer_norm(const std::vector<float>& out_bias, const std::vector<float>& w, const std::vector<float>& b);
   // The sequential FFN of an encoder layer on xn(), into out():
-  // down(gelu(up xn + b_up)) + b_down, GELU as ggml computes it
-  // (kernels::gelu_fp16_table). Biases where the layer has them.
+  // down(gelu(up xn + b_up)), GELU as ggml computes it
+  // (kernels::gelu_fp16_table), b_up where the layer has it; b_down is the
+  // caller's (residual_layer_norm adds it).
   void ffn_sequential(int il);
 
   void run_group(const linear_group& g, const float* x, int n_tokens, float* const* ys);

@@ -44,6 +44,27 @@ void blocks::layer_norm(const float* in, const std::vector<float>& w, const std:
 
 void blocks::copy_to_input() { std::copy_n(x_.data(), static_cast<size_t>(n_tokens_) * hp().n_embd, xn_.data()); }
 
+void blocks::residual_layer_norm(const std::vector<float>& out_bias, const std::vector<float>& w,
+                                 const std::vector<float>& b) {
+  const int d = hp().n_embd;
+  const float eps = hp().encoder.norm_eps;
+  const float scale = hp().residual_scale;
+  for_token_ranges([&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) {
+      const size_t at = static_cast<size_t>(t) * d;
+      float* o = tmp_.data() + at;
+      float* x = x_.data() + at;
+      if (!out_bias.empty()) kernels::add_inplace(o, out_bias.data(), d);
+      if (scale != 1.0f) {
+        for (int i = 0; i < d; ++i) o[i] *= scale;
+      }
+      kernels::add_inplace(x, o, d);
+      kernels::layernorm(x, w.data(), b.empty() ? nullptr : b.data(), x, d, eps);
+      std::copy_n(x, d, xn_.data() + at);
+    }
+  });
+}
+
 void blocks::ffn_sequential(int il) {
   const layer_weights& L = weights(il);
   const auto& LL = linears_[static_cast<size_t>(il)];
@@ -58,7 +79,6 @@ void blocks::ffn_sequential(int il) {
   });
   float* const out[1] = {tmp_.data()};
   run_group(LL.down, gate_.data(), n_tokens_, out);
-  add_bias(tmp_.data(), L.b_down);
 }
 
 void blocks::attend_bidirectional(int il) {
