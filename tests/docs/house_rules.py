@@ -6,7 +6,9 @@ they stay true (CTest: house_rules):
   ("about 40"; the logic lives in CAF-free classes with their own tests);
 - one error convention: status::is_ok(); no `errc::none` sentinel (errc
   names no success code);
-- one id type: no `uint64_t rid` (request_id, cluster::routed_request_id).
+- one id type: no `uint64_t rid` (request_id, cluster::routed_request_id);
+- tests/ mirrors the tree: every folder of tests/actors/ is a folder of
+  actors/ (the test of actors/X/unit.cpp is tests/actors/X/unit_test.cpp).
 
 A function here is a definition that starts at column 0 and ends at the
 next `}` at column 0 (the project's style: clang-format, bodies indented).
@@ -71,6 +73,10 @@ def main():
             for start, n, head in long_functions(lines):
                 problems.append(f"{rel}:{start}: a function of {n} lines in an actor file (at most "
                                 f"{MAX_ACTOR_FUNCTION_LINES}): move its logic into a tested plain class: {head[:60]}")
+    tests_actors = os.path.join(root, "tests", "actors")
+    for name in sorted(os.listdir(tests_actors)) if os.path.isdir(tests_actors) else []:
+        if os.path.isdir(os.path.join(tests_actors, name)) and not os.path.isdir(os.path.join(root, "actors", name)):
+            problems.append(f"tests/actors/{name}/: no actors/{name}/ to mirror (tests/ mirrors the source tree)")
     for p in problems:
         print(p)
     if problems:

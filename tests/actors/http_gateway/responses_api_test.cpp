@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "actors/http_gateway/responses_api.hpp"
-#include "tests/http_gateway/sse_events.hpp"
-#include "tests/http_gateway/test_events.hpp"
+#include "tests/actors/http_gateway/sse_events.hpp"
+#include "tests/actors/http_gateway/test_events.hpp"
 
 namespace cortex::http {
 namespace {

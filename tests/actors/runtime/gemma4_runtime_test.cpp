@@ -3,7 +3,7 @@
 // K/V of layers 2 (sliding) and 3 (full) and whose sliding and full layers
 // differ in head size and KV heads. The K/V memory holds only the four
 // layers with K/V of their own and `stats` says so (its golden greedy
-// continuations through the runtime: tests/actors/arch_runtime_test.cpp).
+// continuations through the runtime: tests/actors/runtime/arch_runtime_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>

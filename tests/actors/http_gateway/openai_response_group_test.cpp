@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/http_gateway/anthropic_messages.hpp"
-#include "tests/http_gateway/test_events.hpp"
+#include "tests/actors/http_gateway/test_events.hpp"
 
 namespace cortex::http {
 namespace {

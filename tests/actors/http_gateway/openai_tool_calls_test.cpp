@@ -7,7 +7,7 @@
 
 #include "actors/http_gateway/openai_response.hpp"
 #include "actors/http_gateway/openai_stream.hpp"
-#include "tests/http_gateway/test_events.hpp"
+#include "tests/actors/http_gateway/test_events.hpp"
 
 namespace cortex::http {
 namespace {

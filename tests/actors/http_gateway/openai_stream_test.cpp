@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/http_gateway/test_events.hpp"
+#include "tests/actors/http_gateway/test_events.hpp"
 
 namespace cortex::http {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "actors/http_gateway/anthropic_messages.hpp"
-#include "tests/http_gateway/sse_events.hpp"
-#include "tests/http_gateway/test_events.hpp"
+#include "tests/actors/http_gateway/sse_events.hpp"
+#include "tests/actors/http_gateway/test_events.hpp"
 
 namespace cortex::http {
 namespace {
