@@ -74,7 +74,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
     // the arena is one block the pass holds but never reads, and an input
     // may be as long as the positions it was trained on and a step computes.
     rt->kv_blocks_ = 1;
-    rt->n_ctx_ = std::min({c.n_ctx > 0 ? c.n_ctx : hp.n_ctx_train, hp.n_ctx_train, c.max_batch_tokens});
+    rt->n_ctx_ = std::min({c.n_ctx > 0 ? c.n_ctx : hp.n_ctx_train, hp.n_ctx_train, c.scheduler.max_batch_tokens});
     static const char* const pooling_names[] = {"none", "mean", "cls", "last", "rank"};
     spdlog::info("model: an encoder (pooling {}): it only {}; inputs of up to {} tokens, each computed whole in one "
                  "step, keep no K/V", pooling_names[static_cast<int>(hp.encoder.pooling)],
@@ -102,16 +102,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   ec.fault_stall_step = c.faults.executor_stall_step;
   ec.fault_stall_ms = c.faults.executor_stall_ms;
   rt->executor_ = spawn_executor(sys, rt->model_, ec);
-  scheduler_config sc;
-  sc.max_batch_tokens = c.max_batch_tokens;
-  sc.max_running = c.max_running;
-  sc.max_prefill_chunk = c.max_prefill_chunk;
-  sc.aging_per_step = c.aging_per_step;
-  sc.max_prefill_with_decode = c.max_prefill_with_decode;
-  sc.itl_target_ms = c.itl_target_ms;
-  sc.min_prefill_with_decode = c.min_prefill_with_decode;
-  sc.speculative = {c.spec_ngram, c.spec_max_draft};
-  sc.adaptive_drafts = c.spec_adaptive;
+  scheduler_config sc = c.scheduler;  // what the model decides, added
   sc.whole_inputs = hp.encoder.enabled;
   sc.recurrent_state_bytes = hp.state_floats() * sizeof(float);
   kv_cache_config kc;
@@ -128,7 +119,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
   // aliasing pointer keeps the whole model alive as long as they run).
   const std::shared_ptr<const tokenizer> tok(rt->model_, &rt->model_->tokenizer());
   rt->scheduler_ = spawn_scheduler(sys, tok, rt->executor_, sc, kc, c.on_step);
-  intake_config ic;
+  intake_config ic = c.intake;  // what the model decides, added
   ic.limits.n_ctx = rt->n_ctx_;
   ic.limits.n_vocab = hp.n_vocab;
   ic.limits.embeds_only = hp.encoder.enabled;
@@ -136,10 +127,7 @@ expected<std::unique_ptr<runtime>> runtime::start(caf::actor_system& sys, const 
                     : hp.encoder.pooling == pooling_kind::rank ? encoder_output::score
                                                                : encoder_output::pooled_vector;
   ic.limits.model_name = rt->model_->name();
-  ic.max_waiting = static_cast<uint32_t>(c.max_waiting);
-  ic.max_queued_tokens = static_cast<uint64_t>(c.max_queued_tokens);
   ic.chat = std::make_shared<const chat_setup>(std::move(*chat));
-  ic.access = c.access;
   ic.fault_session_crash_rid = c.faults.session_crash_rid;
   if (c.faults.any()) spdlog::warn("fault injection is on (tests only): see actors/runtime/fault_plan.hpp");
   rt->intake_ = spawn_intake(sys, tok, rt->scheduler_, ic, spawn_session);

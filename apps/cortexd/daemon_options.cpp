@@ -317,19 +317,19 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
     return status::ok();
   };
   if (status st = on_off("prefix-cache", r.prefix_cache); !st) return st;
-  if (status st = on_off("speculative-adaptive", r.spec_adaptive); !st) return st;
+  if (status st = on_off("speculative-adaptive", r.scheduler.adaptive_drafts); !st) return st;
   if (!kernels::parse_kv_type(kv["kv-type"], r.kv_type))
     return fail(errc::invalid_param, std::string("option kv-type must be one of ") + kernels::kv_type_choices() + ", got '" +
                                          kv["kv-type"] + "'");
   const std::string aging = kv["aging-per-step"];
   char* end = nullptr;
-  r.aging_per_step = std::strtod(aging.c_str(), &end);
+  r.scheduler.aging_per_step = std::strtod(aging.c_str(), &end);
   if (aging.empty() || *end) return fail(errc::invalid_param, "option aging-per-step expects a number, got '" + aging + "'");
   const std::string itl = kv["itl-target-ms"];
   long long itl_ms = 0;
-  if (itl == "auto") r.itl_target_ms = 0;
-  else if (itl == "off") r.itl_target_ms = -1;
-  else if (to_int(itl, itl_ms) && itl_ms >= 1 && itl_ms <= 600000) r.itl_target_ms = int(itl_ms);
+  if (itl == "auto") r.scheduler.itl_target_ms = 0;
+  else if (itl == "off") r.scheduler.itl_target_ms = -1;
+  else if (to_int(itl, itl_ms) && itl_ms >= 1 && itl_ms <= 600000) r.scheduler.itl_target_ms = int(itl_ms);
   else return fail(errc::invalid_param, "option itl-target-ms expects auto, off or milliseconds in [1, 600000], got '" + itl + "'");
   const std::string spec = kv["speculative"];
   if (spec != "off") {
@@ -339,8 +339,8 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
         ng > 16 || md < 1 || md > 32)
       return fail(errc::invalid_param, "option speculative expects off or NGRAM:MAX_DRAFT with NGRAM in [1, 16] and "
                                        "MAX_DRAFT in [1, 32] (e.g. 3:8), got '" + spec + "'");
-    r.spec_ngram = int(ng);
-    r.spec_max_draft = int(md);
+    r.scheduler.speculative.ngram = int(ng);
+    r.scheduler.speculative.max_draft = int(md);
   }
   struct int_opt { const char* name; long long lo, hi; std::function<void(long long)> set; };
   const std::vector<int_opt> ints = {
@@ -348,13 +348,13 @@ status resolve_daemon_options(cli::args& a, daemon_options& out) {
       {"kv-memory-mb", 1, 1 << 20, [&](long long v) { r.kv_memory_mb = int(v); }},
       {"kv-blocks", 0, 1 << 24, [&](long long v) { r.kv_blocks = int(v); }},
       {"block-size", 1, 1024, [&](long long v) { r.block_size = int(v); }},
-      {"max-batch-tokens", 1, 1 << 20, [&](long long v) { r.max_batch_tokens = int(v); }},
-      {"max-running", 1, 1 << 16, [&](long long v) { r.max_running = int(v); }},
-      {"max-prefill-chunk", 0, 1 << 20, [&](long long v) { r.max_prefill_chunk = int(v); }},
-      {"max-prefill-with-decode", 0, 1 << 20, [&](long long v) { r.max_prefill_with_decode = int(v); }},
-      {"min-prefill-with-decode", 1, 1 << 20, [&](long long v) { r.min_prefill_with_decode = int(v); }},
-      {"max-waiting", 1, 1 << 24, [&](long long v) { r.max_waiting = int(v); }},
-      {"max-queued-tokens", 1, 1ll << 31, [&](long long v) { r.max_queued_tokens = int(v); }},
+      {"max-batch-tokens", 1, 1 << 20, [&](long long v) { r.scheduler.max_batch_tokens = int(v); }},
+      {"max-running", 1, 1 << 16, [&](long long v) { r.scheduler.max_running = int(v); }},
+      {"max-prefill-chunk", 0, 1 << 20, [&](long long v) { r.scheduler.max_prefill_chunk = int(v); }},
+      {"max-prefill-with-decode", 0, 1 << 20, [&](long long v) { r.scheduler.max_prefill_with_decode = int(v); }},
+      {"min-prefill-with-decode", 1, 1 << 20, [&](long long v) { r.scheduler.min_prefill_with_decode = int(v); }},
+      {"max-waiting", 1, 1 << 24, [&](long long v) { r.intake.max_waiting = int(v); }},
+      {"max-queued-tokens", 1, 1ll << 31, [&](long long v) { r.intake.max_queued_tokens = int(v); }},
       {"ctx", 0, 1 << 24, [&](long long v) { r.n_ctx = int(v); }},
       {"max-message-bytes", 1024, 1ll << 31, [&](long long v) { out.zmq.max_message_bytes = v; }},
       {"sndhwm", 1, 1 << 20, [&](long long v) { out.zmq.sndhwm = int(v); }},

@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     }
     spdlog::info("access control on: {} keys in {} tiers from {}", keys->keys.size(), keys->tiers.size(), opts.auth_path);
     access = cortex::auth::access_policy::create(std::move(*keys));
-    opts.runtime.access = access;
+    opts.runtime.intake.access = access;
   }
 
   // Signals are taken synchronously by this thread; block them before any

@@ -122,14 +122,15 @@ int main(int argc, char** argv) {
 
   load_spec spec;
   cortex::runtime_config rc;
+  int itl_target_ms = 0;  // scheduler_config's is a double: whole ms here
   struct int_opt { const char* name; long long lo, hi; int* out; };
   const std::vector<int_opt> ints = {
       {"streams", 1, 4096, &spec.streams},           {"prompt-tokens", 1, 1 << 20, &spec.prompt_tokens},
       {"output-tokens", 1, 1 << 20, &spec.output_tokens}, {"warmup", 0, 1 << 20, &spec.warmup},
       {"threads", 0, 1024, &rc.threads},             {"kv-memory-mb", 1, 1 << 20, &rc.kv_memory_mb},
-      {"max-batch-tokens", 1, 1 << 20, &rc.max_batch_tokens}, {"max-running", 1, 1 << 16, &rc.max_running},
-      {"max-prefill-with-decode", 0, 1 << 20, &rc.max_prefill_with_decode},
-      {"itl-target-ms", -1, 600000, &rc.itl_target_ms},
+      {"max-batch-tokens", 1, 1 << 20, &rc.scheduler.max_batch_tokens}, {"max-running", 1, 1 << 16, &rc.scheduler.max_running},
+      {"max-prefill-with-decode", 0, 1 << 20, &rc.scheduler.max_prefill_with_decode},
+      {"itl-target-ms", -1, 600000, &itl_target_ms},
   };
   for (auto& o : ints) {
     auto v = a.get_int(o.name);
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
     }
     *o.out = int(*v);
   }
+  rc.scheduler.itl_target_ms = itl_target_ms;
   spec.requests = spec.streams;
   if (a.has("requests")) {
     auto v = a.get_int("requests");
@@ -181,8 +183,8 @@ int main(int argc, char** argv) {
     n_vocab = (*t)->n_vocab();
     n_ctx = (*t)->n_ctx();
     target = {{"model", rc.model_path}, {"threads", rc.threads}, {"kv_memory_mb", rc.kv_memory_mb},
-              {"max_batch_tokens", rc.max_batch_tokens}, {"max_running", rc.max_running},
-              {"max_prefill_with_decode", rc.max_prefill_with_decode}, {"itl_target_ms", rc.itl_target_ms}};
+              {"max_batch_tokens", rc.scheduler.max_batch_tokens}, {"max_running", rc.scheduler.max_running},
+              {"max_prefill_with_decode", rc.scheduler.max_prefill_with_decode}, {"itl_target_ms", rc.scheduler.itl_target_ms}};
     transport = std::move(*t);
   } else if (over_http) {
     const std::string url = a.get(llama ? "llama-server" : "http");

@@ -79,7 +79,7 @@ class wire_encoder_fixture {
  public:
   explicit wire_encoder_fixture(const std::string& model) {
     auto cfg = testing::test_runtime_config(k_dir + model);
-    cfg.max_batch_tokens = 512;
+    cfg.scheduler.max_batch_tokens = 512;
     fx_ = std::make_unique<testing::runtime_fixture>(cfg);
     if (!fx_->ok()) return;
     zmq_server_options o;

@@ -24,8 +24,8 @@ class arch_runtime : public ::testing::TestWithParam<std::string> {
   runtime_config config(int kv_blocks) const {
     runtime_config c = testing::test_runtime_config(testing::shared_dir() + "/golden/arch/" + GetParam() + ".gguf");
     c.kv_blocks = kv_blocks;
-    c.max_batch_tokens = 32;
-    c.max_prefill_chunk = 7;
+    c.scheduler.max_batch_tokens = 32;
+    c.scheduler.max_prefill_chunk = 7;
     c.prefix_cache = true;
     return c;
   }

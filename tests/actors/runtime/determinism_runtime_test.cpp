@@ -25,7 +25,7 @@ runtime_config base_config() {
   runtime_config c = testing::test_runtime_config(testing::shared_dir() + "/golden/models/tiny-llama-q4_0.gguf");
   c.kv_type = kernels::kv_type::f16;  // the default, where chunking used to change the bits
   c.kv_blocks = 1024;
-  c.max_batch_tokens = 256;
+  c.scheduler.max_batch_tokens = 256;
   return c;
 }
 
@@ -101,11 +101,11 @@ TEST(determinism_runtime, same_seed_same_tokens_in_any_batch_and_after_preemptio
   std::vector<variant> variants;
   variants.push_back({"all at once", base_config(), 0});
   variants.push_back({"prompts in odd chunks", base_config(), 0});
-  variants.back().cfg.max_prefill_chunk = 7;
-  variants.back().cfg.max_batch_tokens = 61;
+  variants.back().cfg.scheduler.max_prefill_chunk = 7;
+  variants.back().cfg.scheduler.max_batch_tokens = 61;
   variants.push_back({"frequent preemption", base_config(), 0});
   variants.back().cfg.kv_blocks = 40;  // 32 requests of up to 14 blocks each
-  variants.back().cfg.max_prefill_chunk = 13;
+  variants.back().cfg.scheduler.max_prefill_chunk = 13;
   variants.push_back({"beside 16 random others", base_config(), 16});
   for (const auto& v : variants) {
     engine_stats st;

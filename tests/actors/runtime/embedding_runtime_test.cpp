@@ -27,8 +27,8 @@ runtime_config model_config(const std::string& model_file) {
   c.threads = 2;
   c.kv_blocks = 256;
   c.kv_type = kernels::kv_type::f32;  // the golden embeddings were made with an F32 cache
-  c.max_batch_tokens = 32;
-  c.max_prefill_chunk = 7;
+  c.scheduler.max_batch_tokens = 32;
+  c.scheduler.max_prefill_chunk = 7;
   c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }
@@ -120,8 +120,8 @@ TEST(embedding_runtime_kv, preempted_embed_request_still_gives_the_golden_embedd
   const auto& c = golden["cases"].back();  // 52 tokens
   auto cfg = model_config("stories260K.gguf");
   cfg.kv_blocks = 20;  // four 60-token prompts decoding to 70 tokens fill all 20 blocks of 16
-  cfg.max_prefill_with_decode = 2;
-  cfg.itl_target_ms = -1;  // the static cap only: the time budget would size chunks by this machine's speed
+  cfg.scheduler.max_prefill_with_decode = 2;
+  cfg.scheduler.itl_target_ms = -1;  // the static cap only: the time budget would size chunks by this machine's speed
   // The first step (gen0's first chunk) stalls while the other requests
   // arrive, so they are all planned together whatever this machine's speed:
   // the gens fill the budget first, the embed gets what is left, and it is

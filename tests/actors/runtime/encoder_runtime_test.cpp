@@ -25,7 +25,7 @@ runtime_config encoder_config() {
   runtime_config c;
   c.model_path = k_dir + "tiny-bert-f32.gguf";
   c.threads = 2;
-  c.max_batch_tokens = 512;
+  c.scheduler.max_batch_tokens = 512;
   c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }

@@ -23,8 +23,8 @@ runtime_config gemma4_config() {
   runtime_config c = testing::test_runtime_config(testing::shared_dir() + "/golden/arch/gemma4-f32.gguf");
   c.kv_blocks = 0;
   c.kv_memory_mb = 1;
-  c.max_batch_tokens = 32;
-  c.max_prefill_chunk = 7;
+  c.scheduler.max_batch_tokens = 32;
+  c.scheduler.max_prefill_chunk = 7;
   c.prefix_cache = true;
   return c;
 }

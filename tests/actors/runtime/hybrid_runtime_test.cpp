@@ -26,8 +26,8 @@ runtime_config hybrid_config(int kv_blocks) {
   c.threads = 2;
   c.kv_blocks = kv_blocks;
   c.kv_type = kernels::kv_type::f32;
-  c.max_batch_tokens = 256;
-  c.spec_max_draft = 4;  // asked for: the runtime must turn drafts off for this model
+  c.scheduler.max_batch_tokens = 256;
+  c.scheduler.speculative.max_draft = 4;  // asked for: the runtime must turn drafts off for this model
   c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }

@@ -21,7 +21,7 @@ using testing::runtime_fixture;
 runtime_config stories_config() {
   runtime_config c = testing::test_runtime_config(testing::shared_dir() + "/models/stories260K.gguf");
   c.kv_blocks = 1024;
-  c.max_batch_tokens = 256;
+  c.scheduler.max_batch_tokens = 256;
   return c;
 }
 
@@ -200,8 +200,8 @@ TEST(runtime, small_kv_pool_preempts_and_everyone_finishes_correctly) {
 
 TEST(runtime, cancel_while_queued_in_prefill_and_in_decode) {
   auto cfg = stories_config();
-  cfg.max_running = 3;
-  cfg.max_batch_tokens = 16;  // a long prompt takes many steps to prefill
+  cfg.scheduler.max_running = 3;
+  cfg.scheduler.max_batch_tokens = 16;  // a long prompt takes many steps to prefill
   runtime_fixture fx(cfg);
   ASSERT_TRUE(fx.ok()) << fx.error();
   auto keep = greedy_request("keep", "Once upon a time", 60);
@@ -245,7 +245,7 @@ TEST(runtime, cancel_while_queued_in_prefill_and_in_decode) {
 
 TEST(runtime, high_priority_goes_first_and_low_priority_still_finishes) {
   auto cfg = stories_config();
-  cfg.max_running = 2;
+  cfg.scheduler.max_running = 2;
   runtime_fixture fx(cfg);
   ASSERT_TRUE(fx.ok()) << fx.error();
   std::vector<std::string> ids;
@@ -377,7 +377,7 @@ TEST(runtime, executor_failure_fails_only_that_step) {
 TEST(runtime, a_session_that_dies_ends_only_its_request) {
   auto cfg = stories_config();
   cfg.faults.session_crash_rid = 2;
-  cfg.max_waiting = 2;  // a leaked admission slot would refuse "after" below
+  cfg.intake.max_waiting = 2;  // a leaked admission slot would refuse "after" below
   runtime_fixture fx(cfg);
   ASSERT_TRUE(fx.ok()) << fx.error();
   fx.submit(greedy_request("first", "Once upon a time", 20));

@@ -26,14 +26,14 @@ runtime_config stories_config(int spec_max_draft = 0) {
   c.threads = 2;
   c.kv_blocks = 1024;
   c.kv_type = kernels::kv_type::f32;
-  c.max_batch_tokens = 256;
-  c.spec_ngram = 2;
-  c.spec_max_draft = spec_max_draft;
+  c.scheduler.max_batch_tokens = 256;
+  c.scheduler.speculative.ngram = 2;
+  c.scheduler.speculative.max_draft = spec_max_draft;
   // Every draft found is verified: the draft governor sizes drafts from
   // measured step times, so on a loaded machine it may draft nothing and
   // these tests would check nothing (logprobs_come_one_per_token_and_match
   // failed so, 1 run in 8, with 0 accepted). The governor has its own tests.
-  c.spec_adaptive = false;
+  c.scheduler.adaptive_drafts = false;
   c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }
@@ -156,7 +156,7 @@ TEST(speculative_runtime, preemption_and_prefix_cache_keep_greedy_output) {
     return ids;
   };
   runtime_config small = stories_config();
-  small.spec_adaptive = false;
+  small.scheduler.adaptive_drafts = false;
   small.kv_blocks = 40;
   runtime_fixture fx(small);
   ASSERT_TRUE(fx.ok()) << fx.error();
@@ -175,7 +175,7 @@ TEST(speculative_runtime, preemption_and_prefix_cache_keep_greedy_output) {
   EXPECT_TRUE(fx.wait_idle()) << "blocks still held when idle";
 
   runtime_config large = stories_config();
-  large.spec_adaptive = false;
+  large.scheduler.adaptive_drafts = false;
   runtime_fixture cached(large);
   ASSERT_TRUE(cached.ok()) << cached.error();
   const auto firsts = submit_all(cached, "first", prompts, n_out);

@@ -50,7 +50,7 @@ runtime_config window_config(const model_file& f) {
   c.threads = 2;
   c.kv_memory_mb = 8;
   c.kv_type = kernels::kv_type::f16;
-  c.max_batch_tokens = 512;
+  c.scheduler.max_batch_tokens = 512;
   c.log_level = std::getenv("CORTEX_TEST_LOG") ? std::getenv("CORTEX_TEST_LOG") : "warn";
   return c;
 }
