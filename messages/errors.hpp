@@ -17,4 +17,13 @@ uint16_t errc_code(errc e);
 const char* errc_name(errc e);
 bool errc_retryable(errc e);
 
+// The error a request ends with when its finish reason is `error`: `s`,
+// except that one naming no code becomes internal and one without a message
+// says the request failed in the engine (a client always gets both).
+inline status as_request_error(status s) {
+  if (s.is_ok()) s.code = errc::internal;
+  if (s.message.empty()) s.message = "the request failed in the engine";
+  return s;
+}
+
 }  // namespace cortex

@@ -157,8 +157,7 @@ class request_slots {
       n.session = it->second.session;
       n.reason = f.reason;
       if (f.reason == finish_reason::error) {
-        n.error = f.error.is_ok() ? status{errc::internal, "the request failed in the engine"} : f.error;
-        if (n.error.message.empty()) n.error.message = "the request failed in the engine";
+        n.error = as_request_error(f.error);
       }
       if (it->second.opened) to_close_.push_back(f.rid);
       slots_.erase(it);

@@ -30,7 +30,6 @@ struct scheduler_state {
   // Statistics.
   uint64_t steps = 0, failed_steps = 0, batch_tokens = 0, batch_seqs = 0, tokens_prefilled = 0;
   uint32_t step_seqs_max = 0;
-  uint64_t state_bytes_per_slot = 0;  // a recurrent model's state per sequence; 0: none
   std::vector<uint64_t> finished_by_reason = std::vector<uint64_t>(7, 0);
   static inline const char* name = "cortex.scheduler";
 };
@@ -161,9 +160,9 @@ engine_stats make_stats(const scheduler_state& st) {
   }
   s.prefix_cache_hit_rate = kv.hit_rate();
   s.prefix_cache_enabled = st.kv->prefix_caching();
-  if (st.state_bytes_per_slot > 0) {
+  if (const uint64_t state = st.core->config().recurrent_state_bytes; state > 0) {
     s.state_slots_used = static_cast<uint32_t>(st.slots.n_held_by_executor());
-    s.state_bytes_per_slot = st.state_bytes_per_slot;
+    s.state_bytes_per_slot = state;
   }
   s.prefix_tokens_queried = kv.n_tokens_queried;
   s.prefix_tokens_hit = kv.n_tokens_hit;
@@ -183,7 +182,7 @@ engine_stats make_stats(const scheduler_state& st) {
 
 void on_admit(self_ptr self, sequence_admission& a, const session_actor& session) {
   auto& st = self->state;
-  status s = st.core->add(seq_request_of(a, st.core->config().speculative, st.state_bytes_per_slot > 0));  // duplicate_id, invalid_param
+  status s = st.core->add(seq_request_of(a, st.core->config().speculative, st.core->config().recurrent_state_bytes > 0));  // duplicate_id, invalid_param
   if (s) s = st.slots.add(a.rid, session, std::move(a));  // in step with the core: cannot fail then
   if (!s) {
     self->send(session, finish_atom_v, finish_reason::error, s);
@@ -206,8 +205,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, std::shared_ptr<const
   st.on_step = std::move(on_step);
   st.tok = std::move(tok);
   st.exec = std::move(exec);
-  st.state_bytes_per_slot = cfg.recurrent_state_bytes;
-  if (st.state_bytes_per_slot > 0) {
+  if (cfg.recurrent_state_bytes > 0) {
     // Recurrent layers: a cached prefix's K/V would not restore their state
     // (a wrong hit is a wrong answer), and drafts would advance it past
     // tokens that may be rejected. Both off; stats says prefix_cache_enabled false.

@@ -231,9 +231,7 @@ session_events session_core::end(finish_reason reason, status error, double now)
     f.stop_kind = stop_kind_;
     f.stop_value = stop_value_;
   }
-  if (reason == finish_reason::error) {  // an error always names its code
-    f.error = error.is_ok() ? status{errc::internal, "the request failed in the engine"} : std::move(error);
-  }
+  if (reason == finish_reason::error) f.error = as_request_error(std::move(error));
   if (parser_) {  // the rest of the chat output, read to its end
     chat::output_delta d = parser_->push(tail);
     chat::output_delta last = parser_->finish();

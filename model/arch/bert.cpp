@@ -16,6 +16,6 @@ void bert_tensors(const model_hparams& hp, model_weights& w, tensor_table& t) {
 
 }  // namespace
 
-extern const arch_def arch_bert{"bert", read_bert, bert_tensors, encoder::encoder_layer, encoder::encoder_inputs};
+extern const arch_def arch_bert{"bert", read_bert, bert_tensors, encoder::encoder_layer, encoder::post_norm_inputs};
 
 }  // namespace cortex

@@ -101,13 +101,17 @@ void encoder_inputs(blocks& b) {
   if (!w.type_embd.empty()) b.add_to_every_token(w.type_embd.data());
   if (!w.pos_embd.empty()) b.add_position_rows(w.pos_embd);
   b.layer_norm(b.x(), w.embd_norm, w.embd_norm_b, b.x());
+}
+
+void post_norm_inputs(blocks& b) {
+  encoder_inputs(b);
   b.copy_to_input();  // the first layer's input
 }
 
 void encoder_layer(blocks& b, int il) { encoder_layer_gated(b, il, ffn_activation::silu); }
 
 void encoder_layer_gated(blocks& b, int il, ffn_activation gated) {
-  // Post-norm: xn() holds the layer's input (encoder_inputs, or the layer
+  // Post-norm: xn() holds the layer's input (post_norm_inputs, or the layer
   // before, left it there), and each residual_layer_norm leaves its output
   // in both x() and xn().
   const layer_weights& L = b.weights(il);

@@ -45,6 +45,9 @@ void encoder_tensors(const model_hparams& hp, model_weights& w, tensor_table& t,
 // input is one segment, as llama.cpp feeds it) and each token's absolute
 // position row, where the model has them; then the embedding LayerNorm.
 void encoder_inputs(blocks& b);
+// encoder_inputs, then xn = x: the step inputs of the post-norm layers below,
+// which find their input in xn().
+void post_norm_inputs(blocks& b);
 
 // arch_def::layer: post-norm, x = LN(x + attn(x)); x = LN(x + ffn(x)), the
 // FFN gated with `gated` where the layer has a gate (down's bias added

@@ -52,6 +52,6 @@ void jina_bert_v2_layer(blocks& b, int il) { encoder::encoder_layer_gated(b, il,
 }  // namespace
 
 extern const arch_def arch_jina_bert_v2{"jina-bert-v2", read_jina_bert_v2, jina_bert_v2_tensors, jina_bert_v2_layer,
-                                        encoder::encoder_inputs};
+                                        encoder::post_norm_inputs};
 
 }  // namespace cortex

@@ -33,6 +33,6 @@ void nomic_bert_tensors(const model_hparams& hp, model_weights& w, tensor_table&
 }  // namespace
 
 extern const arch_def arch_nomic_bert{"nomic-bert", read_nomic_bert, nomic_bert_tensors, encoder::encoder_layer,
-                                      encoder::encoder_inputs};
+                                      encoder::post_norm_inputs};
 
 }  // namespace cortex
