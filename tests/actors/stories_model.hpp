@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/model.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace testing_support {
@@ -13,7 +14,7 @@ namespace testing_support {
 // nullptr (with a gtest failure) when the model file cannot be read.
 inline std::shared_ptr<const model> stories_model() {
   static const std::shared_ptr<const model> m = [] {
-    auto loaded = model::load(std::string(CORTEX_SHARED_DIR) + "/models/stories260K.gguf");
+    auto loaded = model::load(cortex::testing::stories260k_path());
     EXPECT_TRUE(loaded) << loaded.error().message;
     return loaded ? std::shared_ptr<const model>(std::move(*loaded)) : nullptr;
   }();

@@ -8,6 +8,7 @@
 
 #include "gguf/gguf.hpp"
 #include "text/tokenizer.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace testing_support {
@@ -21,7 +22,7 @@ inline const tokenizer* stories_tokenizer() {
   };
   static const loaded l = [] {
     loaded r;
-    auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/models/stories260K.gguf");
+    auto f = gguf::file::open(cortex::testing::stories260k_path());
     if (!f) {
       r.error = f.error().message;
       return r;

@@ -39,7 +39,7 @@ namespace {
 
 std::shared_ptr<const model> stories260k() {
   static std::shared_ptr<const model> m = [] {
-    auto loaded = model::load(std::string(CORTEX_SHARED_DIR) + "/models/stories260K.gguf");
+    auto loaded = model::load(std::string(CORTEX_SOURCE_DIR) + "/models/stories260K.gguf");
     if (!loaded) {
       CAF_FAIL("cannot load stories260K: " << loaded.error().message);
     }

@@ -44,6 +44,7 @@ chat_template parse(const std::string& text) {
 }
 
 TEST(vocab_only_model, loads_the_tokenizer_of_files_without_tensors) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   for (const char* name : {"llama3", "qwen3", "llama-spm", "phi-3", "gpt-2", "starcoder", "falcon", "deepseek-llm"}) {
     SCOPED_TRACE(name);
     EXPECT_FALSE(model::load(vocab_path(name)).has_value()) << "the full load still requires the weights";
@@ -57,6 +58,7 @@ TEST(vocab_only_model, loads_the_tokenizer_of_files_without_tensors) {
 }
 
 TEST(vocab_only_model, tokenizes_like_llama_cpp) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const auto doc = testing::load_json(testing::shared_dir() + "/golden/tokenizer/llama3.public.json");
   const auto& c = doc["cases"][0];
   auto m = vocab_model("llama3");
@@ -66,6 +68,7 @@ TEST(vocab_only_model, tokenizes_like_llama_cpp) {
 }
 
 TEST(model_chat, defaults_come_from_the_file_or_chatml) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto llama3 = vocab_model("llama3");
   ASSERT_TRUE(llama3);
   const auto d = model_chat_defaults(llama3->file(), llama3->tokenizer().vocabulary());
@@ -83,6 +86,7 @@ TEST(model_chat, defaults_come_from_the_file_or_chatml) {
 }
 
 TEST(model_chat, stop_tokens_are_the_templates_end_of_turn_tokens) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto llama3 = vocab_model("llama3");
   auto qwen3 = vocab_model("qwen3");
   auto spm = vocab_model("llama-spm");
@@ -107,6 +111,7 @@ TEST(model_chat, stop_tokens_are_the_templates_end_of_turn_tokens) {
 }
 
 TEST(chat_prompt, template_bos_is_not_doubled) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto m = vocab_model("llama3");
   ASSERT_TRUE(m);
   ASSERT_TRUE(m->tokenizer().add_bos());
@@ -132,6 +137,7 @@ TEST(chat_prompt, template_bos_is_not_doubled) {
 }
 
 TEST(chat_prompt, special_tokens_in_the_rendered_text_are_parsed) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto m = vocab_model("qwen3");
   ASSERT_TRUE(m);
   const auto tmpl = parse(golden_template("qwen3"));
@@ -146,6 +152,7 @@ TEST(chat_prompt, special_tokens_in_the_rendered_text_are_parsed) {
 }
 
 TEST(chat_prompt, errors_are_values) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto m = vocab_model("llama-spm");
   ASSERT_TRUE(m);
   const auto tmpl = parse(golden_template("mistral_v0_3"));

@@ -31,6 +31,7 @@ chat_render_input input_of(const nlohmann::ordered_json& c) {
 }
 
 TEST(chat_template_golden, every_case_matches_python_jinja2) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const auto doc = load_cases();
   ASSERT_TRUE(doc.is_object()) << "cannot read " << chat_dir() << "/cases.json";
   std::map<std::string, chat_template> templates;

@@ -65,6 +65,7 @@ def named_events(raw):
     return out
 
 
+@support.needs_reference_data  # Qwen3's chat template
 class AgentsApiTest(support.ServerTestCase):
     SERVER_ARGS = ("--chat-template", QWEN3)
 
@@ -213,6 +214,7 @@ class AgentsApiTest(support.ServerTestCase):
         self.assertEqual(stats["running"], 0)
 
 
+@support.needs_reference_data
 class AgentsApiAuthTest(A.AuthServerTestCase):
     """--auth: the key from `x-api-key` (Anthropic's clients) or `Authorization: Bearer`."""
 

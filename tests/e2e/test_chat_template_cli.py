@@ -32,6 +32,9 @@ class TemplateCliTest(unittest.TestCase):
             json.dump(obj, f, ensure_ascii=False)
         return path
 
+    @support.needs_reference_data
+
+    @support.needs_reference_data
     def test_every_golden_case(self):
         with open(os.path.join(CHAT_DIR, "cases.json"), encoding="utf-8") as f:
             cases = json.load(f)["cases"]
@@ -62,6 +65,9 @@ class TemplateCliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         self.assertEqual(r.stdout, b"False False True True True 7")  # the template's last newline is dropped
 
+    @support.needs_reference_data
+
+    @support.needs_reference_data
     def test_model_gives_template_and_tokens(self):
         vocab = os.path.join(VOCAB_DIR, "ggml-vocab-llama3.gguf")
         inp = {"messages": [{"role": "user", "content": "Hi"}]}
@@ -92,6 +98,7 @@ class TemplateCliTest(unittest.TestCase):
         self.assertIn("--template", r.stdout.decode())
 
 
+@support.needs_reference_data
 class TokenizeVocabOnlyTest(unittest.TestCase):
     def test_vocab_only_file_tokenizes_like_llama_cpp(self):
         with open(os.path.join(support.SHARED_DIR, "golden", "tokenizer", "llama3.public.json")) as f:

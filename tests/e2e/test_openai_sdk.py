@@ -19,7 +19,7 @@ from tests.e2e import support
 NODE_DIR = os.path.join(support.REPO_DIR, "tests", "e2e", "node")
 NODE_TEST = os.path.join(NODE_DIR, "openai_sdk_test.mjs")
 NODE_OVERLOAD_TEST = os.path.join(NODE_DIR, "openai_sdk_overload_test.mjs")
-EMBED_GOLDEN = os.path.join(support.SHARED_DIR, "golden", "embeddings", "stories260K.json")
+EMBED_GOLDEN = support.reference_file(os.path.join("embeddings", "stories260K.json"))
 MESSAGES = [{"role": "system", "content": "You tell short stories."},
             {"role": "user", "content": "Once upon a time there was a cat."}]
 MAX_TOKENS = 40

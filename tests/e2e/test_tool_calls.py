@@ -78,7 +78,7 @@ class ToolCallsTemplateTest(unittest.TestCase):
     def run_template(self, template, family):
         path = template_path(template)
         if path is None:
-            self.skipTest("template %s is not in ../shared/golden/chat/templates or tests/data" % template)
+            self.skipTest("%s: template %s is in neither ../shared/golden/chat/templates nor tests/data" % (support.NEEDS_REFERENCE, template))
         server = support.Cortexd("--chat-template", path).start()
         try:
             self.assertIn("tool calls: %s" % family, server.log())
@@ -197,6 +197,7 @@ VARIED = [
 ]
 
 
+@support.needs_reference_data  # Qwen3's chat template
 class RequiredSampledTest(support.ServerTestCase):
     """Every call made under `required` validates: 200 sampled requests (temperature 1) over varied schemas."""
 

@@ -80,6 +80,7 @@ TEST(gguf_reader, round_trip_every_value_type) {
 }
 
 TEST(gguf_reader, opens_the_shared_models) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   for (const char* name : {"stories260K.gguf", "stories260K-q8_0.gguf", "tiny-llama-q4_k_m.gguf", "tiny-qwen2-f32.gguf"}) {
     auto f = file::open(testing::model_path(name));
     ASSERT_TRUE(f) << f.error().message;
@@ -196,6 +197,7 @@ TEST(gguf_reader, flipped_bytes_never_crash) {
 }
 
 TEST(gguf_reader, real_model_truncated_gives_errors) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   std::ifstream in(testing::model_path("stories260K-q8_0.gguf"), std::ios::binary);
   std::vector<uint8_t> image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_GT(image.size(), 1000u);

@@ -15,6 +15,7 @@
 #include "model/sampler.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/support/grammar_brute_force.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace {
@@ -75,7 +76,8 @@ void check_walks(const std::shared_ptr<const vocab_trie>& trie, int n_steps, uin
 }
 
 TEST(GrammarMask, TrieEqualsBruteForceOnSpmVocabulary) {
-  auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-llama-spm.gguf");
+  CORTEX_NEEDS_REFERENCE_DATA();
+  auto f = gguf::file::open(cortex::testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-llama-spm.gguf");
   ASSERT_TRUE(f) << f.error().message;
   auto t = tokenizer::from_gguf(**f);
   ASSERT_TRUE(t) << t.error().message;
@@ -124,7 +126,8 @@ TEST(GrammarMask, EndOnlyWhenCompleteAndCacheIsUsed) {
 // logits, greedy and sampled draws (with top-k / top-p / min-p), every
 // drawn token checked byte by byte against the grammar.
 TEST(GrammarMask, MaskedSamplerDrawsOnlyAllowedTokens) {
-  auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-llama-spm.gguf");
+  CORTEX_NEEDS_REFERENCE_DATA();
+  auto f = gguf::file::open(cortex::testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-llama-spm.gguf");
   ASSERT_TRUE(f) << f.error().message;
   auto t = tokenizer::from_gguf(**f);
   ASSERT_TRUE(t) << t.error().message;
@@ -173,7 +176,8 @@ namespace {
 // format's marker can use the model's own marker token. BOS, unknown and
 // end-of-generation tokens stay out of the text.
 TEST(GrammarMask, ControlTokensMatchByTheirText) {
-  auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-qwen3.gguf");
+  CORTEX_NEEDS_REFERENCE_DATA();
+  auto f = gguf::file::open(cortex::testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-qwen3.gguf");
   ASSERT_TRUE(f) << f.error().message;
   auto t = tokenizer::from_gguf(**f);
   ASSERT_TRUE(t) << t.error().message;
@@ -195,7 +199,7 @@ TEST(GrammarMask, ControlTokensMatchByTheirText) {
   masker.compute(s, mask);
   EXPECT_TRUE(allowed(mask, im_start));
 
-  auto spm = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-llama-spm.gguf");
+  auto spm = gguf::file::open(cortex::testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-llama-spm.gguf");
   ASSERT_TRUE(spm);
   auto ts = tokenizer::from_gguf(**spm);
   ASSERT_TRUE(ts);

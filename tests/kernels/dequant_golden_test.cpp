@@ -21,6 +21,7 @@ namespace {
 class dequant_arch_golden : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(dequant_arch_golden, every_tensor_matches_gguf_py) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const std::string dir = testing::shared_dir() + "/golden/arch/";
   const nlohmann::json golden = testing::load_json(dir + "dequant/" + GetParam() + ".json");
   ASSERT_TRUE(golden.is_object()) << GetParam();

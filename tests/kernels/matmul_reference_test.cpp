@@ -203,6 +203,7 @@ struct real_weights_case {
 class real_weights : public ::testing::TestWithParam<real_weights_case> {};
 
 TEST_P(real_weights, on_every_isa) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const real_weights_case& c = GetParam();
   const testing::gguf_tensors file(testing::shared_dir() + "/golden/arch/" + c.file);
   std::mt19937 rng(8);

@@ -70,6 +70,7 @@ struct arch_checks {
 class arch_golden : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    CORTEX_NEEDS_REFERENCE_DATA();
     // ../shared's files, then the ones made here with the reference (tests/data/arch, scripts/golden).
     std::string dir = testing::shared_dir() + "/golden/arch/";
     if (!testing::file_exists(dir + GetParam() + ".json")) dir = std::string(CORTEX_SOURCE_DIR) + "/tests/data/arch/";

@@ -22,6 +22,7 @@ const std::string data_dir = std::string(CORTEX_SOURCE_DIR) + "/tests/data/perpl
 class arch_perplexity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(arch_perplexity, within_a_tenth_of_a_percent_of_llama_cpp) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const auto ref = testing::load_json(data_dir + "llama_cpp.json");
   ASSERT_FALSE(ref.is_discarded());
   const double want = ref["ppl"][GetParam()].get<double>();

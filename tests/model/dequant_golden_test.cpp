@@ -34,6 +34,7 @@ std::string lower(std::string s) {
 }
 
 TEST(dequant_golden, every_golden_file_is_checked) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   std::set<std::string> on_disk;
   for (const auto& e : fs::directory_iterator(shared_dir + "/golden/dequant")) {
     if (e.path().extension() == ".json") on_disk.insert(e.path().stem().string());
@@ -44,6 +45,7 @@ TEST(dequant_golden, every_golden_file_is_checked) {
 class dequant_golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(dequant_golden, every_tensor_matches) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   std::ifstream in(shared_dir + "/golden/dequant/" + GetParam() + ".json");
   ASSERT_TRUE(in) << GetParam();
   const auto golden = nlohmann::json::parse(in);

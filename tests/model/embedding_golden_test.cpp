@@ -36,6 +36,7 @@ TEST(pooled_embedding, mean_then_unit_length) {
 class golden_embedding : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    CORTEX_NEEDS_REFERENCE_DATA();
     golden_ = testing::load_json(testing::shared_dir() + "/golden/embeddings/" + GetParam() + ".json");
     ASSERT_FALSE(golden_.is_discarded()) << "cannot read golden file for " << GetParam();
     ASSERT_EQ(golden_["pooling"], "mean");

@@ -43,6 +43,7 @@ TEST(encoder_shapes, match_the_published_configs) {
 class encoder_shape_type : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(encoder_shape_type, writes_loads_and_embeds) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   synthetic_shape s = *find_synthetic_shape("bge-small");
   s.n_layer = 2;
   const std::string path = ::testing::TempDir() + "cortex_encoder_" + std::to_string(::getpid()) + "_" + GetParam() + ".gguf";

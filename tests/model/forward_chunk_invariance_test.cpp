@@ -46,6 +46,7 @@ constexpr int k_tokens = kernels::attention_part_keys + 100;
 class chunk_invariance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(chunk_invariance, logits_do_not_depend_on_chunks_or_threads) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto m = model::load(testing::shared_dir() + "/golden/models/" + GetParam());
   ASSERT_TRUE(m) << m.error().message;
   const int n_vocab = (*m)->hparams().n_vocab;

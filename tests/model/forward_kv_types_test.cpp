@@ -56,6 +56,7 @@ double perplexity(const model& m, kernels::thread_pool& pool, const std::vector<
 }
 
 TEST(kv_cache_types, perplexity_moves_less_than_half_a_percent) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   // tiny-llama: head_dim 32, so q8_0 applies (stories260K's 8 does not).
   auto m = load("tiny-llama-f32.gguf");
   ASSERT_TRUE(m);
@@ -72,6 +73,7 @@ TEST(kv_cache_types, perplexity_moves_less_than_half_a_percent) {
 }
 
 TEST(kv_cache_types, keys_split_across_threads_give_the_same_logits) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   // 2 KV heads on 6 threads: past 1,024 positions a decode step runs one
   // task per key part (kernels::attention_part_keys) and merges them; 1
   // thread folds the parts inside the kernel. The same bits either way.

@@ -60,6 +60,7 @@ TEST(imatrix, legacy_dat_gives_the_weights_of_the_gguf) {
 }
 
 TEST(imatrix, experts_get_their_own_weights) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto im = read_imatrix(data_file("qwen3moe-imatrix.gguf"));
   ASSERT_TRUE(im) << im.error().message;
   auto src = gguf::file::open(testing::shared_dir() + "/golden/arch/qwen3moe-f32.gguf");

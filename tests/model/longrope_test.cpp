@@ -54,6 +54,7 @@ std::vector<float> logits_of(const std::string& path, int n_ctx) {
 }
 
 TEST(longrope, short_factors_within_the_original_context_long_beyond) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const int n_pairs = 8;  // phi3-f32: rope.dimension_count 16
   std::vector<float> lng(n_pairs), shrt(n_pairs);
   for (int i = 0; i < n_pairs; ++i) {
@@ -77,6 +78,7 @@ TEST(longrope, short_factors_within_the_original_context_long_beyond) {
 // A factor of 0 would divide theta by zero: the file is refused at load,
 // naming the tensor, never run.
 TEST(longrope, a_factor_that_is_not_positive_is_refused_naming_the_tensor) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   std::vector<float> bad(8, 1.0f);
   bad[3] = 0.0f;
   const std::string path = phi3_with({{"rope_factors_long.weight", bad}}, 64, "bad");

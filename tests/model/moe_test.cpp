@@ -26,6 +26,7 @@ std::string arch_file(const std::string& name) { return testing::shared_dir() + 
 // and merges after (blocks::plan_attention). The sinks must rescale the
 // folded rows exactly as they do on 1 thread: the same bits.
 TEST(moe, attention_sinks_over_key_parts_match_one_thread_exactly) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto m = model::load(arch_file("gpt-oss-f32"));
   ASSERT_TRUE(m) << m.error().message;
   const int n = kernels::attention_part_keys + 76, n_vocab = (*m)->hparams().n_vocab;
@@ -54,6 +55,7 @@ TEST(moe, attention_sinks_over_key_parts_match_one_thread_exactly) {
 // expert tensors, the output and one embedding row, counted here from the
 // file's tensor list.
 TEST(moe, bytes_per_token_count_only_the_active_share_of_the_experts) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   for (const std::string name : {"qwen3moe-f32", "gpt-oss-mxfp4"}) {
     auto m = model::load(arch_file(name));
     ASSERT_TRUE(m) << m.error().message;

@@ -108,6 +108,7 @@ const reference_file k_reference[] = {
 class quantize_matches_llama_quantize : public ::testing::TestWithParam<reference_file> {};
 
 TEST_P(quantize_matches_llama_quantize, byte_for_byte) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const reference_file& r = GetParam();
   const std::string in = testing::shared_dir() + "/" + r.input.path;
   ASSERT_EQ(sha256_file(in), r.input.sha256) << in << " is not the file the hashes were recorded from";
@@ -143,6 +144,7 @@ std::string case_name(const ::testing::TestParamInfo<reference_file>& info) {
 INSTANTIATE_TEST_SUITE_P(reference, quantize_matches_llama_quantize, ::testing::ValuesIn(k_reference), case_name);
 
 TEST(quantize_file, metadata_ends_with_quantization_version_and_file_type) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   temp_dir dir;
   const std::string out = dir.file("q8.gguf");
   ASSERT_TRUE(quantize_file(testing::model_path("tiny-llama-f32.gguf"), out, file_type::q8_0, {}));
@@ -159,6 +161,7 @@ TEST(quantize_file, metadata_ends_with_quantization_version_and_file_type) {
 }
 
 TEST(quantize_file, threads_do_not_change_the_bytes) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   temp_dir dir;
   run_options one, three;
   one.n_threads = 1;
@@ -180,6 +183,7 @@ std::optional<file_type> unwritable_file_type() {
 }
 
 TEST(quantize_file, a_missing_quantizer_is_named_before_anything_is_written) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const auto ft = unwritable_file_type();
   if (!ft) GTEST_SKIP() << "every candidate type has a quantizer now";
   temp_dir dir;
@@ -193,6 +197,7 @@ TEST(quantize_file, a_missing_quantizer_is_named_before_anything_is_written) {
 }
 
 TEST(quantize_file, q2_k_s_needs_an_importance_matrix) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   temp_dir dir;
   auto st = quantize_file(testing::model_path("tiny-llama-f32.gguf"), dir.file("q2ks.gguf"), file_type::q2_k_s, {});
   ASSERT_FALSE(st);
@@ -200,6 +205,7 @@ TEST(quantize_file, q2_k_s_needs_an_importance_matrix) {
 }
 
 TEST(quantize_file, refuses_to_requantize_and_to_overwrite_its_input) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   temp_dir dir;
   // tiny-llama-q8_0 holds Q8_0 matrices: Q4_0 would requantize them.
   auto st = quantize_file(testing::model_path("tiny-llama-q8_0.gguf"), dir.file("x.gguf"), file_type::q4_0, {});

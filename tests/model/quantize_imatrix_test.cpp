@@ -128,6 +128,7 @@ std::string input_path(const input_file& f) { return testing::shared_dir() + "/"
 class quantize_imatrix_matches_llama_quantize : public ::testing::TestWithParam<reference_file> {};
 
 TEST_P(quantize_imatrix_matches_llama_quantize, byte_for_byte) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const reference_file& r = GetParam();
   const std::string in = input_path(r.input);
   ASSERT_EQ(sha256_file(in), r.input.sha256) << in << " is not the file the hashes were recorded from";
@@ -178,6 +179,7 @@ std::string quantized_hash(const std::string& imatrix, file_type type, std::stri
 }
 
 TEST(quantize_imatrix, the_matrix_changes_the_bytes) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const std::string a = imatrix_dir() + "/qllama-imatrix.gguf", b = imatrix_dir() + "/qllama-imatrix-b.gguf";
   for (file_type ft : {file_type::q4_k_m, file_type::iq4_xs, file_type::q5_1, file_type::q2_k}) {
     SCOPED_TRACE(file_type_name(ft));
@@ -194,6 +196,7 @@ TEST(quantize_imatrix, the_matrix_changes_the_bytes) {
 // iq2_xxs / iq2_xs tensors have no quantizer without weights); so does
 // cortex, saying what to give.
 TEST(quantize_imatrix, the_lowest_bit_types_are_refused_without_one) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   for (file_type ft : {file_type::iq1_s, file_type::iq1_m, file_type::iq2_xxs, file_type::iq2_xs}) {
     SCOPED_TRACE(file_type_name(ft));
     std::string error;
@@ -204,6 +207,7 @@ TEST(quantize_imatrix, the_lowest_bit_types_are_refused_without_one) {
 }
 
 TEST(quantize_imatrix, metadata_records_the_matrix_after_the_file_type) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   temp_dir dir;
   run_options opt;
   opt.imatrix_path = imatrix_dir() + "/qllama-imatrix.gguf";
@@ -244,6 +248,7 @@ void write_altered_imatrix(const std::string& path, const std::string& drop, con
 }
 
 TEST(quantize_imatrix, a_tensor_the_type_requires_it_for_must_have_an_entry) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   temp_dir dir;
   const std::string im = dir.file("partial.gguf");
   write_altered_imatrix(im, "blk.1.ffn_up.weight", "");
@@ -257,6 +262,7 @@ TEST(quantize_imatrix, a_tensor_the_type_requires_it_for_must_have_an_entry) {
 }
 
 TEST(quantize_imatrix, an_entry_of_the_wrong_size_is_refused_before_anything_is_written) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   temp_dir dir;
   const std::string im = dir.file("resized.gguf");
   write_altered_imatrix(im, "", "blk.0.attn_q.weight");
@@ -273,6 +279,7 @@ TEST(quantize_imatrix, an_entry_of_the_wrong_size_is_refused_before_anything_is_
 }
 
 TEST(quantize_imatrix, a_matrix_of_another_model_is_refused) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   // qwen3moe's matrix has other shapes under the same tensor names.
   std::string error;
   EXPECT_EQ(quantized_hash(imatrix_dir() + "/qwen3moe-imatrix.gguf", file_type::q4_k_m, &error), "");
@@ -280,6 +287,7 @@ TEST(quantize_imatrix, a_matrix_of_another_model_is_refused) {
 }
 
 TEST(quantize_imatrix, a_missing_file_is_an_error) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   std::string error;
   EXPECT_EQ(quantized_hash("/nonexistent/imatrix.gguf", file_type::q4_k_m, &error), "");
   EXPECT_NE(error.find("/nonexistent/imatrix.gguf"), std::string::npos) << error;

@@ -47,6 +47,7 @@ synthetic_shape scaled_down(const synthetic_shape& full) {
 class family_shape : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(family_shape, writes_loads_and_runs) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const synthetic_shape* full = find_synthetic_shape(GetParam());
   ASSERT_NE(full, nullptr);
   const synthetic_shape s = scaled_down(*full);

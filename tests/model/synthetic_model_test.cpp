@@ -60,6 +60,7 @@ INSTANTIATE_TEST_SUITE_P(types, synthetic_model, ::testing::Values("f32", "f16",
 class synthetic_layout : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(synthetic_layout, matches_llama_quantize_tensor_types) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const std::string path = temp_path("tiny-layout-" + GetParam() + ".gguf");
   ASSERT_TRUE(write_synthetic_model(*find_synthetic_shape("tiny"), GetParam(), 1, path, 2));
   auto ours = gguf::file::open(path);

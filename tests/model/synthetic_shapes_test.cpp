@@ -77,6 +77,7 @@ synthetic_shape scaled_down(const std::string& name) {
 class scaled_shape : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(scaled_shape, header_tensors_and_vocabulary_read_back) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const published* p = nullptr;
   for (const auto& q : k_published) {
     if (std::string(q.name) == GetParam()) p = &q;

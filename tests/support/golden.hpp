@@ -2,25 +2,57 @@
 // shared/golden/README.md). Header-only; used by the model and e2e tests.
 #pragma once
 
+#include <sys/stat.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <algorithm>
 #include <iterator>
 #include <string>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace cortex::testing {
 
-inline std::string shared_dir() { return CORTEX_SHARED_DIR; }
+// The shared reference folder: CORTEX_SHARED_DIR from the environment, else
+// CMake's (../shared beside the repository).
+inline std::string shared_dir() {
+  const char* env = std::getenv("CORTEX_SHARED_DIR");
+  return env != nullptr && *env != '\0' ? env : CORTEX_SHARED_DIR;
+}
 
 inline bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
 
-// A model file by name: golden/models/ first, then models/.
+// Whether the reference data (llama.cpp's outputs, its tiny models and
+// vocabularies: ../shared/golden) is there. A clone alone has none; the
+// tests that compare against it are then skipped by
+// CORTEX_NEEDS_REFERENCE_DATA(), named as skipped, and scripts/test says how
+// many.
+inline bool reference_data_present() {
+  struct stat st{};
+  return ::stat((shared_dir() + "/golden/README.md").c_str(), &st) == 0;
+}
+
+// The story model that ships with the repository (models/stories260K.gguf,
+// the same file as ../shared/models/stories260K.gguf).
+inline std::string stories260k_path() { return std::string(CORTEX_SOURCE_DIR) + "/models/stories260K.gguf"; }
+
+// A model file by name: the repository's models/ for the story model, else
+// golden/models/ first, then models/ of the shared folder.
 inline std::string model_path(const std::string& name) {
+  if (name == "stories260K.gguf") return stories260k_path();
   const std::string g = shared_dir() + "/golden/models/" + name;
   return file_exists(g) ? g : shared_dir() + "/models/" + name;
 }
+
+#define CORTEX_NEEDS_REFERENCE_DATA()                                                                   \
+  do {                                                                                                  \
+    if (!::cortex::testing::reference_data_present())                                                  \
+      GTEST_SKIP() << "needs the reference data of " << ::cortex::testing::shared_dir()                \
+                   << "/golden (llama.cpp's outputs), which a clone alone lacks: set CORTEX_SHARED_DIR"; \
+  } while (false)
 
 inline nlohmann::json load_json(const std::string& path) {
   std::ifstream f(path);

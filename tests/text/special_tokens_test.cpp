@@ -9,6 +9,7 @@
 #include "gguf/gguf.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "text/tokenizer.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace {
@@ -85,7 +86,8 @@ TEST(SpecialTokens, EndOfTurnIdFollowsTheListOrder) {
 class Gemma4 : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-gemma-4.gguf");
+    CORTEX_NEEDS_REFERENCE_DATA();
+    auto f = gguf::file::open(cortex::testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-gemma-4.gguf");
     ASSERT_TRUE(f) << f.error().message;
     auto t = tokenizer::from_gguf(**f);
     ASSERT_TRUE(t) << t.error().message;

@@ -21,7 +21,7 @@
 namespace cortex {
 namespace {
 
-const std::string k_dir = std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer";
+const std::string k_dir = cortex::testing::shared_dir() + "/golden/tokenizer";
 
 std::string from_hex(const std::string& hex) {
   std::string out;
@@ -38,6 +38,7 @@ std::string show(const std::vector<int32_t>& ids) {
 class TokenizerGolden : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    CORTEX_NEEDS_REFERENCE_DATA();
     auto f = gguf::file::open(k_dir + "/vocab/ggml-vocab-" + GetParam() + ".gguf");
     ASSERT_TRUE(f) << f.error().message;
     file_ = std::move(*f);

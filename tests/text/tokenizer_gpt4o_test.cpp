@@ -26,6 +26,7 @@ std::string from_hex(const std::string& hex) {
 }
 
 TEST(TokenizerGpt4o, MatchesLlamaCppOnTheSameVocabulary) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto src = gguf::file::open(testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-qwen3.gguf");
   ASSERT_TRUE(src) << src.error().message;
   gguf::writer w;

@@ -13,11 +13,12 @@
 #include "text/pre_tokenizer.hpp"
 #include "text/tokenizer.hpp"
 #include "tests/text/detokenizer_stream.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace {
 
-const std::string k_vocab_dir = std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/";
+const std::string k_vocab_dir = cortex::testing::shared_dir() + "/golden/tokenizer/vocab/";
 
 struct loaded {
   std::unique_ptr<gguf::file> file;
@@ -36,6 +37,7 @@ loaded load(const std::string& name) {
 }
 
 TEST(Tokenizer, SpmSpecialTokens) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto l = load("llama-spm");
   ASSERT_TRUE(l.tok);
   const tokenizer& t = *l.tok;
@@ -62,6 +64,7 @@ TEST(Tokenizer, SpmSpecialTokens) {
 }
 
 TEST(Tokenizer, BpeDefaultsFollowTheFile) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto gpt2 = load("gpt-2");
   ASSERT_TRUE(gpt2.tok);
   EXPECT_FALSE(gpt2.tok->add_bos());  // file is silent: gpt2-style default is no BOS
@@ -83,6 +86,7 @@ TEST(Tokenizer, BpeDefaultsFollowTheFile) {
 }
 
 TEST(Tokenizer, IncrementalHoldsBackSplitCharacters) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto l = load("llama-spm");
   ASSERT_TRUE(l.tok);
   const vocab& v = l.tok->vocabulary();
@@ -101,6 +105,7 @@ TEST(Tokenizer, IncrementalHoldsBackSplitCharacters) {
 }
 
 TEST(Tokenizer, IncrementalContinuationKeepsLeadingSpace) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   auto l = load("llama-spm");
   ASSERT_TRUE(l.tok);
   const auto ids = l.tok->encode("Hello world", false);
@@ -115,6 +120,7 @@ TEST(Tokenizer, IncrementalContinuationKeepsLeadingSpace) {
 }
 
 TEST(Tokenizer, IncrementalVerbatimSkipsSpaceCleaning) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   // gpt-2 cleans " ," to ","; verbatim (grammar-constrained output) keeps
   // exactly the pieces a grammar matched.
   auto l = load("gpt-2");
@@ -132,6 +138,7 @@ TEST(Tokenizer, IncrementalVerbatimSkipsSpaceCleaning) {
 }
 
 TEST(Tokenizer, IncrementalSpaceCleaningRandomStreams) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   // gpt-2 cleans " ," " 's" ...; streaming must agree with whole-text decode.
   auto l = load("gpt-2");
   ASSERT_TRUE(l.tok);

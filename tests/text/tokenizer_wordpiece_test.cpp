@@ -27,6 +27,7 @@ std::string show(const std::vector<int32_t>& ids) {
 class WordPiece : public ::testing::Test {
  protected:
   void SetUp() override {
+    CORTEX_NEEDS_REFERENCE_DATA();
     auto f = gguf::file::open(k_vocab);
     ASSERT_TRUE(f) << f.error().message;
     file_ = std::move(*f);

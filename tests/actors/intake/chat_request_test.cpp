@@ -21,6 +21,7 @@ struct chat_request_test : ::testing::Test {
   std::unique_ptr<model> m;
   chat_setup chat;
   void SetUp() override {
+    CORTEX_NEEDS_REFERENCE_DATA();
     auto loaded = model::load_vocab_only(testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-llama3.gguf");
     ASSERT_TRUE(loaded) << loaded.error();
     m = std::move(*loaded);

@@ -13,6 +13,7 @@
 #include "actors/intake/request_validator.hpp"
 #include "gguf/gguf.hpp"
 #include "tests/actors/stories_tokenizer.hpp"
+#include "tests/support/golden.hpp"
 
 namespace cortex {
 namespace {
@@ -331,7 +332,8 @@ TEST(request_validator, a_json_schema_becomes_the_requests_grammar) {
 class encoder_validator : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = gguf::file::open(std::string(CORTEX_SHARED_DIR) + "/golden/tokenizer/vocab/ggml-vocab-bert-bge.gguf");
+    CORTEX_NEEDS_REFERENCE_DATA();
+    auto f = gguf::file::open(cortex::testing::shared_dir() + "/golden/tokenizer/vocab/ggml-vocab-bert-bge.gguf");
     ASSERT_TRUE(f) << f.error().message;
     file_ = std::move(*f);
     auto t = tokenizer::from_gguf(*file_);

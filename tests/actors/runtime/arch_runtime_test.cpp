@@ -55,6 +55,7 @@ class arch_runtime : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(arch_runtime, golden_greedy_batched_in_chunks_and_from_the_prefix_cache) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const json g = golden();
   runtime_fixture fx(config(256));
   ASSERT_TRUE(fx.ok()) << fx.error();
@@ -85,6 +86,7 @@ int tight_blocks(const std::string& name) {
 }
 
 TEST_P(arch_runtime, golden_greedy_after_preemption) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const json g = golden();
   auto cfg = config(tight_blocks(GetParam()));
   // The first step stalls while the second case arrives, so both are planned

@@ -81,6 +81,7 @@ std::vector<std::vector<int32_t>> run_all(const runtime_config& cfg, const std::
 }
 
 TEST(determinism_runtime, same_seed_same_tokens_in_any_batch_and_after_preemption) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   const auto reqs = the_requests();
   std::vector<std::vector<int32_t>> alone;
   {

@@ -35,6 +35,7 @@ runtime_config gemma4_config() {
 // one group's two layer slots: 2 x 2 x 64 x 4 x 16 = 16 KiB, so 1 MiB is 64
 // blocks, and the two groups (full attention, window 12) have two layers each.
 TEST(gemma4_runtime, shared_layers_take_no_kv_memory_and_stats_say_so) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   runtime_fixture fx(gemma4_config());
   ASSERT_TRUE(fx.ok()) << fx.error();
   const auto& hp = fx.rt().loaded_model().hparams();

@@ -43,6 +43,7 @@ generation_request stream(int i) {
 }
 
 TEST(hybrid_runtime, sixteen_streams_match_each_alone_and_free_their_state_slots) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   std::vector<std::vector<int32_t>> alone;
   {
     runtime_fixture fx(hybrid_config(1024));

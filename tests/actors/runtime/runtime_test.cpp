@@ -19,7 +19,7 @@ using testing::greedy_request;
 using testing::runtime_fixture;
 
 runtime_config stories_config() {
-  runtime_config c = testing::test_runtime_config(testing::shared_dir() + "/models/stories260K.gguf");
+  runtime_config c = testing::test_runtime_config(testing::stories260k_path());
   c.kv_blocks = 1024;
   c.scheduler.max_batch_tokens = 256;
   return c;
@@ -40,6 +40,7 @@ testing::request_record run_alone(runtime_fixture& fx, generation_request req) {
 }
 
 TEST(runtime, sixteen_concurrent_greedy_requests_match_alone_and_golden) {
+  CORTEX_NEEDS_REFERENCE_DATA();
   runtime_fixture fx(stories_config());
   ASSERT_TRUE(fx.ok()) << fx.error();
   std::vector<std::string> alone(k_prompts.size());

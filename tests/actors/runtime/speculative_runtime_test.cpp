@@ -22,7 +22,7 @@ using testing::runtime_fixture;
 
 runtime_config stories_config(int spec_max_draft = 0) {
   runtime_config c;
-  c.model_path = testing::shared_dir() + "/models/stories260K.gguf";
+  c.model_path = testing::stories260k_path();
   c.threads = 2;
   c.kv_blocks = 1024;
   c.kv_type = kernels::kv_type::f32;
