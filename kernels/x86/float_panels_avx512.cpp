@@ -3,7 +3,9 @@
 // token's x[c] broadcast, NP x NT accumulators over the columns in order.
 // GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

@@ -12,7 +12,9 @@
 // accumulator's initial value, corr = -zero_point * sum(x codes of the block).
 // GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

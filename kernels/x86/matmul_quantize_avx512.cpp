@@ -3,7 +3,9 @@
 // like nearest_int, F16C rounds d to nearest even like fp32_to_fp16).
 // GCC 12 warns inside its own AVX-512 intrinsics (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning group (clang warns on the name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "kernels/matmul_kernels.hpp"
