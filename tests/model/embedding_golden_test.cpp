@@ -36,8 +36,9 @@ TEST(pooled_embedding, mean_then_unit_length) {
 class golden_embedding : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    CORTEX_NEEDS_REFERENCE_DATA();
-    golden_ = testing::load_json(testing::shared_dir() + "/golden/embeddings/" + GetParam() + ".json");
+    const std::string golden_file = testing::reference_file("embeddings/" + GetParam() + ".json");
+    CORTEX_NEEDS_REFERENCE_FILE(golden_file);
+    golden_ = testing::load_json(golden_file);
     ASSERT_FALSE(golden_.is_discarded()) << "cannot read golden file for " << GetParam();
     ASSERT_EQ(golden_["pooling"], "mean");
     ASSERT_EQ(golden_["normalize"], "l2");

@@ -85,8 +85,9 @@ struct logit_checks {
 class golden_generation : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    CORTEX_NEEDS_REFERENCE_DATA();
-    golden_ = testing::load_json(testing::shared_dir() + "/golden/generation/" + GetParam() + ".json");
+    const std::string golden_file = testing::reference_file("generation/" + GetParam() + ".json");
+    CORTEX_NEEDS_REFERENCE_FILE(golden_file);
+    golden_ = testing::load_json(golden_file);
     ASSERT_FALSE(golden_.is_discarded()) << "cannot read golden file for " << GetParam();
     auto m = model::load(testing::model_path(golden_["model"].get<std::string>()));
     ASSERT_TRUE(m) << m.error().message;
@@ -157,7 +158,6 @@ std::vector<int32_t> greedy_ids(const model& m, kernels::thread_pool& pool, cons
 // cache, whose rounding must not change a single token (llama.cpp's own
 // -ctk f16 -ctv f16 run gives the same text).
 TEST_P(golden_generation_exact, free_running_greedy_text) {
-  CORTEX_NEEDS_REFERENCE_DATA();
   ASSERT_TRUE(tol_.greedy_must_match);
   std::vector<kernels::kv_type> kv_types = {kernels::kv_type::f32};
   if (GetParam().rfind("stories260K", 0) == 0) kv_types.push_back(kernels::kv_type::f16);

@@ -47,11 +47,34 @@ inline std::string model_path(const std::string& name) {
   return file_exists(g) ? g : shared_dir() + "/models/" + name;
 }
 
-#define CORTEX_NEEDS_REFERENCE_DATA()                                                                   \
-  do {                                                                                                  \
-    if (!::cortex::testing::reference_data_present())                                                  \
-      GTEST_SKIP() << "needs the reference data of " << ::cortex::testing::shared_dir()                \
-                   << "/golden (llama.cpp's outputs), which a clone alone lacks: set CORTEX_SHARED_DIR"; \
+// A file of the reference data by its path under golden/ ("generation/
+// stories260K.json"): the shared folder's, else the repository's copy
+// (tests/data/reference/: the shipped model's files only), else "".
+inline std::string reference_file(const std::string& rel) {
+  const std::string shared = shared_dir() + "/golden/" + rel;
+  if (file_exists(shared)) return shared;
+  const std::string copy = std::string(CORTEX_SOURCE_DIR) + "/tests/data/reference/" + rel;
+  return file_exists(copy) ? copy : std::string();
+}
+
+// Why a test that needs the reference data is skipped (scripts/test counts
+// the skips by this text).
+inline std::string needs_reference_message() {
+  return "needs the reference data of " + shared_dir() +
+         "/golden (llama.cpp's outputs), which a clone alone lacks: set CORTEX_SHARED_DIR";
+}
+
+// The first line of a test (or its fixture's SetUp) that reads the shared
+// folder's reference data: skips it, saying why, where there is none.
+#define CORTEX_NEEDS_REFERENCE_DATA()                                                              \
+  do {                                                                                             \
+    if (!::cortex::testing::reference_data_present()) GTEST_SKIP() << ::cortex::testing::needs_reference_message(); \
+  } while (false)
+
+// The same for one reference file found by reference_file() ("" where absent).
+#define CORTEX_NEEDS_REFERENCE_FILE(path)                                                   \
+  do {                                                                                      \
+    if ((path).empty()) GTEST_SKIP() << ::cortex::testing::needs_reference_message();      \
   } while (false)
 
 inline nlohmann::json load_json(const std::string& path) {

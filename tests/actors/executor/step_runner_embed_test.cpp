@@ -29,8 +29,9 @@ step_entry entry(request_id rid, const std::vector<int32_t>& ids, int32_t pos0, 
 class step_runner_embed : public ::testing::Test {
  protected:
   void SetUp() override {
-    CORTEX_NEEDS_REFERENCE_DATA();
-    golden_ = testing::load_json(testing::shared_dir() + "/golden/embeddings/stories260K.json");
+    const std::string golden_file = testing::reference_file("embeddings/stories260K.json");
+    CORTEX_NEEDS_REFERENCE_FILE(golden_file);
+    golden_ = testing::load_json(golden_file);
     ASSERT_FALSE(golden_.is_discarded());
     auto m = model::load(testing::model_path("stories260K.gguf"));
     ASSERT_TRUE(m) << m.error();

@@ -49,8 +49,9 @@ generation_request token_request(const std::string& id, const std::vector<int32_
 class embedding_runtime : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(embedding_runtime, golden_embeddings_while_generation_runs_beside) {
-  CORTEX_NEEDS_REFERENCE_DATA();
-  const auto golden = testing::load_json(testing::shared_dir() + "/golden/embeddings/" + GetParam() + ".json");
+  const std::string golden_file = testing::reference_file("embeddings/" + GetParam() + ".json");
+  CORTEX_NEEDS_REFERENCE_FILE(golden_file);
+  const auto golden = testing::load_json(golden_file);
   ASSERT_FALSE(golden.is_discarded());
   runtime_fixture fx(model_config(golden["model"].get<std::string>()));
   ASSERT_TRUE(fx.ok()) << fx.error();
@@ -116,8 +117,9 @@ TEST_P(embedding_runtime, golden_embeddings_while_generation_runs_beside) {
 // mid-prompt (generation requests of higher priority need its blocks) and
 // recomputed from its first token later: the pooled sum must start afresh.
 TEST(embedding_runtime_kv, preempted_embed_request_still_gives_the_golden_embedding) {
-  CORTEX_NEEDS_REFERENCE_DATA();
-  const auto golden = testing::load_json(testing::shared_dir() + "/golden/embeddings/stories260K.json");
+  const std::string golden_file = testing::reference_file("embeddings/stories260K.json");
+  CORTEX_NEEDS_REFERENCE_FILE(golden_file);
+  const auto golden = testing::load_json(golden_file);
   ASSERT_FALSE(golden.is_discarded());
   const auto& c = golden["cases"].back();  // 52 tokens
   auto cfg = model_config("stories260K.gguf");

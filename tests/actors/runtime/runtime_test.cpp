@@ -40,7 +40,8 @@ testing::request_record run_alone(runtime_fixture& fx, generation_request req) {
 }
 
 TEST(runtime, sixteen_concurrent_greedy_requests_match_alone_and_golden) {
-  CORTEX_NEEDS_REFERENCE_DATA();
+  const std::string golden_file = testing::reference_file("generation/stories260K.json");
+  CORTEX_NEEDS_REFERENCE_FILE(golden_file);
   runtime_fixture fx(stories_config());
   ASSERT_TRUE(fx.ok()) << fx.error();
   std::vector<std::string> alone(k_prompts.size());
@@ -60,7 +61,7 @@ TEST(runtime, sixteen_concurrent_greedy_requests_match_alone_and_golden) {
     EXPECT_EQ(r.text(), alone[i]) << "prompt '" << k_prompts[i] << "' differs when batched";
   }
   // The golden continuations (llama.cpp, 128 greedy tokens).
-  auto golden = testing::load_json(testing::shared_dir() + "/golden/generation/stories260K.json");
+  auto golden = testing::load_json(golden_file);
   std::vector<std::string> gids;
   int n = 0;
   for (const auto& c : golden["cases"]) {
