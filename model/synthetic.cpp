@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include "kernels/quant.hpp"
@@ -357,8 +358,13 @@ status write_synthetic_model(const synthetic_shape& s, const std::string& ftype,
   if (s.vocab.empty()) {
     add_vocabulary(w, s.n_vocab);
   } else {
+    const std::string file = "ggml-vocab-" + s.vocab + ".gguf";
+    if (vocab_dir.empty() && !std::ifstream(std::string(default_vocab_dir) + "/" + file).good()) {
+      return fail(errc::invalid_param, "shape '" + s.name + "' carries a real vocabulary: pass --vocab-dir with a folder that holds " +
+                                           file + " (llama.cpp's models/ folder has it)");
+    }
     const std::string dir = vocab_dir.empty() ? default_vocab_dir : vocab_dir;
-    if (auto st = add_real_vocabulary(w, dir + "/ggml-vocab-" + s.vocab + ".gguf", s.n_vocab, s.truncate_vocab); !st) return st;
+    if (auto st = add_real_vocabulary(w, dir + "/" + file, s.n_vocab, s.truncate_vocab); !st) return st;
   }
 
   // The architecture's own tensor table names every tensor, its shape and

@@ -24,8 +24,10 @@ int cmd_make_model(int argc, char** argv) {
           {"out", "PATH", "output file", ""},
           {"seed", "S", "weight seed", "1234"},
           {"threads", "N", "quantization threads; 0 = one per core", "0"},
-          {"vocab-dir", "DIR", "folder of ggml-vocab-*.gguf (llama-3.1-8b: llama3, qwen2.5-7b: qwen3, mistral-7b: llama-spm)",
-           default_vocab_dir}});
+          {"vocab-dir", "DIR",
+           "folder of ggml-vocab-*.gguf, as llama.cpp's models/ folder (llama-3.1-8b: llama3, qwen2.5-7b: qwen3, "
+           "mistral-7b: llama-spm); default: the project's reference vocabularies, where they are beside the checkout",
+           ""}});
   if (int rc = parse_args(a, argc, argv); rc >= 0) return rc;
   const auto* shape = find_synthetic_shape(a.get("shape"));
   if (!shape) {
