@@ -23,19 +23,6 @@ SHARED_DIR = os.environ.get("CORTEX_SHARED_DIR") or os.path.join(REPO_DIR, "..",
 # ../shared/models/stories260K.gguf).
 MODEL_PATH = os.path.join(REPO_DIR, "models", "stories260K.gguf")
 
-
-def reference_file(rel):
-    """A file of the reference data by its path under golden/: ../shared's,
-    else the repository's copy (tests/data/reference/, the shipped model's
-    files only), else ../shared's path, which the caller then fails to open
-    (tests that need more than the copies are marked needs_reference_data)."""
-    shared = os.path.join(SHARED_DIR, "golden", rel)
-    copy = os.path.join(REPO_DIR, "tests", "data", "reference", rel)
-    return shared if os.path.exists(shared) or not os.path.exists(copy) else copy
-
-
-GOLDEN_PATH = reference_file(os.path.join("generation", "stories260K.json"))
-
 # Whether the reference data (llama.cpp's outputs, tiny models, vocabularies
 # and chat templates: ../shared/golden) is there. A clone alone has none: the
 # cases that compare against it are skipped, named in unittest's output, and
@@ -43,6 +30,21 @@ GOLDEN_PATH = reference_file(os.path.join("generation", "stories260K.json"))
 REFERENCE_DATA_PRESENT = os.path.exists(os.path.join(SHARED_DIR, "golden", "README.md"))
 NEEDS_REFERENCE = "needs the reference data of %s/golden, which a clone alone lacks (set CORTEX_SHARED_DIR)" % SHARED_DIR
 needs_reference_data = unittest.skipUnless(REFERENCE_DATA_PRESENT, NEEDS_REFERENCE)
+
+
+def reference_file(rel):
+    """A file of the reference data by its path under golden/: ../shared's
+    where the reference data is there (a file missing from it fails its
+    test), else the repository's copy (tests/data/reference/, the shipped
+    model's files only), else ../shared's path, which the caller then fails
+    to open (tests that need more than the copies are marked
+    needs_reference_data)."""
+    shared = os.path.join(SHARED_DIR, "golden", rel)
+    copy = os.path.join(REPO_DIR, "tests", "data", "reference", rel)
+    return shared if REFERENCE_DATA_PRESENT or not os.path.exists(copy) else copy
+
+
+GOLDEN_PATH = reference_file(os.path.join("generation", "stories260K.json"))
 
 sys.path.insert(0, os.path.join(REPO_DIR, "clients", "python"))
 import cortexstream  # noqa: E402
