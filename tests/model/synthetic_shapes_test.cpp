@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <unistd.h>
 
 #include "gguf/gguf.hpp"
@@ -156,6 +157,23 @@ TEST(synthetic_shapes, a_missing_vocabulary_names_the_flag) {
   ASSERT_FALSE(st);
   EXPECT_NE(st.message.find("ggml-vocab-llama-spm.gguf"), std::string::npos) << st.message;
   EXPECT_NE(st.message.find("--vocab-dir"), std::string::npos) << st.message;
+}
+
+// Without --vocab-dir, where the reference vocabularies are not beside the
+// working folder, the error says which flag and file to give, and names no
+// folder the user does not have.
+TEST(synthetic_shapes, no_vocabulary_folder_given_or_found_names_the_flag) {
+  const std::string dir = temp_path("no-vocab-cwd");
+  ASSERT_TRUE(std::filesystem::create_directories(dir) || std::filesystem::is_directory(dir));
+  const auto old = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  auto st = write_synthetic_model(scaled_down("mistral-7b"), "q4_0", 1, dir + "/x.gguf", 1, "");
+  std::filesystem::current_path(old);
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.message.find("--vocab-dir"), std::string::npos) << st.message;
+  EXPECT_NE(st.message.find("ggml-vocab-llama-spm.gguf"), std::string::npos) << st.message;
+  EXPECT_EQ(st.message.find("shared"), std::string::npos) << st.message;
 }
 
 }  // namespace

@@ -35,16 +35,24 @@ inline bool reference_data_present() {
   return ::stat((shared_dir() + "/golden/README.md").c_str(), &st) == 0;
 }
 
-// The story model that ships with the repository (models/stories260K.gguf,
-// the same file as ../shared/models/stories260K.gguf).
-inline std::string stories260k_path() { return std::string(CORTEX_SOURCE_DIR) + "/models/stories260K.gguf"; }
+// A file of the shared folder by its path there ("models/stories260K.gguf",
+// "golden/arch/llama-f32.gguf"): the repository's own copy where it ships
+// one (its models/ holds the story model, the same file as the shared
+// folder's), else the shared folder's.
+inline std::string shared_file(const std::string& rel) {
+  const std::string shipped = std::string(CORTEX_SOURCE_DIR) + "/" + rel;
+  if (rel.rfind("models/", 0) == 0 && file_exists(shipped)) return shipped;
+  return shared_dir() + "/" + rel;
+}
 
-// A model file by name: the repository's models/ for the story model, else
-// golden/models/ first, then models/ of the shared folder.
+// The story model that ships with the repository.
+inline std::string stories260k_path() { return shared_file("models/stories260K.gguf"); }
+
+// A model file by name: golden/models/ first, then models/ (the
+// repository's where it ships the file).
 inline std::string model_path(const std::string& name) {
-  if (name == "stories260K.gguf") return stories260k_path();
   const std::string g = shared_dir() + "/golden/models/" + name;
-  return file_exists(g) ? g : shared_dir() + "/models/" + name;
+  return file_exists(g) ? g : shared_file("models/" + name);
 }
 
 // A file of the reference data by its path under golden/ ("generation/
