@@ -6,6 +6,7 @@ Environment: CORTEX_BIN_DIR (default <repo>/build/bin) holds cortexd and
 cortex; CORTEX_SHARED_DIR (default <repo>/../shared) holds models and golden
 data."""
 
+import atexit
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import time
 import unittest
+import weakref
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN_DIR = os.environ.get("CORTEX_BIN_DIR") or os.path.join(REPO_DIR, "build", "bin")
@@ -95,6 +97,18 @@ def golden_token_ids(i):
         return json.load(f)["cases"][i]["greedy"]
 
 
+# Every Cortexd made by this process: one still running when the process
+# exits (a test class whose own setUpClass raised after starting it, so
+# unittest never ran its tearDownClass) is killed then, not left orphaned.
+_LIVE_SERVERS = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_live_servers():
+    for server in list(_LIVE_SERVERS):
+        server.close()
+
+
 class Cortexd:
     """A real build/bin/cortexd on a free loopback port, model stories260K.
 
@@ -116,6 +130,7 @@ class Cortexd:
         self.http = None  # "http://127.0.0.1:PORT" (HTTP gateway), unless the args set --http
         self._clients = []
         self._log = None
+        _LIVE_SERVERS.add(self)
 
     def start(self):
         exe = os.path.join(BIN_DIR, "cortexd")
@@ -219,6 +234,10 @@ class ServerTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = Cortexd(*cls.SERVER_ARGS).start()
+        # Runs after tearDownClass, and also when a subclass's setUpClass
+        # raises after this (unittest then skips tearDownClass): the
+        # server is killed either way (a no-op once tearDownClass stopped it).
+        cls.addClassCleanup(cls.server.close)
 
     @classmethod
     def tearDownClass(cls):

@@ -80,5 +80,32 @@ class ShutdownTest(unittest.TestCase):
         self.assertEqual(self.server.stop(signal.SIGINT), 0, self.server.log())
 
 
+class ServerOfAFailedSetupTest(unittest.TestCase):
+    """A test class whose setUpClass raises after its server started gets no
+    tearDownClass from unittest: its server must still be stopped, not left
+    running after the tests (support.ServerTestCase's class cleanup)."""
+
+    def test_server_is_killed_when_the_class_setup_fails(self):
+        started = []
+
+        class FailingSetup(support.ServerTestCase):
+            @classmethod
+            def setUpClass(cls):
+                super().setUpClass()
+                started.append(cls.server)
+                raise RuntimeError("setup failed after the server started")
+
+            def test_never_runs(self):
+                pass
+
+        result = unittest.TestResult()
+        unittest.defaultTestLoader.loadTestsFromTestCase(FailingSetup).run(result)
+        self.assertEqual(len(result.errors), 1, result.errors)
+        self.assertIn("setup failed after the server started", result.errors[0][1])
+        self.assertEqual(len(started), 1)
+        proc = started[0].proc
+        self.assertIsNotNone(proc.poll(), "cortexd %d still running after its class setup failed" % proc.pid)
+
+
 if __name__ == "__main__":
     unittest.main()
