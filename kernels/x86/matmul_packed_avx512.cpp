@@ -108,11 +108,20 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
 // not wait on the hardware prefetcher at each of the NP panels' pages.
 //
 // Records a panel is prefetched ahead (into L1), here and in the batched
-// q4_0 kernel below: without it the compute of a small batch and the weight
-// stream barely overlap (9 tokens cost about the sum of both). 2, 3, 6, 8, 16
-// and 32 records ahead, and prefetching into L2, measured no better than 4 on
-// an AVX-512 Xeon with a 260 MiB L3 (noisy shared machine: bench_kernels
-// matmul_packed/q4_0/.../tokens:9); 2 and 4 alike for decode on a Zen 5.
+// q4_0 kernel below. Until this prefetch went through prefetch_line (an
+// asm statement; kernels/x86/prefetch_ahead.hpp says why), GCC had deleted
+// it: the kernels ran on the hardware prefetcher alone, and the distances
+// once measured here compared nothing. With it, on a Zen 5 (bench_kernels
+// matmul_packed/q4_0/11264x2048, 1 GiB of copies, 3 interleaved rounds,
+// medians): decode 19.7 -> 27.7 GB/s on 1 thread (the machine's one-thread
+// read bandwidth is 29-31) and 28 -> 47 on 2; 2 tokens 20 -> 33, 4 tokens
+// 17.7 -> 26.7, 9 tokens 11.4 -> 15.6, 16 tokens 7.7 -> 9.4. 2, 4 and 8
+// records ahead measured alike; 4 is kept.
+//
+// The prefetches of a record are spread over the steps of its compute
+// (prefetch_step), a line or two per panel and step, not issued at once:
+// all NP x 9 at a record's start read 23.4 GB/s on 1 thread and 34 on 2,
+// spread 27.7 and 47 (same run).
 constexpr int64_t prefetch_records = 4;
 
 // The NP panels starting at panel p, and the prefetch of their record
@@ -127,10 +136,16 @@ struct panel_stream {
   panel_stream(const packed_view& w, int64_t p) : n_records((w.cols / 32 + 1) / 2), panel_bytes(w.panel_bytes) {
     for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
   }
-  void prefetch(int64_t rec) const {
+  // Step `step` of the Steps steps a kernel's compute of record rec takes:
+  // prefetches lines step, step + Steps, ... of record rec +
+  // prefetch_records of every panel, so the record's lines are all asked
+  // for once every step has run.
+  template <int Steps>
+  void prefetch_step(int64_t rec, int step) const {
+    static_assert(record % 64 == 0, "records are whole lines");
     for (int i = 0; i < NP; ++i) {
-      prefetch_lines(record_ahead(panel[i], panel[i] + NP * panel_bytes, n_records, record, rec + prefetch_records),
-                     record);
+      const uint8_t* ahead = record_ahead(panel[i], panel[i] + NP * panel_bytes, n_records, record, rec + prefetch_records);
+      for (int64_t line = step; line < record / 64; line += Steps) prefetch_line(ahead + 64 * line);
     }
   }
 };
@@ -146,7 +161,6 @@ void decode_tile(const packed_view& w, const quantized_x& x, int64_t p) {
   for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i lut = lut_vector<Fmt>();
   for (int64_t rec = 0; rec < s.n_records; ++rec) {
-    s.prefetch(rec);
     for (int h = 0; h < 2; ++h) {
       const int64_t b = 2 * rec + h;
       __m512i lo_sum[NP], hi_sum[NP], bits[NP];
@@ -158,6 +172,7 @@ void decode_tile(const packed_view& w, const quantized_x& x, int64_t p) {
         hi_sum[i] = _mm512_setzero_si512();
       }
       for (int g = 0; g < 4; ++g) {
+        s.template prefetch_step<8>(rec, 4 * h + g);
         const __m512i xl = broadcast_dword(xq + b * 32 + 4 * g);
         const __m512i xh = broadcast_dword(xq + b * 32 + 16 + 4 * g);
         for (int i = 0; i < NP; ++i) {
@@ -251,8 +266,8 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + (i * q4_panel_max_tokens + j) * 16, _mm512_setzero_ps());
     for (int64_t rec = 0; rec < s.n_records; ++rec) {
-      s.prefetch(rec);
       for (int h = 0; h < 2; ++h) {
+        s.template prefetch_step<2>(rec, h);
         const int64_t b = 2 * rec + h;
         __m512i wl[NP][4], wh[NP][4];
         __m512 dw[NP];
