@@ -145,7 +145,7 @@ struct panel_stream {
     static_assert(record % 64 == 0, "records are whole lines");
     for (int i = 0; i < NP; ++i) {
       const uint8_t* ahead = record_ahead(panel[i], panel[i] + NP * panel_bytes, n_records, record, rec + prefetch_records);
-      for (int64_t line = step; line < record / 64; line += Steps) prefetch_line(ahead + 64 * line);
+      prefetch_record_step(ahead, record, step, Steps);
     }
   }
 };

@@ -29,6 +29,15 @@ inline const uint8_t* record_ahead(const uint8_t* panel, const uint8_t* next, in
 // kernels' objects still hold their prefetches.
 inline void prefetch_line(const uint8_t* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
 
+// Step `step` of `steps` through a record of record_bytes (whole lines):
+// prefetches its lines step, step + steps, ... A kernel that calls it once
+// in each of the steps of its compute of one record spreads the next
+// record's prefetches over that compute (a burst of them at the record's
+// start holds the loads behind it).
+inline void prefetch_record_step(const uint8_t* record, int64_t record_bytes, int step, int steps) {
+  for (int64_t line = step; line < record_bytes / 64; line += steps) prefetch_line(record + 64 * line);
+}
+
 // Prefetches the 64-byte lines of [p, p + bytes) into L1.
 inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
   for (int64_t line = 0; line < bytes; line += 64) prefetch_line(p + line);
