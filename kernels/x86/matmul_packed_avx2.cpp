@@ -19,10 +19,15 @@
 
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/prefetch_ahead.hpp"
 
 namespace cortex::kernels {
 
 namespace {
+
+// Records a decode tile prefetches ahead of each panel (as the AVX-512
+// q4_0 decode).
+constexpr int64_t prefetch_records = 4;
 
 inline __m256i broadcast_dword(const int8_t* p) {
   int32_t v;
@@ -48,6 +53,21 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
 
+  // Decode (NH = 4: half panels 0-1 and 2-3 are two panels) prefetches
+  // each panel's record prefetch_records ahead, spread over the record's
+  // compute steps, as the AVX-512 kernels do (kernels/x86/prefetch_ahead.hpp).
+  constexpr bool prefetching = NT == 1 && NH == 4;
+  constexpr int groups = Fmt::block_code_bytes == 256 ? 4 : 8;
+  auto prefetch = [&](int64_t rec, int step) {
+    if constexpr (prefetching) {
+      for (int i = 0; i < NH; i += 2) {
+        const uint8_t* panel = hp[i].panel;
+        prefetch_record_step(record_ahead(panel, panel + 2 * w.panel_bytes, n_records, record, rec + prefetch_records),
+                             record, step, 2 * groups);
+      }
+    }
+  };
+
   for (int64_t rec = 0; rec < n_records; ++rec) {
     for (int h = 0; h < 2; ++h) {
       const int64_t b = 2 * rec + h;
@@ -60,6 +80,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         for (int i = 0; i < NH; ++i)
           for (int j = 0; j < NT; ++j) ia[i][j] = _mm256_setzero_si256();
         for (int g = 0; g < 4; ++g) {
+          prefetch(rec, groups * h + g);
           __m256i lo[NH], hi[NH];
           for (int i = 0; i < NH; ++i) {
             const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes[i] + 64 * g));
@@ -83,6 +104,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         for (int i = 0; i < NH; ++i)
           for (int j = 0; j < NT; ++j) ia[i][j] = _mm256_setzero_si256();
         for (int g = 0; g < 8; ++g) {
+          prefetch(rec, groups * h + g);
           __m256i sw[NH], aw[NH];
           for (int i = 0; i < NH; ++i) {
             sw[i] = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes[i] + 64 * g)), flip);

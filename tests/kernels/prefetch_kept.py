@@ -28,6 +28,7 @@ KERNELS = [
     ("matmul_packed_k_avx512.cpp.o", r"q6_k_panel_all_tokens\("),
     ("matmul_packed_k_avx512.cpp.o", r"tile_k4<(true|false), 2, 1>\("),
     ("matmul_packed_k_avx512.cpp.o", r"tile_q6_k<2, 1>\("),
+    ("matmul_packed_avx2.cpp.o", r"tile<[^<>]*, 4, 1>\("),
 ]
 OWN_NAME = re.compile(r"^(void )?cortex::kernels::\(anonymous namespace\)::(.*)$")
 PREFETCH = re.compile(r"\bprefetch(t0|t1|t2|nta|w)\b")
