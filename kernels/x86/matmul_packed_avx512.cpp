@@ -116,7 +116,10 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
 // medians): decode 19.7 -> 27.7 GB/s on 1 thread (the machine's one-thread
 // read bandwidth is 29-31) and 28 -> 47 on 2; 2 tokens 20 -> 33, 4 tokens
 // 17.7 -> 26.7, 9 tokens 11.4 -> 15.6, 16 tokens 7.7 -> 9.4. 2, 4 and 8
-// records ahead measured alike; 4 is kept.
+// records ahead measured alike; 4 is kept. q8_0's decode (tile<.., 1>) is
+// left to the hardware prefetcher: the same spread prefetch cost it
+// 62.9 -> 49.8 GB/s on 2 threads, 33.5 -> 27.5 on 1 (its compute per byte
+// is a third of q4_0's).
 //
 // The prefetches of a record are spread over the steps of its compute
 // (prefetch_step), a line or two per panel and step, not issued at once:
