@@ -42,6 +42,7 @@
 #include "kernels/matmul_kernels.hpp"
 #include "kernels/matmul_packed_k.hpp"
 #include "kernels/x86/matmul_tile_loop.hpp"
+#include "kernels/x86/prefetch_ahead.hpp"
 
 namespace cortex::kernels {
 
@@ -101,6 +102,9 @@ void k_tile(const packed_view& w, int64_t k, int t, size_t record_bytes, half_pa
     for (int j = 0; j < NT; ++j) store_half_panel_rows(hp[i].y + (t + j) * hp[i].ld, hp[i].valid, acc[i][j]);
 }
 
+// Super-blocks a decode tile prefetches ahead of each panel.
+constexpr int64_t k_prefetch_records = 2;
+
 template <int NH, int NT>
 void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
   const q8p_tokens<NT, uint8_t> xt(x, t);
@@ -110,6 +114,17 @@ void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
     __m256i isum[NH][NT];
     for (int i = 0; i < NH; ++i)
       for (int j = 0; j < NT; ++j) isum[i][j] = _mm256_setzero_si256();
+    // Decode (NH = 4: two panels) prefetches each panel's super-block
+    // k_prefetch_records ahead, spread over the 32 code groups' steps
+    // (kernels/x86/prefetch_ahead.hpp), as the AVX-512 decode tiles do.
+    constexpr bool prefetching = NT == 1 && NH == 4;
+    const uint8_t* ahead[2] = {nullptr, nullptr};
+    if constexpr (prefetching) {
+      for (int i = 0; i < 2; ++i) {
+        const uint8_t* panel = hp[2 * i].panel;
+        ahead[i] = record_ahead(panel, panel + 2 * w.panel_bytes, w.cols / 256, packed_record_q4_k, b + k_prefetch_records);
+      }
+    }
     // Code pair p: low nibbles are sub-block 2p, high nibbles 2p + 1.
     for (int p = 0; p < 4; ++p) {
       __m256i sc[NH][2];
@@ -124,6 +139,11 @@ void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         for (int i = 0; i < NH; ++i)
           for (int j = 0; j < NT; ++j) s16[i][j] = _mm256_setzero_si256();
         for (int g = 0; g < 8; ++g) {
+          if constexpr (prefetching) {
+            if (nib == 0) {
+              for (int i = 0; i < 2; ++i) prefetch_record_step(ahead[i], packed_record_q4_k, 8 * p + g, 32);
+            }
+          }
           __m256i c[NH];
           for (int i = 0; i < NH; ++i) {
             const __m256i v = load_codes(rec[i] + 320 + (p * 8 + g) * 64 + 4 * hp[i].lane0);

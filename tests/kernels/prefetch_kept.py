@@ -29,6 +29,8 @@ KERNELS = [
     ("matmul_packed_k_avx512.cpp.o", r"tile_k4<(true|false), 2, 1>\("),
     ("matmul_packed_k_avx512.cpp.o", r"tile_q6_k<2, 1>\("),
     ("matmul_packed_avx2.cpp.o", r"tile<[^<>]*, 4, 1>\("),
+    # tile_q4_k<4, 1>, inlined into its tile loop:
+    ("matmul_packed_k_avx2.cpp.o", r"for_each_half_panel_tile<.*k_tiles<false> >\("),
 ]
 OWN_NAME = re.compile(r"^(void )?cortex::kernels::\(anonymous namespace\)::(.*)$")
 PREFETCH = re.compile(r"\bprefetch(t0|t1|t2|nta|w)\b")
