@@ -221,6 +221,15 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
     __m256i isum[NH][NT];
     for (int i = 0; i < NH; ++i)
       for (int j = 0; j < NT; ++j) isum[i][j] = _mm256_setzero_si256();
+    // Decode prefetch as in tile_q4_k, over the 64 (kp, lq) steps.
+    constexpr bool prefetching = NT == 1 && NH == 4;
+    const uint8_t* ahead[2] = {nullptr, nullptr};
+    if constexpr (prefetching) {
+      for (int i = 0; i < 2; ++i) {
+        const uint8_t* panel = hp[2 * i].panel;
+        ahead[i] = record_ahead(panel, panel + 2 * w.panel_bytes, w.cols / 256, packed_record_q6_k, b + k_prefetch_records);
+      }
+    }
     // Sub-blocks 2kp, 2kp + 1 (kp = 4h + c): columns 128h + 32c + 4lq for
     // lq = 0..3 and 4..7, groups (h, lq) of the record.
     auto pair = [&](auto c_const, int h) {
@@ -240,6 +249,9 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         __m256i s16[NH][NT];
         for (int l = 0; l < 2; ++l) {
           const int lq = lq0 + l;
+          if constexpr (prefetching) {
+            for (int i = 0; i < 2; ++i) prefetch_record_step(ahead[i], packed_record_q6_k, 8 * kp + lq, 64);
+          }
           __m256i codes[NH];
           for (int i = 0; i < NH; ++i) {
             const uint8_t* g = rec[i] + 320 + (h * 8 + lq) * 3 * 64 + 4 * hp[i].lane0;
