@@ -105,6 +105,28 @@ void k_tile(const packed_view& w, int64_t k, int t, size_t record_bytes, half_pa
 // Super-blocks a decode tile prefetches ahead of each panel.
 constexpr int64_t k_prefetch_records = 2;
 
+// Whether a tile prefetches: decode, 4 half panels (two whole panels).
+template <int NH, int NT>
+constexpr bool decode_prefetching = NT == 1 && NH == 4;
+
+// Super-block b + k_prefetch_records of the two panels of a decode tile's
+// half panels hp[0..3] (past a panel's last, the next tile's panel's), or
+// nothing when the tile does not prefetch.
+struct decode_ahead {
+  const uint8_t* at[2] = {nullptr, nullptr};
+  template <int NH>
+  decode_ahead(const packed_view& w, const half_panel_ref (&hp)[NH], int64_t b, int64_t record, bool prefetching) {
+    if constexpr (NH == 4) {
+      if (!prefetching) return;
+      for (int i = 0; i < 2; ++i) {
+        const uint8_t* panel = hp[2 * i].panel;
+        at[i] = record_ahead(panel, panel + 2 * w.panel_bytes, w.cols / 256, record, b + k_prefetch_records);
+      }
+    }
+  }
+  const uint8_t* operator[](int i) const { return at[i]; }
+};
+
 template <int NH, int NT>
 void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
   const q8p_tokens<NT, uint8_t> xt(x, t);
@@ -117,14 +139,8 @@ void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
     // Decode (NH = 4: two panels) prefetches each panel's super-block
     // k_prefetch_records ahead, spread over the 32 code groups' steps
     // (kernels/x86/prefetch_ahead.hpp), as the AVX-512 decode tiles do.
-    constexpr bool prefetching = NT == 1 && NH == 4;
-    const uint8_t* ahead[2] = {nullptr, nullptr};
-    if constexpr (prefetching) {
-      for (int i = 0; i < 2; ++i) {
-        const uint8_t* panel = hp[2 * i].panel;
-        ahead[i] = record_ahead(panel, panel + 2 * w.panel_bytes, w.cols / 256, packed_record_q4_k, b + k_prefetch_records);
-      }
-    }
+    constexpr bool prefetching = decode_prefetching<NH, NT>;
+    const decode_ahead ahead(w, hp, b, packed_record_q4_k, prefetching);
     // Code pair p: low nibbles are sub-block 2p, high nibbles 2p + 1.
     for (int p = 0; p < 4; ++p) {
       __m256i sc[NH][2];
@@ -222,14 +238,8 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
     for (int i = 0; i < NH; ++i)
       for (int j = 0; j < NT; ++j) isum[i][j] = _mm256_setzero_si256();
     // Decode prefetch as in tile_q4_k, over the 64 (kp, lq) steps.
-    constexpr bool prefetching = NT == 1 && NH == 4;
-    const uint8_t* ahead[2] = {nullptr, nullptr};
-    if constexpr (prefetching) {
-      for (int i = 0; i < 2; ++i) {
-        const uint8_t* panel = hp[2 * i].panel;
-        ahead[i] = record_ahead(panel, panel + 2 * w.panel_bytes, w.cols / 256, packed_record_q6_k, b + k_prefetch_records);
-      }
-    }
+    constexpr bool prefetching = decode_prefetching<NH, NT>;
+    const decode_ahead ahead(w, hp, b, packed_record_q6_k, prefetching);
     // Sub-blocks 2kp, 2kp + 1 (kp = 4h + c): columns 128h + 32c + 4lq for
     // lq = 0..3 and 4..7, groups (h, lq) of the record.
     auto pair = [&](auto c_const, int h) {
