@@ -58,17 +58,13 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
   // compute steps, as the AVX-512 kernels do (kernels/x86/prefetch_ahead.hpp).
   constexpr bool prefetching = NT == 1 && NH == 4;
   constexpr int groups = Fmt::block_code_bytes == 256 ? 4 : 8;
-  auto prefetch = [&](int64_t rec, int step) {
-    if constexpr (prefetching) {
-      for (int i = 0; i < NH; i += 2) {
-        const uint8_t* panel = hp[i].panel;
-        prefetch_record_step(record_ahead(panel, panel + 2 * w.panel_bytes, n_records, record, rec + prefetch_records),
-                             record, step, 2 * groups);
-      }
-    }
-  };
+  const uint8_t* const panels[2] = {hp[0].panel, hp[NH / 2].panel};  // NH = 4: the two panels
 
   for (int64_t rec = 0; rec < n_records; ++rec) {
+    const records_ahead<2> ahead(panels, 2 * w.panel_bytes, n_records, record, rec + prefetch_records);
+    auto prefetch = [&](int step) {
+      if constexpr (prefetching) ahead.step(step, 2 * groups);
+    };
     for (int h = 0; h < 2; ++h) {
       const int64_t b = 2 * rec + h;
       const uint8_t* codes[NH];
@@ -80,7 +76,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         for (int i = 0; i < NH; ++i)
           for (int j = 0; j < NT; ++j) ia[i][j] = _mm256_setzero_si256();
         for (int g = 0; g < 4; ++g) {
-          prefetch(rec, groups * h + g);
+          prefetch(groups * h + g);
           __m256i lo[NH], hi[NH];
           for (int i = 0; i < NH; ++i) {
             const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes[i] + 64 * g));
@@ -104,7 +100,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         for (int i = 0; i < NH; ++i)
           for (int j = 0; j < NT; ++j) ia[i][j] = _mm256_setzero_si256();
         for (int g = 0; g < 8; ++g) {
-          prefetch(rec, groups * h + g);
+          prefetch(groups * h + g);
           __m256i sw[NH], aw[NH];
           for (int i = 0; i < NH; ++i) {
             sw[i] = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(codes[i] + 64 * g)), flip);

@@ -122,7 +122,7 @@ void tile(const packed_view& w, const quantized_x& x, int64_t p, int t) {
 // is a third of q4_0's).
 //
 // The prefetches of a record are spread over the steps of its compute
-// (prefetch_step), a line or two per panel and step, not issued at once:
+// (records_ahead::step), a line or two per panel and step, not issued at once:
 // all NP x 9 at a record's start read 23.4 GB/s on 1 thread and 34 on 2,
 // spread 27.7 and 47 (same run).
 constexpr int64_t prefetch_records = 4;
@@ -139,17 +139,11 @@ struct panel_stream {
   panel_stream(const packed_view& w, int64_t p) : n_records((w.cols / 32 + 1) / 2), panel_bytes(w.panel_bytes) {
     for (int i = 0; i < NP; ++i) panel[i] = w.data + static_cast<size_t>(p + i) * w.panel_bytes;
   }
-  // Step `step` of the Steps steps a kernel's compute of record rec takes:
-  // prefetches lines step, step + Steps, ... of record rec +
-  // prefetch_records of every panel, so the record's lines are all asked
-  // for once every step has run.
-  template <int Steps>
-  void prefetch_step(int64_t rec, int step) const {
+  // Record rec + prefetch_records of every panel, for the compute steps of
+  // record rec to prefetch a part each (records_ahead::step).
+  records_ahead<NP> ahead(int64_t rec) const {
     static_assert(record % 64 == 0, "records are whole lines");
-    for (int i = 0; i < NP; ++i) {
-      const uint8_t* ahead = record_ahead(panel[i], panel[i] + NP * panel_bytes, n_records, record, rec + prefetch_records);
-      prefetch_record_step(ahead, record, step, Steps);
-    }
+    return records_ahead<NP>(panel, NP * panel_bytes, n_records, record, rec + prefetch_records);
   }
 };
 
@@ -164,6 +158,7 @@ void decode_tile(const packed_view& w, const quantized_x& x, int64_t p) {
   for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i lut = lut_vector<Fmt>();
   for (int64_t rec = 0; rec < s.n_records; ++rec) {
+    const records_ahead<NP> ahead = s.ahead(rec);
     for (int h = 0; h < 2; ++h) {
       const int64_t b = 2 * rec + h;
       __m512i lo_sum[NP], hi_sum[NP], bits[NP];
@@ -175,7 +170,7 @@ void decode_tile(const packed_view& w, const quantized_x& x, int64_t p) {
         hi_sum[i] = _mm512_setzero_si512();
       }
       for (int g = 0; g < 4; ++g) {
-        s.template prefetch_step<8>(rec, 4 * h + g);
+        ahead.step(4 * h + g, 8);
         const __m512i xl = broadcast_dword(xq + b * 32 + 4 * g);
         const __m512i xh = broadcast_dword(xq + b * 32 + 16 + 4 * g);
         for (int i = 0; i < NP; ++i) {
@@ -269,8 +264,9 @@ void q4_panel_all_tokens(const packed_view& w, const quantized_x& x, int n_token
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < nt; ++j) _mm512_store_ps(acc + (i * q4_panel_max_tokens + j) * 16, _mm512_setzero_ps());
     for (int64_t rec = 0; rec < s.n_records; ++rec) {
+      const records_ahead<NP> ahead = s.ahead(rec);
       for (int h = 0; h < 2; ++h) {
-        s.template prefetch_step<2>(rec, h);
+        ahead.step(h, 2);
         const int64_t b = 2 * rec + h;
         __m512i wl[NP][4], wh[NP][4];
         __m512 dw[NP];

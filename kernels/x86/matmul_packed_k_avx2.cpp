@@ -109,23 +109,13 @@ constexpr int64_t k_prefetch_records = 2;
 template <int NH, int NT>
 constexpr bool decode_prefetching = NT == 1 && NH == 4;
 
-// Super-block b + k_prefetch_records of the two panels of a decode tile's
-// half panels hp[0..3] (past a panel's last, the next tile's panel's), or
-// nothing when the tile does not prefetch.
-struct decode_ahead {
-  const uint8_t* at[2] = {nullptr, nullptr};
-  template <int NH>
-  decode_ahead(const packed_view& w, const half_panel_ref (&hp)[NH], int64_t b, int64_t record, bool prefetching) {
-    if constexpr (NH == 4) {
-      if (!prefetching) return;
-      for (int i = 0; i < 2; ++i) {
-        const uint8_t* panel = hp[2 * i].panel;
-        at[i] = record_ahead(panel, panel + 2 * w.panel_bytes, w.cols / 256, record, b + k_prefetch_records);
-      }
-    }
-  }
-  const uint8_t* operator[](int i) const { return at[i]; }
-};
+// Super-block b + k_prefetch_records of the two panels of a tile's half
+// panels (hp[0..1] and hp[2..3] at decode).
+template <int NH>
+records_ahead<2> decode_ahead(const packed_view& w, const half_panel_ref (&hp)[NH], int64_t b, int64_t record) {
+  const uint8_t* const panels[2] = {hp[0].panel, hp[NH / 2].panel};
+  return records_ahead<2>(panels, 2 * w.panel_bytes, w.cols / 256, record, b + k_prefetch_records);
+}
 
 template <int NH, int NT>
 void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
@@ -140,7 +130,7 @@ void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
     // k_prefetch_records ahead, spread over the 32 code groups' steps
     // (kernels/x86/prefetch_ahead.hpp), as the AVX-512 decode tiles do.
     constexpr bool prefetching = decode_prefetching<NH, NT>;
-    const decode_ahead ahead(w, hp, b, packed_record_q4_k, prefetching);
+    const records_ahead<2> ahead = decode_ahead(w, hp, b, packed_record_q4_k);
     // Code pair p: low nibbles are sub-block 2p, high nibbles 2p + 1.
     for (int p = 0; p < 4; ++p) {
       __m256i sc[NH][2];
@@ -157,7 +147,7 @@ void tile_q4_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         for (int g = 0; g < 8; ++g) {
           if constexpr (prefetching) {
             if (nib == 0) {
-              for (int i = 0; i < 2; ++i) prefetch_record_step(ahead[i], packed_record_q4_k, 8 * p + g, 32);
+              ahead.step(8 * p + g, 32);
             }
           }
           __m256i c[NH];
@@ -239,7 +229,7 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
       for (int j = 0; j < NT; ++j) isum[i][j] = _mm256_setzero_si256();
     // Decode prefetch as in tile_q4_k, over the 64 (kp, lq) steps.
     constexpr bool prefetching = decode_prefetching<NH, NT>;
-    const decode_ahead ahead(w, hp, b, packed_record_q6_k, prefetching);
+    const records_ahead<2> ahead = decode_ahead(w, hp, b, packed_record_q6_k);
     // Sub-blocks 2kp, 2kp + 1 (kp = 4h + c): columns 128h + 32c + 4lq for
     // lq = 0..3 and 4..7, groups (h, lq) of the record.
     auto pair = [&](auto c_const, int h) {
@@ -260,7 +250,7 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t k, int t) {
         for (int l = 0; l < 2; ++l) {
           const int lq = lq0 + l;
           if constexpr (prefetching) {
-            for (int i = 0; i < 2; ++i) prefetch_record_step(ahead[i], packed_record_q6_k, 8 * kp + lq, 64);
+            ahead.step(8 * kp + lq, 64);
           }
           __m256i codes[NH];
           for (int i = 0; i < NH; ++i) {

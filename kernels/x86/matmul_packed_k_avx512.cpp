@@ -78,11 +78,8 @@ void tile_k4(const packed_view& w, const quantized_x& x, int64_t p, int t) {
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec[NP];
-    const uint8_t* ahead[NP];
-    for (int i = 0; i < NP; ++i) {
-      rec[i] = panel[i] + b * fmt::record;
-      ahead[i] = record_ahead(panel[i], panel[i] + NP * w.panel_bytes, nb, fmt::record, b + k_prefetch_records);
-    }
+    for (int i = 0; i < NP; ++i) rec[i] = panel[i] + b * fmt::record;
+    const records_ahead<NP> ahead(panel, NP * w.panel_bytes, nb, fmt::record, b + k_prefetch_records);
     __m512 sum[NP][NT];
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < NT; ++j) sum[i][j] = _mm512_setzero_ps();
@@ -91,7 +88,7 @@ void tile_k4(const packed_view& w, const quantized_x& x, int64_t p, int t) {
       for (int i = 0; i < NP; ++i)
         for (int j = 0; j < NT; ++j) da[i][j] = db[i][j] = _mm512_setzero_si512();
       for (int g = 0; g < 8; ++g) {
-        for (int i = 0; i < NP; ++i) prefetch_record_step(ahead[i], fmt::record, 8 * pr + g, 32);
+        ahead.step(8 * pr + g, 32);
         __m512i lo[NP], hi[NP];
         for (int i = 0; i < NP; ++i) {
           const __m512i v = _mm512_load_si512(rec[i] + 320 + (pr * 8 + g) * 64);
@@ -147,11 +144,8 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
     for (int j = 0; j < NT; ++j) acc[i][j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec[NP];
-    const uint8_t* ahead[NP];
-    for (int i = 0; i < NP; ++i) {
-      rec[i] = panel[i] + b * record_q6_k;
-      ahead[i] = record_ahead(panel[i], panel[i] + NP * w.panel_bytes, nb, record_q6_k, b + k_prefetch_records);
-    }
+    for (int i = 0; i < NP; ++i) rec[i] = panel[i] + b * record_q6_k;
+    const records_ahead<NP> ahead(panel, NP * w.panel_bytes, nb, record_q6_k, b + k_prefetch_records);
     __m512 sum[NP][NT];
     for (int i = 0; i < NP; ++i)
       for (int j = 0; j < NT; ++j) sum[i][j] = _mm512_setzero_ps();
@@ -167,7 +161,7 @@ void tile_q6_k(const packed_view& w, const quantized_x& x, int64_t p, int t) {
           }
         }
         for (int lq = 4 * half2; lq < 4 * half2 + 4; ++lq) {
-          for (int i = 0; i < NP; ++i) prefetch_record_step(ahead[i], record_q6_k, 4 * (2 * h + half2) + lq % 4, 16);
+          ahead.step(8 * h + lq, 16);
           __m512i codes[NP][4];
           for (int i = 0; i < NP; ++i) {
             const uint8_t* g = rec[i] + 320 + (h * 8 + lq) * 3 * 64;

@@ -38,6 +38,24 @@ inline void prefetch_record_step(const uint8_t* record, int64_t record_bytes, in
   for (int64_t line = step; line < record_bytes / 64; line += steps) prefetch_line(record + 64 * line);
 }
 
+// The record `rec` ahead of NS panels a kernel streams together (record_ahead
+// of each: past a panel's n_records, the panel next_offset bytes on, which
+// the next tile streams in its place), found once per record; step() is
+// prefetch_record_step on each.
+template <int NS>
+struct records_ahead {
+  const uint8_t* at[NS];
+  int64_t record_bytes;
+  records_ahead(const uint8_t* const (&panel)[NS], size_t next_offset, int64_t n_records, int64_t record_bytes,
+                int64_t rec)
+      : record_bytes(record_bytes) {
+    for (int i = 0; i < NS; ++i) at[i] = record_ahead(panel[i], panel[i] + next_offset, n_records, record_bytes, rec);
+  }
+  void step(int step, int steps) const {
+    for (int i = 0; i < NS; ++i) prefetch_record_step(at[i], record_bytes, step, steps);
+  }
+};
+
 // Prefetches the 64-byte lines of [p, p + bytes) into L1.
 inline void prefetch_lines(const uint8_t* p, int64_t bytes) {
   for (int64_t line = 0; line < bytes; line += 64) prefetch_line(p + line);
