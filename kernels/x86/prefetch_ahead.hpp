@@ -1,6 +1,6 @@
-// Software prefetch of packed weight records ahead of the batched kernels
-// (a verify step's compute and the weight stream barely overlap without
-// it). Anonymous namespace on purpose, as kernels/x86/even_split.hpp: each
+// Software prefetch of packed weight records ahead of the decode and
+// batched kernels (without it their compute and the weight stream barely
+// overlap: a q4_0 decode read at the sum of both times). Anonymous namespace on purpose, as kernels/x86/even_split.hpp: each
 // isa TU keeps its copy.
 #pragma once
 

@@ -97,9 +97,10 @@ def golden_token_ids(i):
         return json.load(f)["cases"][i]["greedy"]
 
 
-# Every Cortexd made by this process: one still running when the process
-# exits (a test class whose own setUpClass raised after starting it, so
-# unittest never ran its tearDownClass) is killed then, not left orphaned.
+# The Cortexd objects of this process, held weakly: one still referenced
+# and running when the process exits (a test class whose own setUpClass
+# raised after starting it, so unittest never ran its tearDownClass) is
+# killed then, not left orphaned.
 _LIVE_SERVERS = weakref.WeakSet()
 
 
